@@ -1,0 +1,76 @@
+# shellcheck shell=bash
+# Shared helpers of the local stack scripts (sourced, never run). Paths:
+#   $ROOT/.cache/<thing>-<version>/  immutable caches keyed by version (jars, binaries)
+#   $RUN = $ROOT/.cache/run/          run state: data dirs, pki, pid files (pids/<name>.pid), logs/<name>.log, env
+# A component is "running" when its pid file names a live process whose command line still contains the
+# component's marker (guards against pid reuse after a reboot or a crash).
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=versions.env
+. "$HERE/versions.env"
+CACHE=$ROOT/.cache
+RUN=$CACHE/run
+LOGS=$RUN/logs
+PIDS=$RUN/pids
+mkdir -p "$LOGS" "$PIDS"
+
+log() { printf '[stack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# pid_of NAME MARKER -> prints the pid when NAME runs, else nothing (exit 1).
+pid_of() {
+  local name=$1 marker=$2 pid
+  [ -f "$PIDS/$name.pid" ] || return 1
+  pid=$(cat "$PIDS/$name.pid")
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$marker" || return 1
+  echo "$pid"
+}
+
+is_running() { pid_of "$@" >/dev/null; }
+
+# start_bg NAME CMD... : start CMD detached (own session, survives the calling shell), stdout+stderr appended to
+# logs/NAME.log, pid in pids/NAME.pid.
+start_bg() {
+  local name=$1; shift
+  { echo; echo "=== $(date -Is) starting $name: $*"; } >>"$LOGS/$name.log"
+  setsid nohup "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &
+  echo $! >"$PIDS/$name.pid"
+}
+
+# stop_pid NAME MARKER [GRACE_SECONDS=20] : SIGTERM, wait, then SIGKILL. No-op when not running.
+stop_pid() {
+  local name=$1 marker=$2 grace=${3:-20} pid i
+  if pid=$(pid_of "$name" "$marker"); then
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < grace * 10; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name did not stop within ${grace}s, sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.2
+    fi
+  fi
+  rm -f "$PIDS/$name.pid"
+}
+
+# wait_until TIMEOUT_S DESCRIPTION NAME MARKER CMD... : poll CMD every 0.5 s; fail early when NAME died.
+wait_until() {
+  local timeout=$1 what=$2 name=$3 marker=$4; shift 4
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ! is_running "$name" "$marker"; then
+      tail -n 30 "$LOGS/$name.log" >&2 || true
+      die "$name exited while waiting for $what (log: $LOGS/$name.log)"
+    fi
+    ((SECONDS < deadline)) || { tail -n 30 "$LOGS/$name.log" >&2 || true; die "timeout (${timeout}s) waiting for $what"; }
+    sleep 0.5
+  done
+}
+
+# port_free PORT : true when nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
