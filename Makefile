@@ -1,0 +1,50 @@
+# StreamApp — every target does its own set-up and is idempotent. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+UV_VERSION := 0.13.9
+UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+RUN := $(UV) run --frozen
+OPERATOR_NS := streamapp-system
+
+.PHONY: help setup stack-up stack-down stack-status image operator-install demo test test-unit lint crds
+
+help: ## Show this help
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+setup: ## Install uv (pinned) and the pinned workspace into .venv
+	@command -v uv >/dev/null 2>&1 || [ -x $(HOME)/.local/bin/uv ] || python3 -m pip install -q --user uv==$(UV_VERSION)
+	@$(UV) sync --frozen --quiet
+
+stack-up: setup ## Start Kafka, the Kubernetes control plane and the node agent on 127.0.0.1 (cached builds)
+	hack/stack/up.sh all
+
+stack-down: ## Stop the local stack (caches are kept; `hack/stack/down.sh --purge` drops run data)
+	hack/stack/down.sh
+
+stack-status: ## Show each local stack component
+	hack/stack/status.sh
+
+image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)
+	hack/image/build.sh
+
+operator-install: stack-up image ## helm install the operator chart (CRDs, RBAC, Deployment) into the local cluster
+	hack/operator-install.sh $(OPERATOR_NS)
+
+demo: operator-install ## The main job: flights StreamApp on real Kafka + Kubernetes, counts checked against pandas
+	$(RUN) python -m e2e.demo
+
+lint: setup ## ruff, mypy, import-linter, hadolint, CRD drift
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+	$(RUN) mypy runtime/src operator/src
+	$(RUN) lint-imports
+	$(RUN) hadolint Dockerfile
+
+crds: setup ## Regenerate crds/ from the operator's typed models and copy them into the chart
+	$(RUN) python -m streamapp_operator.crdgen
+
+test-unit: setup ## Unit tests only (no broker, no cluster)
+	$(RUN) pytest -m "not integration and not e2e" runtime/tests operator/tests e2e hack
+
+test: operator-install lint ## The whole suite: unit, integration (real Kafka) and e2e (real Kubernetes, pods, image)
+	$(RUN) pytest runtime/tests operator/tests e2e hack

@@ -1,0 +1,1 @@
+"""End-to-end harness and scenarios (test infrastructure; product code never imports this package)."""

@@ -1,0 +1,114 @@
+"""Thin helpers over the local stack for the demo and e2e tests: environment, kubectl, consumer-group lag.
+
+Everything here talks to the real components started by ``hack/stack/up.sh``; nothing is faked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV_FILE = ROOT / ".cache" / "run" / "env"
+
+
+def stack_env() -> dict[str, str]:
+    """The variables written by ``hack/stack/up.sh`` (KAFKA_BOOTSTRAP, KUBECONFIG, STACK_BIN, ...).
+
+    Raises FileNotFoundError when the stack was never started.
+    """
+    env: dict[str, str] = {}
+    for line in ENV_FILE.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ")
+        key, _, value = line.partition("=")
+        env[key] = os.path.expandvars(value.strip().strip('"').strip("'"))
+    return env
+
+
+def process_env() -> dict[str, str]:
+    """``os.environ`` plus the stack's variables, with the stack's binaries first on PATH."""
+    env = dict(os.environ)
+    stack = stack_env()
+    env.update({k: v for k, v in stack.items() if k != "PATH"})
+    if "STACK_BIN" in stack:
+        env["PATH"] = f"{stack['STACK_BIN']}:{ROOT / '.venv' / 'bin'}:{env.get('PATH', '')}"
+    return env
+
+
+def kubectl(*args: str, check: bool = True, input_text: str | None = None) -> str:
+    """Run kubectl against the local API server; returns stdout. Raises CalledProcessError on failure."""
+    done = subprocess.run(
+        ["kubectl", *args], env=process_env(), capture_output=True, text=True, input=input_text, check=False
+    )
+    if check and done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def get_json(kind: str, name: str, namespace: str = "default") -> dict[str, Any]:
+    return dict(json.loads(kubectl("get", kind, name, "-n", namespace, "-o", "json")))
+
+
+def group_lag(bootstrap: str, group_id: str, topics: list[str]) -> int:
+    """Total lag of ``group_id`` over every partition of ``topics``: end offset minus committed offset.
+
+    A partition without a committed offset counts its whole end offset (nothing was processed yet).
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from confluent_kafka import Consumer
+
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group_id}-lag-probe"})
+    try:
+        partitions = [
+            TopicPartition(t, p) for t in topics for p in probe.list_topics(t, timeout=10).topics[t].partitions
+        ]
+        request = [ConsumerGroupTopicPartitions(group_id, partitions)]
+        committed = admin.list_consumer_group_offsets(request)[group_id].result(30).topic_partitions
+        offsets = {(tp.topic, tp.partition): tp.offset for tp in committed}
+        lag = 0
+        for tp in partitions:
+            end = probe.get_watermark_offsets(tp, timeout=10)[1]
+            done = offsets.get((tp.topic, tp.partition), -1)
+            lag += end - max(done, 0)
+        return lag
+    finally:
+        probe.close()
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    interval_s: float = 2.0,
+    describe: Callable[[], str] = lambda: "",
+) -> None:
+    """Poll ``condition`` until it is true; raises TimeoutError naming ``what`` and the last state."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(interval_s)
+    raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}. {describe()}")
+
+
+def streamapp_settled(name: str, replicas: int, namespace: str = "default") -> bool:
+    """True when the StreamApp's status shows every replica ready, zero lag, for the current generation."""
+    app = get_json("streamapp", name, namespace)
+    status: Mapping[str, Any] = app.get("status") or {}
+    return (
+        status.get("observedGeneration") == app["metadata"]["generation"]
+        and status.get("readyReplicas") == replicas
+        and status.get("replicas") == replicas
+        and status.get("lag") == 0
+    )

