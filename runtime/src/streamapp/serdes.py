@@ -1,0 +1,134 @@
+"""Serdes: how keys and values become record bytes and back.
+
+The closed set of serde names a topology description may use (``keySerde`` / ``valueSerde``):
+
+- ``string``: ``str`` as UTF-8 (Kafka's ``StringSerializer``).
+- ``json``: any JSON value, UTF-8 compact JSON (no NaN/Infinity: those are not JSON).
+- ``long``: ``int`` in [-2**63, 2**63) as 8-byte big-endian two's complement (Kafka's ``LongSerializer``).
+- ``bytes``: ``bytes`` unchanged (Kafka's ``ByteArraySerializer``).
+
+``None`` passes through every serde unchanged in both directions: a null value is a tombstone, a null
+key is a record without a key (Kafka's serializers do the same).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, Protocol
+
+__all__ = ["SERDE_NAMES", "Serde", "SerdeError", "serde_for"]
+
+
+class SerdeError(ValueError):
+    """An object cannot be serialized, or bytes cannot be deserialized, by the chosen serde."""
+
+
+class Serde(Protocol):
+    """Serializer and deserializer for one type; both pass ``None`` through."""
+
+    name: str
+
+    def serialize(self, obj: Any) -> bytes | None: ...
+
+    def deserialize(self, data: bytes | None) -> Any: ...
+
+
+class StringSerde:
+    """``str`` <-> UTF-8 bytes."""
+
+    name = "string"
+
+    def serialize(self, obj: Any) -> bytes | None:
+        if obj is None:
+            return None
+        if not isinstance(obj, str):
+            raise SerdeError(f"string serde expects str, got {type(obj).__name__}")
+        return obj.encode("utf-8")
+
+    def deserialize(self, data: bytes | None) -> str | None:
+        if data is None:
+            return None
+        try:
+            return bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SerdeError(f"string serde: bytes are not UTF-8: {exc}") from exc
+
+
+class JsonSerde:
+    """JSON value <-> compact UTF-8 JSON bytes."""
+
+    name = "json"
+
+    def serialize(self, obj: Any) -> bytes | None:
+        if obj is None:
+            return None
+        try:
+            return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise SerdeError(f"json serde: cannot serialize {type(obj).__name__}: {exc}") from exc
+
+    def deserialize(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return json.loads(bytes(data))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SerdeError(f"json serde: bytes are not JSON: {exc}") from exc
+
+
+_LONG = struct.Struct(">q")
+
+
+class LongSerde:
+    """``int`` <-> 8-byte big-endian signed, like Kafka's ``LongSerializer``/``LongDeserializer``."""
+
+    name = "long"
+
+    def serialize(self, obj: Any) -> bytes | None:
+        if obj is None:
+            return None
+        if not isinstance(obj, int) or isinstance(obj, bool):
+            raise SerdeError(f"long serde expects int, got {type(obj).__name__}")
+        try:
+            return _LONG.pack(obj)
+        except struct.error as exc:
+            raise SerdeError(f"long serde: {obj} does not fit in a signed 64-bit long") from exc
+
+    def deserialize(self, data: bytes | None) -> int | None:
+        if data is None:
+            return None
+        if len(data) != 8:
+            raise SerdeError(f"long serde: expected 8 bytes, got {len(data)}")
+        value: int = _LONG.unpack(bytes(data))[0]
+        return value
+
+
+class BytesSerde:
+    """``bytes`` unchanged."""
+
+    name = "bytes"
+
+    def serialize(self, obj: Any) -> bytes | None:
+        if obj is None:
+            return None
+        if not isinstance(obj, bytes | bytearray | memoryview):
+            raise SerdeError(f"bytes serde expects bytes, got {type(obj).__name__}")
+        return bytes(obj)
+
+    def deserialize(self, data: bytes | None) -> bytes | None:
+        return None if data is None else bytes(data)
+
+
+_SERDES: dict[str, Serde] = {s.name: s for s in (StringSerde(), JsonSerde(), LongSerde(), BytesSerde())}
+
+SERDE_NAMES: tuple[str, ...] = tuple(sorted(_SERDES))
+"""Every serde name a topology description may use."""
+
+
+def serde_for(name: str) -> Serde:
+    """The serde called ``name``; raises SerdeError naming the known serdes for an unknown name."""
+    try:
+        return _SERDES[name]
+    except KeyError:
+        raise SerdeError(f"unknown serde '{name}'; known serdes: {', '.join(SERDE_NAMES)}") from None

@@ -1,0 +1,49 @@
+"""The topology description: data model, validation, sub-topologies and internal topics.
+
+Read by the DSL (which builds it), the runtime (which runs it) and the operator (which deploys it); it
+never imports user code except in ``resolve_function`` / ``TopologyDescription.resolve_functions``.
+"""
+
+from streamapp.topology.description import TopologyDescription
+from streamapp.topology.errors import TopologyError
+from streamapp.topology.functions import function_reference, resolve_function
+from streamapp.topology.internal_topics import CHANGELOG_TOPIC_CONFIG, REPARTITION_TOPIC_CONFIG, InternalTopic
+from streamapp.topology.nodes import (
+    NODE_TYPES,
+    CountNode,
+    FilterNode,
+    MapValuesNode,
+    Node,
+    NodeBase,
+    RepartitionNode,
+    SelectKeyNode,
+    SinkNode,
+    SourceNode,
+    StoreSpec,
+    ToStreamNode,
+)
+from streamapp.topology.subtopologies import Subtopology, TopicRef
+
+__all__ = [
+    "CHANGELOG_TOPIC_CONFIG",
+    "NODE_TYPES",
+    "REPARTITION_TOPIC_CONFIG",
+    "CountNode",
+    "FilterNode",
+    "InternalTopic",
+    "MapValuesNode",
+    "Node",
+    "NodeBase",
+    "RepartitionNode",
+    "SelectKeyNode",
+    "SinkNode",
+    "SourceNode",
+    "StoreSpec",
+    "Subtopology",
+    "ToStreamNode",
+    "TopicRef",
+    "TopologyDescription",
+    "TopologyError",
+    "function_reference",
+    "resolve_function",
+]

@@ -1,0 +1,123 @@
+"""Partition counts of sub-topologies and the internal topics they need.
+
+Rules (Kafka Streams' ``RepartitionTopics`` / ``ChangelogTopics``):
+
+- A sub-topology has one task per partition of its source topics, which must all have the same partition
+  count (co-partitioning: task ``<subtopology>_<p>`` reads partition ``p`` of each of them).
+- A repartition topic has the node's ``partitions`` if set, else the maximum partition count of the source
+  topics of the sub-topology that writes it (recursively through upstream repartition topics).
+- A changelog topic has one partition per task of the sub-topology that owns the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from streamapp.topology.errors import TopologyError
+from streamapp.topology.nodes import RepartitionNode, StoreSpec, changelog_topic_suffix
+from streamapp.topology.subtopologies import Subtopology, TopicRef
+
+REPARTITION_TOPIC_CONFIG: dict[str, str] = {"cleanup.policy": "delete"}
+CHANGELOG_TOPIC_CONFIG: dict[str, str] = {"cleanup.policy": "compact"}
+
+
+class InternalTopic(BaseModel):
+    """A topic the application needs besides its external topics, with its partition count and configs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    partitions: int
+    config: dict[str, str]
+
+
+class PartitionCounts:
+    """Partition counts of every topic of a topology, given those of its external source topics."""
+
+    def __init__(
+        self,
+        subtopologies: Sequence[Subtopology],
+        repartitions: Mapping[str, RepartitionNode],
+        external: Mapping[str, int],
+    ) -> None:
+        self._subtopologies = subtopologies
+        self._external = external
+        self._by_suffix = {node.topic_suffix: node for node in repartitions.values()}
+        self._writer = {
+            ref.name: sub for sub in subtopologies for ref in sub.sink_topics if ref.internal
+        }
+        self._resolved: dict[str, int] = {}
+        self._resolving: set[str] = set()
+
+    def topic(self, ref: TopicRef) -> int:
+        """Partition count of a source or repartition topic; TopologyError when it cannot be known."""
+        if not ref.internal:
+            count = self._external.get(ref.name)
+            if count is None:
+                raise TopologyError(f"topic '{ref.name}': partition count unknown (topic missing?)")
+            if count < 1:
+                raise TopologyError(f"topic '{ref.name}': partition count must be at least 1, got {count}")
+            return count
+        return self._repartition(ref.name)
+
+    def _repartition(self, suffix: str) -> int:
+        if suffix in self._resolved:
+            return self._resolved[suffix]
+        node = self._by_suffix[suffix]
+        if node.partitions is not None:
+            count = node.partitions
+        else:
+            if suffix in self._resolving:
+                raise TopologyError(
+                    f"node '{node.name}': partition count of repartition topic '{suffix}' depends on "
+                    "itself; set partitions on the node"
+                )
+            self._resolving.add(suffix)
+            writer = self._writer[suffix]
+            count = max(self.topic(src) for src in writer.source_topics)
+            self._resolving.discard(suffix)
+        self._resolved[suffix] = count
+        return count
+
+    def tasks(self, sub: Subtopology) -> int:
+        """The task count of a sub-topology; TopologyError when its source topics are not co-partitioned."""
+        counts = {ref.name: self.topic(ref) for ref in sub.source_topics}
+        if len(set(counts.values())) > 1:
+            listed = ", ".join(f"'{name}' ({n})" for name, n in counts.items())
+            raise TopologyError(
+                f"sub-topology {sub.id}: source topics are not co-partitioned: {listed}; "
+                "every source topic of a sub-topology needs the same partition count"
+            )
+        return next(iter(counts.values()))
+
+
+def internal_topics(
+    application_id: str,
+    subtopologies: Sequence[Subtopology],
+    repartitions: Mapping[str, RepartitionNode],
+    stores: Sequence[StoreSpec],
+    counts: PartitionCounts,
+) -> list[InternalTopic]:
+    """Repartition topics (in node order), then changelog topics (in store order), resolved by app id."""
+    topics = [
+        InternalTopic(
+            name=f"{application_id}-{node.topic_suffix}",
+            partitions=counts.topic(TopicRef(name=node.topic_suffix, internal=True)),
+            config=dict(REPARTITION_TOPIC_CONFIG),
+        )
+        for node in repartitions.values()
+    ]
+    for sub in subtopologies:
+        counts.tasks(sub)  # co-partitioning holds everywhere, not only where stores live
+    owner = {store: sub for sub in subtopologies for store in sub.stores}
+    for store in stores:
+        topics.append(
+            InternalTopic(
+                name=f"{application_id}-{changelog_topic_suffix(store.name)}",
+                partitions=counts.tasks(owner[store.name]),
+                config=dict(CHANGELOG_TOPIC_CONFIG),
+            )
+        )
+    return topics
