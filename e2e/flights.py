@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 INPUT_TOPIC = "flights"
@@ -72,6 +73,32 @@ def ensure_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
     new = [NewTopic(t, n, 1) for t, n in partitions.items() if t not in existing]
     for future in admin.create_topics(new).values() if new else []:
         future.result(30)
+
+
+def delete_app_data(bootstrap: str, application_id: str, user_topics: list[str], timeout_s: float = 120) -> None:
+    """Delete ``user_topics``, every internal topic of ``application_id`` and its consumer group; waits until gone."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.delete_consumer_groups([application_id])[application_id].result(30)
+            break
+        except KafkaException as e:
+            code = e.args[0].code()
+            if code in (KafkaError.GROUP_ID_NOT_FOUND,):
+                break
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)  # members are still leaving
+    existing = set(admin.list_topics(timeout=10).topics)
+    doomed = [t for t in existing if t in user_topics or t.startswith(f"{application_id}-")]
+    if doomed:
+        for future in admin.delete_topics(doomed).values():
+            future.result(30)
+    while set(doomed) & set(admin.list_topics(timeout=10).topics):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics {doomed} still exist")
+        time.sleep(1)
 
 
 def produce(
@@ -135,8 +162,6 @@ def read_counts(bootstrap: str, topic: str = OUTPUT_TOPIC, timeout_s: float = 60
         consumer.assign([TopicPartition(topic, p, 0) for p in ends])
         positions = dict.fromkeys(ends, 0)
         counts: dict[str, int] = {}
-        import time
-
         deadline = time.monotonic() + timeout_s
         while any(positions[p] < ends[p] for p in ends):
             if time.monotonic() > deadline:
