@@ -1,0 +1,6 @@
+"""The Kafka-Streams-style DSL: StreamsBuilder and the KStream / KGroupedStream / KTable handles."""
+
+from streamapp.dsl.builder import StreamsBuilder
+from streamapp.dsl.streams import KGroupedStream, KStream, KTable
+
+__all__ = ["KGroupedStream", "KStream", "KTable", "StreamsBuilder"]

@@ -1,0 +1,110 @@
+"""StreamsBuilder: the DSL's entry point; records steps and builds a TopologyDescription.
+
+Building executes no user code and touches no cluster. User functions are kept as given (callables or
+``"module:attr"`` strings) and turned into references by ``build()``, which is where lambdas and nested
+functions are rejected: the runtime imports user functions by name.
+
+Default names follow Kafka Streams (``KSTREAM-FILTER-0000000001``: a prefix plus a builder-wide counter),
+so they are deterministic but shift when steps are inserted. Names derive internal topic and state folder
+names, so pass ``name=`` (and ``store=``) for every stateful step of a production topology.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from streamapp.topology import TopologyDescription, TopologyError, function_reference
+from streamapp.topology.names import check_name
+
+if TYPE_CHECKING:
+    from streamapp.dsl.streams import KStream
+
+UserFunction = Callable[..., Any] | str
+"""A module-level function, or its ``"module:attr"`` reference."""
+
+_FUNCTION_PARAMS = ("predicate", "mapper")
+
+
+@dataclass
+class _Step:
+    """One node as recorded by the DSL: snake_case parameters, functions possibly still callables."""
+
+    type: str
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class StreamsBuilder:
+    """Builds a topology description from DSL calls.
+
+    >>> builder = StreamsBuilder()
+    >>> builder.stream("in", key_serde="string", value_serde="json", name="in").to("out", name="out")
+    >>> [node.type for node in builder.build().nodes]
+    ['source', 'sink']
+    """
+
+    def __init__(self) -> None:
+        self._steps: list[_Step] = []
+        self._stores: list[dict[str, Any]] = []
+        self._index = 0
+
+    def stream(
+        self,
+        topics: str | Sequence[str],
+        *,
+        key_serde: str = "bytes",
+        value_serde: str = "bytes",
+        name: str | None = None,
+    ) -> KStream:
+        """A KStream of the records of one or more topics (Kafka Streams' ``StreamsBuilder.stream``)."""
+        from streamapp.dsl.streams import KStream
+
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        node = self._add("source", name, "KSTREAM-SOURCE-", topics=topic_list, key_serde=key_serde,
+                         value_serde=value_serde)
+        return KStream(self, node, key_serde=key_serde, value_serde=value_serde, key_changed=False)
+
+    def build(self) -> TopologyDescription:
+        """The validated TopologyDescription of everything built so far; raises TopologyError."""
+        nodes = [self._export(step) for step in self._steps]
+        return TopologyDescription.from_dict({"nodes": nodes, "stores": list(self._stores)})
+
+    # -- used by KStream / KGroupedStream / KTable ---------------------------------------------------
+
+    def _add(self, node_type: str, name: str | None, prefix: str, **params: Any) -> str:
+        """Record a node; returns its name (``name`` or the next Kafka-style default)."""
+        node_name = name if name is not None else self._new_name(prefix)
+        self._claim(node_name)
+        self._steps.append(_Step(type=node_type, name=node_name, params=params))
+        return node_name
+
+    def _add_store(self, name: str, key_serde: str, value_serde: str) -> None:
+        check_name("store", name)
+        if any(store["name"] == name for store in self._stores):
+            raise TopologyError(f"store '{name}': store name is already used in this topology")
+        self._stores.append(
+            {"name": name, "type": "key_value", "key_serde": key_serde, "value_serde": value_serde}
+        )
+
+    def _new_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def _claim(self, name: str) -> None:
+        check_name("node", name)
+        if any(step.name == name for step in self._steps):
+            raise TopologyError(f"node '{name}': node name is already used in this topology")
+
+    @staticmethod
+    def _export(step: _Step) -> dict[str, Any]:
+        params = dict(step.params)
+        for key in _FUNCTION_PARAMS:
+            if key in params:
+                try:
+                    params[key] = function_reference(params[key])
+                except TopologyError as exc:
+                    raise TopologyError(f"node '{step.name}': {key}: {exc}") from exc
+        return {"name": step.name, "type": step.type, **{k: v for k, v in params.items() if v is not None}}
