@@ -6,4 +6,4 @@ set -euo pipefail
 . "$HERE/k8s.sh"
 out=$( { kafka_status; k8s_status; } )
 echo "$out"
-! grep -qE ': (stopped|running \(pid [0-9]+\), NOT)' <<<"$out"
+! grep -qE ': (stopped|running \(pid [0-9]+\), NOT)|: not built' <<<"$out"
