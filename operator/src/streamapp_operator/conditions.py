@@ -1,0 +1,172 @@
+"""Status of a StreamApp: conditions, replica counts and Kafka figures, computed from plain data.
+
+Conditions follow the Kubernetes API conventions: every condition is written on every visit (``Unknown``
+when it cannot be decided), ``lastTransitionTime`` changes only when ``status`` changes, and each carries
+the ``observedGeneration`` it was computed for.
+
+- ``Ready``: the StatefulSet runs the current spec and every desired pod passes its readiness probe
+  (the runtime's ``/readyz``: all assigned tasks restored and running).
+- ``Progressing``: pods are being created, updated or scaled towards the current spec.
+- ``Degraded``: something blocks the spec (invalid spec or topology, missing topics, Kafka unreachable,
+  an object the API server rejects); the message says what.
+- ``TopologyValid``: the topology parses and fits the Kafka topics; ``Unknown`` while it cannot be checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from streamapp_operator.validate import Problem
+
+READY = "Ready"
+PROGRESSING = "Progressing"
+DEGRADED = "Degraded"
+TOPOLOGY_VALID = "TopologyValid"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """The StatefulSet's progress towards ``desired`` pods of the current template."""
+
+    desired: int
+    replicas: int
+    ready: int
+    updated: int
+    current: bool
+    """The StatefulSet controller has seen the latest StatefulSet spec and finished the revision update."""
+
+    @property
+    def complete(self) -> bool:
+        return self.current and self.updated == self.desired and self.replicas == self.desired
+
+    @property
+    def all_ready(self) -> bool:
+        return self.complete and self.ready == self.desired
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes event to post on the StreamApp (``type`` is Normal or Warning)."""
+
+    type: str
+    reason: str
+    message: str
+
+
+def rollout(stateful_set: dict[str, Any] | None, desired: int) -> Rollout | None:
+    """Progress of a StatefulSet as served by the API server; None when it does not exist."""
+    if stateful_set is None:
+        return None
+    status = stateful_set.get("status") or {}
+    generation = stateful_set.get("metadata", {}).get("generation", 0)
+    update_revision = status.get("updateRevision")
+    current = status.get("observedGeneration", 0) >= generation and (
+        update_revision is None or status.get("currentRevision") == update_revision or desired == 0
+    )
+    return Rollout(
+        desired=desired,
+        replicas=status.get("replicas", 0),
+        ready=status.get("readyReplicas", 0),
+        updated=status.get("updatedReplicas", 0) if desired else 0,
+        current=current,
+    )
+
+
+def conditions(
+    *,
+    generation: int,
+    problems: Sequence[Problem],
+    progress: Rollout | None,
+    topology_checked: bool,
+    previous: Sequence[dict[str, Any]],
+    now: str,
+) -> list[dict[str, Any]]:
+    """The four conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp."""
+    before = {c.get("type"): c for c in previous}
+
+    def make(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+        old = before.get(kind)
+        since = old.get("lastTransitionTime") if old and old.get("status") == status else None
+        return {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": since or now,
+            "observedGeneration": generation,
+        }
+
+    return [
+        make(READY, *_ready(problems, progress)),
+        make(PROGRESSING, *_progressing(problems, progress)),
+        make(DEGRADED, *_degraded(problems)),
+        make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
+    ]
+
+
+def _ready(problems: Sequence[Problem], progress: Rollout | None) -> tuple[str, str, str]:
+    if problems:
+        return "False", problems[0].reason, _joined(problems)
+    if progress is None:
+        return "False", "StatefulSetMissing", "the StatefulSet does not exist yet"
+    counts = f"{progress.ready}/{progress.desired} pods ready"
+    if progress.all_ready:
+        return "True", "AllReplicasReady", counts
+    return "False", "ReplicasNotReady", counts
+
+
+def _progressing(problems: Sequence[Problem], progress: Rollout | None) -> tuple[str, str, str]:
+    if problems:
+        return "False", "ReconcileBlocked", "the spec cannot be applied until the Degraded condition is resolved"
+    if progress is None:
+        return "True", "Creating", "creating the StatefulSet"
+    if not progress.complete:
+        message = (
+            f"{progress.updated}/{progress.desired} pods updated, {progress.replicas} pods exist, "
+            f"{progress.ready} ready"
+        )
+        return "True", "RollingOut", message
+    return "False", "RolloutComplete", f"{progress.desired} pods run the current spec"
+
+
+def _degraded(problems: Sequence[Problem]) -> tuple[str, str, str]:
+    if problems:
+        return "True", problems[0].reason, _joined(problems)
+    return "False", "AsExpected", ""
+
+
+def _topology_valid(problems: Sequence[Problem], checked: bool) -> tuple[str, str, str]:
+    invalid = [p for p in problems if p.topology]
+    if invalid:
+        return "False", invalid[0].reason, _joined(invalid)
+    if checked:
+        return "True", "Valid", "the topology is valid and its source topics exist"
+    return "Unknown", "NotChecked", "the topology could not be checked against Kafka"
+
+
+def _joined(problems: Sequence[Problem]) -> str:
+    return "; ".join(p.message for p in problems)
+
+
+def ready_text(ready: int, desired: int) -> str:
+    """The READY printer column: ``"<ready pods>/<desired pods>"``."""
+    return f"{ready}/{desired}"
+
+
+def condition_events(previous: Sequence[dict[str, Any]], current: Sequence[dict[str, Any]]) -> list[Event]:
+    """Events for condition changes worth a human's attention (not one per timer tick)."""
+    before = {c.get("type"): c for c in previous}
+    after = {c["type"]: c for c in current}
+    events = []
+    old, new = before.get(DEGRADED, {}), after[DEGRADED]
+    if new["status"] == "True" and (old.get("status") != "True" or old.get("message") != new["message"]):
+        events.append(Event("Warning", new["reason"], new["message"]))
+    elif new["status"] == "False" and old.get("status") == "True":
+        events.append(Event("Normal", "Recovered", "the StreamApp is no longer degraded"))
+    old, new = before.get(READY, {}), after[READY]
+    if new["status"] == "True" and old.get("status") != "True":
+        events.append(Event("Normal", "Ready", new["message"]))
+    return events

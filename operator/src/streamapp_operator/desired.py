@@ -1,0 +1,217 @@
+"""Desired child objects of a StreamApp: pure builders from the typed spec to Kubernetes manifests.
+
+Each builder takes plain data and returns a manifest dict ready for server-side apply; nothing here reads
+or writes the cluster. The workload follows the runtime process contract: a ConfigMap ``<name>-config``
+with ``topology.yaml`` and ``streams.yaml`` mounted at ``/etc/streamapp``, a headless Service ``<name>``,
+and a StatefulSet ``<name>`` whose pods keep their state stores on a per-pod volume (``state``) at
+``/var/lib/streamapp``. A hash of the ConfigMap's data is stamped on the pod template, so a change of
+topology or configuration rolls the pods.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from streamapp_operator.resources import API_VERSION, KIND, StreamAppSpec
+
+CONFIG_DIR = "/etc/streamapp"
+STATE_DIR = "/var/lib/streamapp"
+HTTP_PORT = 8080
+TOPOLOGY_FILE = "topology.yaml"
+STREAMS_FILE = "streams.yaml"
+CONFIG_HASH_ANNOTATION = "streamapp.io/config-hash"
+CONTAINER_NAME = "streamapp"
+TERMINATION_GRACE_SECONDS = 60
+
+#: Runtime configuration keys the operator derives from first-class spec fields; ``spec.config`` must not
+#: set them (``validate.check_spec`` reports which field to use instead).
+DERIVED_CONFIG_KEYS = {
+    "application.id": "spec.applicationId",
+    "bootstrap.servers": "spec.kafka.bootstrapServers",
+    "num.stream.threads": "spec.threads",
+    "processing.guarantee": "spec.processingGuarantee",
+    "state.dir": "(fixed by the operator)",
+    "http.port": "(fixed by the operator)",
+}
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The StreamApp that owns the children: their owner reference and naming root."""
+
+    name: str
+    namespace: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        """ownerReference with ``controller: true``: garbage collection deletes children with the app."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+def selector_labels(name: str) -> dict[str, str]:
+    """Labels that select the pods of StreamApp ``name``."""
+    return {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": name}
+
+
+def selector(name: str) -> str:
+    """``selector_labels`` as a label selector string (``status.selector``, the /scale subresource)."""
+    return ",".join(f"{key}={value}" for key, value in selector_labels(name).items())
+
+
+def labels(name: str) -> dict[str, str]:
+    """Labels of every child object."""
+    return {**selector_labels(name), "app.kubernetes.io/managed-by": "streamapp-operator"}
+
+
+def config_map_name(name: str) -> str:
+    return f"{name}-config"
+
+
+def streams_config(spec: StreamAppSpec, application_id: str) -> dict[str, Any]:
+    """The runtime's ``streams.yaml``: derived keys first, then ``spec.config`` in key order."""
+    derived: dict[str, Any] = {
+        "application.id": application_id,
+        "bootstrap.servers": spec.kafka.bootstrap_servers,
+        "num.stream.threads": spec.threads,
+        "processing.guarantee": spec.processing_guarantee.value,
+        "state.dir": STATE_DIR,
+        "http.port": HTTP_PORT,
+    }
+    extra = {key: spec.config[key] for key in sorted(spec.config) if key not in derived}
+    return {**derived, **extra}
+
+
+def config_map(owner: Owner, topology_yaml: str, config: dict[str, Any]) -> dict[str, Any]:
+    """ConfigMap ``<name>-config`` with the topology description and the runtime configuration."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(owner, config_map_name(owner.name)),
+        "data": {
+            TOPOLOGY_FILE: topology_yaml,
+            STREAMS_FILE: yaml.safe_dump(config, sort_keys=False, default_flow_style=False),
+        },
+    }
+
+
+def config_hash(config_map_manifest: dict[str, Any]) -> str:
+    """A short, stable digest of a ConfigMap's data (16 hex digits)."""
+    canonical = json.dumps(config_map_manifest["data"], sort_keys=True).encode()
+    return hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def service(owner: Owner) -> dict[str, Any]:
+    """Headless Service ``<name>``: stable DNS names for the pods (``<pod>.<name>``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(owner, owner.name),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": selector_labels(owner.name),
+            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str) -> dict[str, Any]:
+    """StatefulSet ``<name>``: ``spec.replicas`` pods of the runtime, each with its own state volume.
+
+    Pods start in parallel (no ordinal ordering is needed: Kafka's group protocol coordinates them), and
+    each pod's name is its static group membership id (``STREAMAPP_INSTANCE_ID``).
+    """
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": _metadata(owner, owner.name),
+        "spec": {
+            "serviceName": owner.name,
+            "replicas": spec.replicas,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": selector_labels(owner.name)},
+            "template": {
+                "metadata": {
+                    "labels": labels(owner.name),
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_digest},
+                },
+                "spec": _pod_spec(owner, spec),
+            },
+            "volumeClaimTemplates": [_state_claim(owner, spec)],
+        },
+    }
+
+
+def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": CONTAINER_NAME,
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy.value,
+        "command": [
+            "streamapp",
+            "run",
+            "--topology",
+            f"{CONFIG_DIR}/{TOPOLOGY_FILE}",
+            "--config",
+            f"{CONFIG_DIR}/{STREAMS_FILE}",
+        ],
+        "env": [
+            {"name": "STREAMAPP_INSTANCE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "STREAMAPP_HTTP_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": HTTP_PORT},
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": HTTP_PORT},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 10,
+            "failureThreshold": 6,
+        },
+        "volumeMounts": [
+            {"name": "state", "mountPath": STATE_DIR},
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+        ],
+    }
+    if spec.resources is not None:
+        container["resources"] = spec.resources.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {
+        "containers": [container],
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+        "volumes": [{"name": "config", "configMap": {"name": config_map_name(owner.name)}}],
+    }
+
+
+def _state_claim(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
+    claim_spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": str(spec.state.size)}},
+    }
+    if spec.state.storage_class_name is not None:
+        claim_spec["storageClassName"] = spec.state.storage_class_name
+    return {"metadata": {"name": "state", "labels": selector_labels(owner.name)}, "spec": claim_spec}
+
+
+def _metadata(owner: Owner, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": owner.namespace,
+        "labels": labels(owner.name),
+        "ownerReferences": [owner.reference()],
+    }

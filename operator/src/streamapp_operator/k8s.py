@@ -1,0 +1,117 @@
+"""The operator's seam to the Kubernetes API: the only module that imports the ``kubernetes`` client.
+
+:class:`Cluster` is the protocol the rest of the operator uses (tests pass a hand-written fake);
+:class:`KubernetesCluster` implements it with server-side apply (field manager ``streamapp-operator``,
+conflicts forced: the operator owns the fields it sets on its children). Objects travel as plain dicts,
+exactly as the API server serves them. Status of the StreamApp itself and Kubernetes events are written
+through kopf (``main.py``), which already holds the watch connection and knows the object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any, Protocol
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+FIELD_MANAGER = "streamapp-operator"
+_APPLY = "application/apply-patch+yaml"
+_TIMEOUT = 15.0
+
+
+class ApplyRejected(Exception):
+    """The API server refused an object (invalid, or a change to an immutable field); not worth retrying."""
+
+
+class KubernetesUnavailable(Exception):
+    """The API server could not be reached or failed (5xx, timeout); retry later."""
+
+
+class Cluster(Protocol):
+    """Namespaced objects of the kinds the operator manages: ConfigMap, Service, StatefulSet."""
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as served, or None when it does not exist."""
+        ...
+
+    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply ``manifest``; returns the object as stored afterwards."""
+        ...
+
+
+class KubernetesCluster:
+    """:class:`Cluster` over the official client; in-cluster credentials when present, else kubeconfig."""
+
+    def __init__(self, api_client: client.ApiClient | None = None) -> None:
+        if api_client is None:
+            api_client = _default_api_client()
+        self._core = client.CoreV1Api(api_client)
+        self._apps = client.AppsV1Api(api_client)
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        read = {
+            "ConfigMap": self._core.read_namespaced_config_map,
+            "Service": self._core.read_namespaced_service,
+            "StatefulSet": self._apps.read_namespaced_stateful_set,
+        }[kind]
+        try:
+            response = read(name, namespace, _preload_content=False, _request_timeout=_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _translate(exc, f"reading {kind} {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"reading {kind} {namespace}/{name}: {exc}") from exc
+        return _json(response)
+
+    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        kind = manifest["kind"]
+        name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+        patch = {
+            "ConfigMap": self._core.patch_namespaced_config_map,
+            "Service": self._core.patch_namespaced_service,
+            "StatefulSet": self._apps.patch_namespaced_stateful_set,
+        }[kind]
+        try:
+            response = patch(
+                name,
+                namespace,
+                manifest,
+                field_manager=FIELD_MANAGER,
+                force=True,
+                _content_type=_APPLY,
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
+        except ApiException as exc:
+            raise _translate(exc, f"applying {kind} {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"applying {kind} {namespace}/{name}: {exc}") from exc
+        return _json(response)
+
+
+def _default_api_client() -> client.ApiClient:
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+    else:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+def _json(response: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(response.data)
+    return data
+
+
+def _translate(exc: ApiException, action: str) -> Exception:
+    """4xx (except 409/429) -> ApplyRejected with the API server's message; everything else -> retry."""
+    message = exc.reason or ""
+    with contextlib.suppress(ValueError, AttributeError):
+        message = json.loads(exc.body or "{}").get("message", message)
+    status = exc.status or 0
+    if 400 <= status < 500 and status not in (408, 409, 429):
+        return ApplyRejected(f"{action}: {message}")
+    return KubernetesUnavailable(f"{action}: HTTP {status} {message}")

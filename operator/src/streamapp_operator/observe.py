@@ -1,0 +1,81 @@
+"""Observation of a StreamApp's world: its child objects and its topics and consumer group in Kafka.
+
+``observe`` only reads. Kubernetes failures propagate (``k8s.KubernetesUnavailable``: the reconcile is
+retried), while Kafka failures are recorded in :attr:`Observation.kafka_error`, because an unreachable
+broker is a condition to report (``Degraded``), not a reason to stop reconciling the workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from streamapp.topology import TopologyDescription
+
+from streamapp_operator.desired import config_map_name
+from streamapp_operator.k8s import Cluster
+from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What exists now. Objects are plain dicts as served by the API server (None: absent).
+
+    ``partitions`` holds the partition counts of the topology's topics that exist (external sources,
+    repartition and changelog topics); ``group`` the consumer group's lag and state over the topics it
+    consumes; ``kafka_error`` why Kafka could not be read (then ``partitions`` is empty and ``group`` None).
+    """
+
+    config_map: dict[str, Any] | None = None
+    service: dict[str, Any] | None = None
+    stateful_set: dict[str, Any] | None = None
+    partitions: Mapping[str, int] = field(default_factory=dict)
+    group: GroupLag | None = None
+    kafka_error: str | None = None
+
+
+def observe(
+    namespace: str,
+    name: str,
+    cluster: Cluster,
+    topology: TopologyDescription | None = None,
+    application_id: str | None = None,
+    kafka: KafkaAdmin | None = None,
+) -> Observation:
+    """Read the children of StreamApp ``namespace/name`` and, given a topology, its Kafka topics and group."""
+    children = Observation(
+        config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
+        service=cluster.get("Service", namespace, name),
+        stateful_set=cluster.get("StatefulSet", namespace, name),
+    )
+    if topology is None or application_id is None or kafka is None:
+        return children
+    all_topics, consumed = topology_topics(topology, application_id)
+    try:
+        partitions = kafka.partition_counts(all_topics)
+        group = kafka.group_lag(application_id, [t for t in consumed if t in partitions])
+    except KafkaUnavailable as exc:
+        return replace(children, kafka_error=str(exc))
+    return replace(children, partitions=partitions, group=group)
+
+
+def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:
+    """(every topic the topology reads or owns, the topics its consumer group consumes).
+
+    The group consumes the external source topics and the repartition topics; changelog topics are read
+    by restore consumers outside the group, and sink topics are only written.
+    """
+    consumed: list[str] = []
+    changelogs: list[str] = []
+    for sub in topology.subtopologies():
+        for ref in sub.source_topics:
+            _append_new(consumed, ref.resolve(application_id))
+        for store in sub.stores:
+            _append_new(changelogs, topology.changelog_topic(application_id, store))
+    return consumed + [t for t in changelogs if t not in consumed], consumed
+
+
+def _append_new(items: list[str], item: str) -> None:
+    if item not in items:
+        items.append(item)

@@ -1,0 +1,187 @@
+"""Typed model of the StreamApp custom resource (``streamapp.io/v1alpha1``).
+
+These pydantic models are the single source of the CRD schema: ``streamapp_operator.crdgen`` renders
+``crds/streamapp.io_streamapps.yaml`` from them, and the operator parses every ``spec`` it receives with
+:meth:`StreamAppSpec.parse` once, at the edge (``main.py``). Field names are Python snake_case; the
+wire names are camelCase (``applicationId``, ``processingGuarantee``), as in every Kubernetes API.
+
+Validation that needs more than one field or outside data (the topology's node graph, Kafka topic
+partition counts) lives in ``validate.py``; the schema here carries what an API server can check on
+admission: types, enums, minimums, patterns, required fields and defaults.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.alias_generators import to_camel
+
+GROUP = "streamapp.io"
+VERSION = "v1alpha1"
+KIND = "StreamApp"
+PLURAL = "streamapps"
+SINGULAR = "streamapp"
+SHORT_NAMES = ("sa",)
+API_VERSION = f"{GROUP}/{VERSION}"
+
+#: Characters Kafka allows in a topic name. Node, store and application names become parts of
+#: internal topic names (``<applicationId>-<store>-changelog``), so they share the rule.
+KAFKA_NAME_PATTERN = r"^[a-zA-Z0-9._-]+$"
+
+#: A Kubernetes resource quantity (``500m``, ``1Gi``, ``2``): YAML may give it as an int or a string.
+Quantity = Annotated[
+    int | str,
+    WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}),
+]
+
+
+class _Model(BaseModel):
+    """Base: camelCase on the wire, snake_case in Python, unknown fields rejected."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class ProcessingGuarantee(StrEnum):
+    """Kafka Streams ``processing.guarantee``."""
+
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE_V2 = "exactly_once_v2"
+
+
+class ImagePullPolicy(StrEnum):
+    """The pod container's ``imagePullPolicy``."""
+
+    ALWAYS = "Always"
+    IF_NOT_PRESENT = "IfNotPresent"
+    NEVER = "Never"
+
+
+class KafkaSpec(_Model):
+    """How the application reaches its Kafka cluster."""
+
+    bootstrap_servers: str = Field(
+        min_length=1,
+        description="Kafka bootstrap.servers: comma-separated host:port list, used by the pods and the operator.",
+    )
+
+
+class TopologyNode(_Model):
+    """One node of the topology description; per-type fields (``input``, ``topics``...) pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=KAFKA_NAME_PATTERN, description="Node name, unique in the topology.")
+    type: str = Field(min_length=1, description="Core node type (source, filter, map_values, ...).")
+
+
+class TopologyStore(_Model):
+    """One state store of the topology description; per-type fields pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=KAFKA_NAME_PATTERN, description="Store name; names its changelog topic.")
+    type: str = Field(min_length=1, description="Store type (key_value, ...).")
+
+
+class TopologySpec(_Model):
+    """The topology description: nodes and stores, validated in depth by ``streamapp.topology``."""
+
+    nodes: list[TopologyNode] = Field(min_length=1, description="Source, processor and sink nodes.")
+    stores: list[TopologyStore] = Field(default_factory=list, description="State stores.")
+
+    def to_description_dict(self) -> dict[str, Any]:
+        """The document in the runtime's camelCase form, ready for ``TopologyDescription.from_dict``."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class StateSpec(_Model):
+    """The per-pod persistent volume that holds the state stores (``state.dir``)."""
+
+    size: Quantity = Field(default="1Gi", description="Requested size of each pod's state volume.")
+    storage_class_name: str | None = Field(
+        default=None, description="StorageClass of the state volume; the cluster default when unset."
+    )
+
+
+class ResourceRequirements(_Model):
+    """Compute resources of the application container (Kubernetes ResourceRequirements)."""
+
+    limits: dict[str, Quantity] | None = Field(default=None, description="Maximum resources, e.g. cpu, memory.")
+    requests: dict[str, Quantity] | None = Field(default=None, description="Requested resources.")
+
+
+class StreamAppSpec(_Model):
+    """Desired state of a StreamApp: one Kafka Streams application run as a StatefulSet."""
+
+    image: str = Field(min_length=1, description="Container image with the runtime and the user functions.")
+    image_pull_policy: ImagePullPolicy = Field(
+        default=ImagePullPolicy.IF_NOT_PRESENT, description="Pull policy of the application container."
+    )
+    application_id: str | None = Field(
+        default=None,
+        pattern=KAFKA_NAME_PATTERN,
+        max_length=200,
+        description="Kafka Streams application.id: consumer group and internal topic prefix. Default: metadata.name.",
+    )
+    replicas: int = Field(default=1, ge=0, description="Number of pods (the /scale subresource).")
+    threads: int = Field(default=1, ge=1, description="Stream threads per pod (num.stream.threads).")
+    processing_guarantee: ProcessingGuarantee = Field(
+        default=ProcessingGuarantee.AT_LEAST_ONCE, description="Kafka Streams processing.guarantee."
+    )
+    kafka: KafkaSpec
+    topology: TopologySpec
+    state: StateSpec = Field(
+        default_factory=StateSpec,
+        description="Per-pod state volume.",
+        # An object default lets the API server fill in the nested defaults (size) when state is omitted.
+        json_schema_extra={"default": {}},
+    )
+    config: dict[str, str] = Field(
+        default_factory=dict, description="Extra Kafka Streams configuration passed to the runtime."
+    )
+    resources: ResourceRequirements | None = Field(default=None, description="Container compute resources.")
+
+    @classmethod
+    def parse(cls, spec: dict[str, Any]) -> StreamAppSpec:
+        """Parse the ``spec`` of a StreamApp body; raises ``pydantic.ValidationError`` when invalid."""
+        return cls.model_validate(spec)
+
+    def effective_application_id(self, name: str) -> str:
+        """``application.id``: ``spec.applicationId``, else the resource name."""
+        return self.application_id or name
+
+
+class Condition(_Model):
+    """A status condition, after the Kubernetes API conventions (``metav1.Condition``)."""
+
+    type: str = Field(description="Ready, Progressing, Degraded or TopologyValid.")
+    status: Literal["True", "False", "Unknown"]
+    reason: str = Field(default="", description="CamelCase machine-readable reason.")
+    message: str = Field(default="", description="Human-readable detail.")
+    last_transition_time: str | None = Field(
+        default=None,
+        description="When status last changed (RFC 3339).",
+        json_schema_extra={"format": "date-time"},
+    )
+    observed_generation: int | None = Field(default=None, description="metadata.generation it was set for.")
+
+
+class StreamAppStatus(_Model):
+    """Observed state of a StreamApp, written only by the operator."""
+
+    observed_generation: int | None = Field(default=None, description="Last metadata.generation reconciled.")
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready, Progressing, Degraded, TopologyValid; one per type.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    replicas: int | None = Field(default=None, description="Pods of the StatefulSet (the /scale status).")
+    ready_replicas: int | None = Field(default=None, description="Pods passing their readiness probe.")
+    ready: str | None = Field(default=None, description='Ready pods over desired pods, e.g. "2/2".')
+    selector: str | None = Field(default=None, description="Label selector of the pods (the /scale status).")
+    tasks: int | None = Field(default=None, description="Number of Kafka Streams tasks of the topology.")
+    lag: int | None = Field(default=None, description="Total consumer lag of the application, in records.")
+    consumer_group_state: str | None = Field(default=None, description="State of the consumer group.")
+    application_id: str | None = Field(default=None, description="Effective application.id.")
