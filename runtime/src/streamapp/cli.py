@@ -1,0 +1,153 @@
+"""The ``streamapp`` command line.
+
+- ``streamapp topology export module:fn [--format yaml|json]``: print the description that ``fn()`` returns
+  (a StreamsBuilder or a TopologyDescription).
+- ``streamapp topology describe FILE [--application-id X] [--partitions topic=N ...]``: print sub-topologies,
+  nodes, topics, stores, internal topics and task ids. FILE is a topology description or a StreamApp
+  manifest (its ``spec.topology`` is used).
+- ``streamapp run --topology FILE --config FILE [--set key=value ...]``: run the application until
+  SIGTERM/SIGINT; the exit code is the runtime's.
+
+Errors in user input are printed as one ``Error: ...`` line with exit code 1 (click's ClickException).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from streamapp.dsl import StreamsBuilder
+from streamapp.topology import TopologyDescription, TopologyError, resolve_function
+from streamapp.topology.render import describe as describe_text
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.group()
+def main() -> None:
+    """StreamApp: Kafka-Streams-style applications in Python."""
+
+
+@main.group()
+def topology() -> None:
+    """Export and inspect topology descriptions."""
+
+
+@topology.command()
+@click.argument("function")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+def export(function: str, fmt: str) -> None:
+    """Print the topology description built by FUNCTION ('package.module:function')."""
+    description = export_description(function)
+    click.echo(description.to_yaml() if fmt == "yaml" else description.to_json(), nl=fmt == "json")
+
+
+def export_description(function: str) -> TopologyDescription:
+    """Call ``function`` (a ``module:attr`` reference) and return its validated description.
+
+    The current directory is importable, as with ``python -m``. Raises ClickException on any failure.
+    """
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        build = resolve_function(function)
+        _check_no_arguments(function, build)
+        result = build()
+        if isinstance(result, StreamsBuilder):
+            return result.build()
+        if isinstance(result, TopologyDescription):
+            return result
+    except TopologyError as exc:
+        raise click.ClickException(str(exc)) from exc
+    raise click.ClickException(
+        f"{function} returned {type(result).__name__}; expected a StreamsBuilder or a TopologyDescription"
+    )
+
+
+@topology.command()
+@click.argument("file", type=_FILE)
+@click.option("--application-id", help="Prefix of internal topic names (default: the manifest's, if any).")
+@click.option(
+    "--partitions",
+    "partition_specs",
+    multiple=True,
+    metavar="TOPIC=N",
+    help="Partition count of an external source topic; repeat for each source topic.",
+)
+def describe(file: Path, application_id: str | None, partition_specs: tuple[str, ...]) -> None:
+    """Print the sub-topologies, stores, internal topics and tasks of the topology in FILE."""
+    partitions = {topic: _positive_int(topic, count) for topic, count in _pairs("--partitions", partition_specs)}
+    description, manifest_app_id = load_description(file)
+    click.echo(describe_text(description, application_id or manifest_app_id, partitions), nl=False)
+
+
+def load_description(file: Path) -> tuple[TopologyDescription, str | None]:
+    """Read a topology description, or a StreamApp manifest's ``spec.topology`` and application id.
+
+    Raises ClickException with the file name and the TopologyError message.
+    """
+    try:
+        data: Any = yaml.safe_load(file.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise click.ClickException(f"{file}: cannot read YAML: {exc}") from exc
+    application_id = None
+    if isinstance(data, dict) and data.get("kind") == "StreamApp":
+        spec = data.get("spec") or {}
+        application_id = spec.get("applicationId") or (data.get("metadata") or {}).get("name")
+        data = spec.get("topology")
+    try:
+        return TopologyDescription.from_dict(data), application_id
+    except TopologyError as exc:
+        raise click.ClickException(f"{file}: {exc}") from exc
+
+
+@main.command()
+@click.option("--topology", "topology_file", required=True, type=_FILE, help="Topology description (YAML/JSON).")
+@click.option("--config", "config_file", required=True, type=_FILE, help="Streams config (YAML map).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one config key.")
+def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> None:
+    """Run the topology in FILE until SIGTERM or SIGINT."""
+    description, _ = load_description(topology_file)
+    settings = dict(_pairs("--set", overrides))
+    # Imported here so the topology commands work without the processing runtime's dependencies.
+    from streamapp.app import KafkaStreams
+    from streamapp.config import StreamsConfig
+
+    config = StreamsConfig.load(config_file, settings)
+    sys.exit(KafkaStreams(description, config).run())
+
+
+def _check_no_arguments(function: str, build: Any) -> None:
+    try:
+        inspect.signature(build).bind()
+    except TypeError as exc:
+        raise click.ClickException(f"{function} cannot be called without arguments ({exc})") from exc
+    except ValueError:  # no signature available (some builtins): let the call decide
+        pass
+
+
+def _pairs(option: str, specs: tuple[str, ...]) -> list[tuple[str, str]]:
+    pairs = []
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"'{spec}' is not KEY=VALUE", param_hint=option)
+        pairs.append((key, value))
+    return pairs
+
+
+def _positive_int(topic: str, text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise click.BadParameter(f"partition count of '{topic}' must be a positive integer, got '{text}'",
+                                 param_hint="--partitions")
+    return count
