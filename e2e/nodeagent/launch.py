@@ -1,0 +1,265 @@
+"""Container processes: build the command line for a mode, spawn it, track it with a pid file.
+
+Two modes (agent flag ``--mode``):
+
+- ``venv``: the container command runs on the host, with ``PATH`` starting at the workspace venv's
+  ``bin``. ``unshare --mount --uts --propagation private`` gives it a private mount namespace (the bind
+  mounts of its volumes are invisible to the host) and its own hostname (the pod name); a small
+  ``/bin/sh`` prologue makes the mounts, then ``exec``\\ s the command, so the container's pid is the
+  spawned pid. Mount targets that do not exist are created (empty) on the host file system.
+- ``image``: the command runs in the image's root file system through
+  ``buildah run --isolation chroot --network host`` on a working container made by ``buildah from``.
+
+Every process leads its own session/process group (pgid == pid); signals go to the whole group. A pid
+file ``<pid> <start time in clock ticks>`` lets a restarted agent find and kill what it started before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shlex
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from e2e.nodeagent.volumes import Mount
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    """The parts of an image's OCI config that shape a container: ENTRYPOINT, CMD, ENV (``K=V``)."""
+
+    entrypoint: list[str] = field(default_factory=list)
+    cmd: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    working_dir: str = ""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One container run: the expanded ``argv``, its full ``env``, mounts, working dir and hostname.
+
+    ``key`` is unique per pod container (``<ns>_<pod>_<container>``); image mode names its working
+    container after it.
+    """
+
+    key: str
+    image: str
+    argv: list[str]
+    env: dict[str, str]
+    mounts: list[Mount]
+    working_dir: str
+    hostname: str
+    run_as: str = ""
+
+
+class Runtime(Protocol):
+    """How a container becomes a process in one mode."""
+
+    name: str
+
+    def image_config(self, image: str, key: str) -> ImageConfig:
+        """Defaults of ``image`` (venv mode: none). May prepare a working container named after ``key``."""
+        ...
+
+    def base_env(self, image_config: ImageConfig) -> dict[str, str]:
+        """Variables every container starts with, before the pod's own env."""
+        ...
+
+    def command(self, spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
+        """(argv, environment) of the process to spawn for ``spec``."""
+        ...
+
+    def remove(self, key: str) -> None:
+        """Drop what ``image_config`` prepared for ``key`` (on pod removal)."""
+        ...
+
+
+def mount_prologue(mounts: Sequence[Mount], hostname: str, working_dir: str) -> str:
+    """``/bin/sh`` script that makes the bind mounts, sets the hostname, enters the working dir, execs "$@"."""
+    lines = ["set -e"]
+    for m in mounts:
+        src, dst = shlex.quote(str(m.source)), shlex.quote(m.target)
+        if m.source.is_dir():
+            lines.append(f"mkdir -p {dst}")
+        else:
+            lines.append(f"[ -e {dst} ] || {{ mkdir -p $(dirname {dst}); : > {dst}; }}")
+        lines.append(f"mount --bind {src} {dst}")
+        if m.read_only:
+            lines.append(f"mount -o remount,bind,ro {dst}")
+    lines.append(f"hostname {shlex.quote(hostname)}")
+    if working_dir:
+        lines.append(f"mkdir -p {shlex.quote(working_dir)} && cd {shlex.quote(working_dir)}")
+    lines.append('exec "$@"')
+    return "\n".join(lines)
+
+
+class VenvRuntime:
+    """Runs commands on the host with the workspace venv first on PATH (see module doc)."""
+
+    name = "venv"
+
+    def __init__(self, venv: Path) -> None:
+        self.venv = venv
+
+    def image_config(self, image: str, key: str) -> ImageConfig:
+        return ImageConfig()
+
+    def base_env(self, image_config: ImageConfig) -> dict[str, str]:
+        return {
+            "PATH": f"{self.venv / 'bin'}:{SYSTEM_PATH}",
+            "VIRTUAL_ENV": str(self.venv),
+            "HOME": "/root",
+            "LANG": "C.UTF-8",
+        }
+
+    def command(self, spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
+        script = mount_prologue(spec.mounts, spec.hostname, spec.working_dir)
+        unshare = ["unshare", "--mount", "--uts", "--propagation", "private", "--"]
+        return [*unshare, "/bin/sh", "-c", script, "nodeagent", *spec.argv], spec.env
+
+    def remove(self, key: str) -> None:
+        return None
+
+
+def _container_name(key: str) -> str:
+    return "nodeagent-" + re.sub(r"[^a-zA-Z0-9_.-]", "-", key)
+
+
+class ImageRuntime:
+    """Runs commands inside the image's root file system with ``buildah run --isolation chroot``."""
+
+    name = "image"
+    prefix = "nodeagent-"
+
+    def image_config(self, image: str, key: str) -> ImageConfig:
+        name = _container_name(key)
+        subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
+        made = subprocess.run(
+            ["buildah", "from", "--pull-never", "--name", name, image], capture_output=True, text=True
+        )
+        if made.returncode != 0:
+            raise RuntimeError(f"buildah from {image}: {made.stderr.strip()}")
+        shown = subprocess.run(
+            ["buildah", "inspect", "--type", "container", "--format", "{{json .OCIv1.Config}}", name],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        cfg = json.loads(shown.stdout or "{}")
+        env = dict(item.split("=", 1) for item in cfg.get("Env") or [] if "=" in item)
+        return ImageConfig(cfg.get("Entrypoint") or [], cfg.get("Cmd") or [], env, cfg.get("WorkingDir") or "")
+
+    def base_env(self, image_config: ImageConfig) -> dict[str, str]:
+        return {"PATH": SYSTEM_PATH, **image_config.env}
+
+    def command(self, spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
+        argv = ["buildah", "run", "--isolation", "chroot", "--network", "host", "--hostname", spec.hostname]
+        for m in spec.mounts:
+            argv += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+        for key, value in spec.env.items():
+            argv += ["--env", f"{key}={value}"]
+        if spec.working_dir:
+            argv += ["--workingdir", spec.working_dir]
+        if spec.run_as:
+            argv += ["--user", spec.run_as]
+        argv += [_container_name(spec.key), "--", *spec.argv]
+        return argv, {"PATH": SYSTEM_PATH, "HOME": "/root"}
+
+    def remove(self, key: str) -> None:
+        subprocess.run(["buildah", "rm", _container_name(key)], capture_output=True, check=False)
+
+    def remove_all(self) -> None:
+        """Remove working containers left by an earlier agent (names start with ``nodeagent-``)."""
+        listed = subprocess.run(
+            ["buildah", "containers", "--format", "{{.ContainerName}}"], capture_output=True, text=True
+        )
+        for name in listed.stdout.split():
+            if name.startswith(self.prefix):
+                subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (/proc/<pid>/stat field 22); None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def spawn(argv: list[str], env: dict[str, str], log_path: Path, pid_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as a new session with stdout+stderr appended to ``log_path``; write ``pid_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    pid_path.write_text(f"{proc.pid} {process_start_ticks(proc.pid) or 0}\n")
+    return proc
+
+
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to process group ``pid`` (ignore an already empty group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def kill_orphans(pods_dir: Path) -> int:
+    """SIGKILL the process groups named by pid files under ``pods_dir`` (from an earlier agent run).
+
+    A pid counts only if its start time still matches the file (so a reused pid is never hit). Pid
+    files are removed. Returns the number of groups killed.
+    """
+    killed = 0
+    for pid_file in pods_dir.glob("*/*/*.pid"):
+        try:
+            pid_text, ticks_text = pid_file.read_text().split()
+            pid, ticks = int(pid_text), int(ticks_text)
+        except ValueError:
+            pid_file.unlink(missing_ok=True)
+            continue
+        if process_start_ticks(pid) == ticks:
+            log.info("Killed orphaned container process group %d (%s)", pid, pid_file)
+            signal_group(pid, signal.SIGKILL)
+            killed += 1
+        pid_file.unlink(missing_ok=True)
+    return killed
+
+
+def descendants(pid: int) -> list[int]:
+    """All descendant pids of ``pid`` (breadth first), from /proc/<pid>/task/*/children."""
+    out: list[int] = []
+    frontier = [pid]
+    while frontier:
+        current = frontier.pop(0)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            out.extend(children)
+            frontier.extend(children)
+    return out
+
+
+def namespace_target(pid: int) -> int:
+    """The pid whose namespaces/root an exec probe should enter: the first process in a chroot, else ``pid``."""
+    for candidate in [pid, *descendants(pid)]:
+        try:
+            if os.readlink(f"/proc/{candidate}/root") != "/":
+                return candidate
+        except OSError:
+            continue
+    return pid
