@@ -18,7 +18,9 @@ k8s_marker() { echo "$STACK_BIN/$1"; }
 # --- PKI ------------------------------------------------------------------------------------------------------
 # One CA (also the cluster signing CA of the controller-manager), the apiserver serving cert, client certs for
 # admin (O=system:masters), kube-controller-manager, kube-scheduler and the node agent (system:node:<name>,
-# O=system:nodes), and the service-account key pair. Generated once; kept until `down.sh --purge`.
+# O=system:nodes), a front-proxy CA + client (request-header authn, as kubeadm sets it up; without it every
+# delegating component logs "missing content for CA bundle ... requestheader-client-ca-file" forever), and the
+# service-account key pair. Generated once; kept until `down.sh --purge`.
 _pki_client() { # NAME SUBJECT
   [ -f "$PKI/$1.crt" ] && return 0
   openssl req -newkey rsa:2048 -nodes -keyout "$PKI/$1.key" -out "$PKI/$1.csr" -subj "$2" 2>/dev/null
@@ -58,6 +60,18 @@ k8s_pki() {
     openssl x509 -req -in "$PKI/apiserver.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 3650 \
       -extfile "$PKI/server.ext" -out "$PKI/apiserver.crt.tmp" 2>/dev/null
     mv "$PKI/apiserver.crt.tmp" "$PKI/apiserver.crt"
+  fi
+  if [ ! -f "$PKI/front-proxy-ca.crt" ]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$PKI/front-proxy-ca.key" -out "$PKI/front-proxy-ca.crt.tmp" \
+      -days 3650 -subj "/CN=streamapp-front-proxy-ca" 2>/dev/null
+    mv "$PKI/front-proxy-ca.crt.tmp" "$PKI/front-proxy-ca.crt"
+  fi
+  if [ ! -f "$PKI/front-proxy-client.crt" ]; then  # apiserver -> aggregated API servers; signed by the front-proxy CA
+    openssl req -newkey rsa:2048 -nodes -keyout "$PKI/front-proxy-client.key" -out "$PKI/front-proxy-client.csr" \
+      -subj "/CN=front-proxy-client" 2>/dev/null
+    openssl x509 -req -in "$PKI/front-proxy-client.csr" -CA "$PKI/front-proxy-ca.crt" -CAkey "$PKI/front-proxy-ca.key" \
+      -CAcreateserial -days 3650 -extfile "$PKI/client.ext" -out "$PKI/front-proxy-client.crt.tmp" 2>/dev/null
+    mv "$PKI/front-proxy-client.crt.tmp" "$PKI/front-proxy-client.crt"
   fi
   _pki_client admin "/O=system:masters/CN=streamapp-admin"
   _pki_client kube-controller-manager "/CN=system:kube-controller-manager"
@@ -123,6 +137,10 @@ apiserver_up() {
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC \
     --enable-admission-plugins=NodeRestriction --allow-privileged=true \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
     --endpoint-reconciler-type=none --cert-dir="$RUN/apiserver-certs" --profiling=false
   wait_until 90 "kube-apiserver /readyz" kube-apiserver "$m" apiserver_ready
 }
