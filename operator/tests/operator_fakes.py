@@ -1,0 +1,139 @@
+"""Test data and hand-written fakes of the operator's two seams (imported by the tests and conftest).
+
+``TestingCluster`` stands in for ``k8s.KubernetesCluster`` and ``TestingKafka`` for
+``kafka.ConfluentKafkaAdmin``; they keep objects and topics in dicts and behave like the real thing where
+the reconcile depends on it (server-side apply keeps ``generation`` unless the spec changes; topic
+creation is idempotent). Tests against the real API server and broker live in the ``integration``/``e2e``
+marked modules.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from streamapp_operator.k8s import ApplyRejected
+from streamapp_operator.kafka import GroupLag, KafkaUnavailable, TopicSpec
+
+FLIGHTS_TOPOLOGY: dict[str, Any] = {
+    "nodes": [
+        {"name": "flights", "type": "source", "topics": ["flights"], "keySerde": "string", "valueSerde": "json"},
+        {"name": "departed", "type": "filter", "input": "flights", "predicate": "flights_app.logic:is_departed"},
+        {"name": "per-carrier-key", "type": "select_key", "input": "departed", "mapper": "flights_app.logic:carrier"},
+        {
+            "name": "per-carrier",
+            "type": "repartition",
+            "input": "per-carrier-key",
+            "keySerde": "string",
+            "valueSerde": "json",
+        },
+        {"name": "count", "type": "count", "input": "per-carrier", "store": "departures-per-carrier-store"},
+        {"name": "changes", "type": "to_stream", "input": "count"},
+        {
+            "name": "out",
+            "type": "sink",
+            "input": "changes",
+            "topic": "departures-per-carrier",
+            "keySerde": "string",
+            "valueSerde": "long",
+        },
+    ],
+    "stores": [
+        {"name": "departures-per-carrier-store", "type": "key_value", "keySerde": "string", "valueSerde": "long"}
+    ],
+}
+
+
+def flights_spec(**overrides: Any) -> dict[str, Any]:
+    """A valid StreamApp spec (as the API server stores it, defaults applied) with ``overrides`` on top."""
+    spec: dict[str, Any] = {
+        "image": "localhost/streamapp:dev",
+        "imagePullPolicy": "IfNotPresent",
+        "replicas": 2,
+        "threads": 2,
+        "processingGuarantee": "at_least_once",
+        "kafka": {"bootstrapServers": "127.0.0.1:9092"},
+        "topology": copy.deepcopy(FLIGHTS_TOPOLOGY),
+        "state": {"size": "1Gi"},
+        "config": {"commit.interval.ms": "1000"},
+    }
+    spec.update(overrides)
+    return spec
+
+
+class TestingCluster:
+    """In-memory ``k8s.Cluster``. Applying the same manifest twice changes nothing (as server-side apply);
+    a different manifest bumps ``generation`` and ``resourceVersion`` and keeps the object's status."""
+
+    __test__ = False  # a fake, not a test class
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.applied: list[dict[str, Any]] = []
+        self.reject: dict[str, str] = {}
+        self._manifests: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._version = 0
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        obj = self.objects.get((kind, namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        kind, meta = manifest["kind"], manifest["metadata"]
+        if kind in self.reject:
+            raise ApplyRejected(self.reject[kind])
+        self.applied.append(copy.deepcopy(manifest))
+        key = (kind, meta["namespace"], meta["name"])
+        before = self.objects.get(key)
+        if before is not None and self._manifests[key] == manifest:
+            return copy.deepcopy(before)
+        self._manifests[key] = copy.deepcopy(manifest)
+        self._version += 1
+        stored = copy.deepcopy(manifest)
+        stored["metadata"]["generation"] = before["metadata"]["generation"] + 1 if before else 1
+        stored["metadata"]["resourceVersion"] = str(self._version)
+        stored["status"] = copy.deepcopy(before.get("status", {})) if before else {}
+        self.objects[key] = stored
+        return copy.deepcopy(stored)
+
+    def set_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """What a controller would write: e.g. the StatefulSet controller's replica counts."""
+        self.objects[(kind, namespace, name)]["status"] = status
+
+
+class TestingKafka:
+    """In-memory ``kafka.KafkaAdmin``: topics with partition counts, a lag and group state to report."""
+
+    __test__ = False
+
+    def __init__(self, topics: dict[str, int] | None = None) -> None:
+        self.topics: dict[str, int] = dict(topics or {})
+        self.configs: dict[str, dict[str, str]] = {}
+        self.lag = 0
+        self.state = "Stable"
+        self.unavailable: str | None = None
+        self.lag_requests: list[tuple[str, list[str]]] = []
+
+    def _check(self) -> None:
+        if self.unavailable is not None:
+            raise KafkaUnavailable(self.unavailable)
+
+    def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        self._check()
+        return {t: self.topics[t] for t in topics if t in self.topics}
+
+    def create_topics(self, topics: Sequence[TopicSpec], replication_factor: int) -> list[str]:
+        self._check()
+        created = []
+        for topic in topics:
+            if topic.name not in self.topics:
+                self.topics[topic.name] = topic.partitions
+                self.configs[topic.name] = dict(topic.config)
+                created.append(topic.name)
+        return sorted(created)
+
+    def group_lag(self, group_id: str, topics: Iterable[str]) -> GroupLag:
+        self._check()
+        self.lag_requests.append((group_id, list(topics)))
+        return GroupLag(lag=self.lag, state=self.state)

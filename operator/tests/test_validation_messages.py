@@ -1,0 +1,114 @@
+"""Invalid StreamApps become problems whose messages say what is wrong and where."""
+
+from __future__ import annotations
+
+import copy
+
+from operator_fakes import FLIGHTS_TOPOLOGY, flights_spec
+from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.validate import (
+    INTERNAL_TOPIC_MISMATCH,
+    SOURCE_TOPIC_MISSING,
+    SPEC_INVALID,
+    TOPOLOGY_INVALID,
+    parse_spec,
+    parse_topology,
+    plan_topics,
+)
+
+
+def _topology(**node_overrides: dict[str, object]) -> dict[str, object]:
+    topology = copy.deepcopy(FLIGHTS_TOPOLOGY)
+    for node in topology["nodes"]:
+        node.update(node_overrides.get(node["name"], {}))
+    return topology
+
+
+def test_valid_spec_has_no_problems_and_application_id_defaults_to_the_name() -> None:
+    spec, problems = parse_spec(flights_spec())
+    assert problems == []
+    assert spec is not None
+    assert spec.effective_application_id("flights-per-carrier") == "flights-per-carrier"
+    spec, _ = parse_spec(flights_spec(applicationId="flights-v2"))
+    assert spec is not None and spec.effective_application_id("flights-per-carrier") == "flights-v2"
+
+
+def test_spec_defaults_match_kafka_streams() -> None:
+    spec = StreamAppSpec.parse(
+        {"image": "i", "kafka": {"bootstrapServers": "k:9092"}, "topology": {"nodes": FLIGHTS_TOPOLOGY["nodes"]}}
+    )
+    assert (spec.replicas, spec.threads, spec.processing_guarantee.value) == (1, 1, "at_least_once")
+    assert spec.state.size == "1Gi" and spec.config == {}
+
+
+def test_spec_missing_a_required_field_names_the_field() -> None:
+    raw = flights_spec()
+    del raw["kafka"]
+    spec, problems = parse_spec(raw)
+    assert spec is None
+    assert [p.reason for p in problems] == [SPEC_INVALID]
+    assert "spec: kafka: Field required" in problems[0].message
+
+
+def test_config_must_not_override_fields_the_operator_derives() -> None:
+    _, problems = parse_spec(flights_spec(config={"num.stream.threads": "4", "application.id": "x"}))
+    messages = [p.message for p in problems]
+    assert messages == [
+        "spec.config['application.id'] is set by the operator from spec.applicationId",
+        "spec.config['num.stream.threads'] is set by the operator from spec.threads",
+    ]
+
+
+def test_replication_factor_must_be_a_kafka_replication_factor() -> None:
+    _, problems = parse_spec(flights_spec(config={"replication.factor": "zero"}))
+    assert problems[0].message == "spec.config['replication.factor'] must be -1 or a positive integer, got 'zero'"
+    assert parse_spec(flights_spec(config={"replication.factor": "3"}))[1] == []
+
+
+def test_unknown_node_type_names_the_node_and_the_allowed_types() -> None:
+    spec = StreamAppSpec.parse(flights_spec(topology=_topology(departed={"type": "flatten"})))
+    topology, problems = parse_topology(spec)
+    assert topology is None
+    (problem,) = problems
+    assert problem.reason == TOPOLOGY_INVALID and problem.topology
+    assert problem.message.startswith("spec.topology: ")
+    assert "departed" in problem.message and "flatten" in problem.message and "filter" in problem.message
+
+
+def test_dangling_input_names_the_node_and_the_missing_input() -> None:
+    spec = StreamAppSpec.parse(flights_spec(topology=_topology(count={"input": "nowhere"})))
+    _, problems = parse_topology(spec)
+    assert "'count'" in problems[0].message and "'nowhere'" in problems[0].message
+
+
+def test_missing_source_topic_is_a_topology_problem_naming_the_topic() -> None:
+    topology, _ = parse_topology(StreamAppSpec.parse(flights_spec()))
+    assert topology is not None
+    plan, problems = plan_topics(topology, "app", {"departures-per-carrier": 4})
+    assert plan is None
+    assert [(p.reason, p.message, p.topology) for p in problems] == [
+        (SOURCE_TOPIC_MISSING, "source topic 'flights' does not exist in Kafka", True)
+    ]
+
+
+def test_plan_sizes_internal_topics_from_the_source_partitions() -> None:
+    topology, _ = parse_topology(StreamAppSpec.parse(flights_spec()))
+    assert topology is not None
+    plan, problems = plan_topics(topology, "app", {"flights": 6})
+    assert problems == [] and plan is not None
+    assert [(t.name, t.partitions, t.config) for t in plan.internal_topics] == [
+        ("app-per-carrier-repartition", 6, {"cleanup.policy": "delete"}),
+        ("app-departures-per-carrier-store-changelog", 6, {"cleanup.policy": "compact"}),
+    ]
+    assert plan.tasks == 12  # two sub-topologies of six tasks each
+
+
+def test_existing_internal_topic_with_other_partition_count_is_reported() -> None:
+    topology, _ = parse_topology(StreamAppSpec.parse(flights_spec()))
+    assert topology is not None
+    _, problems = plan_topics(topology, "app", {"flights": 6, "app-departures-per-carrier-store-changelog": 2})
+    assert [(p.reason, p.topology) for p in problems] == [(INTERNAL_TOPIC_MISMATCH, False)]
+    assert problems[0].message == (
+        "internal topic 'app-departures-per-carrier-store-changelog' has 2 partitions but the topology needs 6; "
+        "delete the topic or use a new applicationId"
+    )
