@@ -5,8 +5,10 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$HERE/kafka.sh"
 . "$HERE/k8s.sh"
+stack_lock
 purge=false
 case ${1:-} in --purge) purge=true ;; "") ;; *) die "usage: $0 [--purge]" ;; esac
-k8s_down
-kafka_down
+kafka_down &
+(k8s_down) &
+wait
 if $purge; then log "purging $RUN"; rm -rf "$RUN"; fi

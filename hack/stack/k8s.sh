@@ -89,23 +89,22 @@ k8s_pki() {
 }
 
 # --- binaries -------------------------------------------------------------------------------------------------
-k8s_binaries() {
+_k8s_build() {
   local b missing=false
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
     [ -x "$STACK_BIN/$b" ] || missing=true
   done
   if $missing; then
-    if pgrep -f "go build .*k8s.io/kubernetes/cmd" >/dev/null; then
-      die "a Kubernetes build is already running; wait for it (see its log), then rerun"
-    fi
     log "building Kubernetes v$K8S_VERSION binaries (log: $LOGS/build-k8s.log)"
     "$HERE/build-k8s.sh" >>"$LOGS/build-k8s.log" 2>&1 || { tail -n 30 "$LOGS/build-k8s.log" >&2; die "build-k8s.sh failed"; }
   fi
-  [ -x "$STACK_BIN/helm" ] || {
+  if [ ! -x "$STACK_BIN/helm" ]; then
     log "building helm v$HELM_VERSION (log: $LOGS/build-helm.log)"
     "$HERE/build-helm.sh" >>"$LOGS/build-helm.log" 2>&1 || { tail -n 30 "$LOGS/build-helm.log" >&2; die "build-helm.sh failed"; }
-  }
+  fi
 }
+# k8s_binaries: build whatever is missing in $STACK_BIN (one build at a time: Go's caches are shared).
+k8s_binaries() { with_lock "$CACHE/go-build.lock" _k8s_build; }
 
 # --- processes ------------------------------------------------------------------------------------------------
 _kubectl() { "$STACK_BIN/kubectl" --kubeconfig="$ADMIN_KUBECONFIG" --request-timeout=5s "$@"; }
@@ -170,7 +169,7 @@ scheduler_up() {
 
 k8s_up() {
   local t0=$SECONDS
-  k8s_binaries
+  [ -x "$STACK_BIN/kube-apiserver" ] || k8s_binaries
   k8s_pki
   etcd_up
   apiserver_up
@@ -182,11 +181,15 @@ k8s_up() {
   log "kubernetes v$K8S_VERSION ready on $APISERVER_URL in $((SECONDS - t0))s (KUBECONFIG=$ADMIN_KUBECONFIG)"
 }
 
-K8S_COMPONENTS=(kube-scheduler kube-controller-manager kube-apiserver etcd)   # stop order
-
+# Stop order: clients of the apiserver (together), the apiserver, then etcd.
 k8s_down() {
   local c
-  for c in "${K8S_COMPONENTS[@]}"; do stop_pid "$c" "$(k8s_marker "$c")" 20; done
+  for c in kube-scheduler kube-controller-manager; do stop_pid "$c" "$(k8s_marker "$c")" 20 & done
+  wait
+  # Go's http.Server.Shutdown waits (up to 60 s) for open HTTP/1.1 watch streams, which Python clients (node agent,
+  # kopf) keep open; after 10 s SIGKILL is safe: all state is in etcd.
+  stop_pid kube-apiserver "$(k8s_marker kube-apiserver)" 10
+  stop_pid etcd "$(k8s_marker etcd)" 20
 }
 
 k8s_status() {

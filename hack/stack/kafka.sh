@@ -74,8 +74,13 @@ kafka_format() {
     || { tail -n 20 "$LOGS/kafka.log" >&2; die "kafka storage format failed"; }
 }
 
-# kafka_ready: the broker answers a metadata request (AdminClient.list_topics).
+# kafka_ready: the broker answers a metadata request (confluent_kafka AdminClient.list_topics from the project
+# venv); without the venv: the port is open and the log says the server started.
 kafka_ready() {
+  if ! "$ROOT/.venv/bin/python" -c 'import confluent_kafka' 2>/dev/null; then
+    ! port_free 9092 && tail -n 2000 "$LOGS/kafka.log" | grep -q 'Kafka Server started'
+    return
+  fi
   "$ROOT/.venv/bin/python" - "$KAFKA_BOOTSTRAP" <<'PY'
 import sys
 from confluent_kafka.admin import AdminClient
@@ -88,7 +93,7 @@ kafka_up() {
   if is_running kafka "$KAFKA_MARKER"; then log "kafka already running (pid $(pid_of kafka "$KAFKA_MARKER"))"; return 0; fi
   port_free 9092 && port_free 9093 || die "127.0.0.1:9092 or :9093 is taken by a process the stack does not own"
   local t0=$SECONDS
-  kafka_fetch
+  [ -f "$KAFKA_HOME/.complete" ] || with_lock "$CACHE/kafka-$KAFKA_VERSION.lock" kafka_fetch
   kafka_write_config
   kafka_format
   start_bg kafka java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \

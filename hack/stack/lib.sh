@@ -35,8 +35,25 @@ is_running() { pid_of "$@" >/dev/null; }
 start_bg() {
   local name=$1; shift
   { echo; echo "=== $(date -Is) starting $name: $*"; } >>"$LOGS/$name.log"
-  setsid nohup "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &
+  # 9>&- : the daemon must not inherit the stack lock (see stack_lock)
+  setsid nohup "$@" </dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- &
   echo $! >"$PIDS/$name.pid"
+}
+
+# stack_lock: serialise up.sh / down.sh runs (two test sessions calling up.sh at once must not start two brokers).
+stack_lock() {
+  exec 9>"$CACHE/stack.lock"
+  flock -w 600 9 || die "another hack/stack script holds $CACHE/stack.lock"
+}
+
+# with_lock FILE CMD... : run CMD (a function or program) holding an exclusive flock on FILE (waits up to 1 h),
+# e.g. so that two cold `up.sh` runs do not fetch or build the same cache at once.
+with_lock() {
+  local f=$1; shift
+  (
+    flock -w 3600 8 || die "timeout waiting for $f"
+    "$@"
+  ) 8>"$f"
 }
 
 # stop_pid NAME MARKER [GRACE_SECONDS=20] : SIGTERM, wait, then SIGKILL. No-op when not running.
