@@ -87,7 +87,10 @@ class Runtime(Protocol):
 
 
 def mount_prologue(mounts: Sequence[Mount], hostname: str, working_dir: str) -> str:
-    """``/bin/sh`` script that makes the bind mounts, sets the hostname, enters the working dir, execs "$@"."""
+    """``/bin/sh`` script that makes the bind mounts, sets the hostname, enters the working dir, execs "$@".
+
+    The working dir defaults to ``/`` as in a container whose image sets no WORKDIR.
+    """
     lines = ["set -e"]
     for m in mounts:
         src, dst = shlex.quote(str(m.source)), shlex.quote(m.target)
@@ -99,8 +102,8 @@ def mount_prologue(mounts: Sequence[Mount], hostname: str, working_dir: str) -> 
         if m.read_only:
             lines.append(f"mount -o remount,bind,ro {dst}")
     lines.append(f"hostname {shlex.quote(hostname)}")
-    if working_dir:
-        lines.append(f"mkdir -p {shlex.quote(working_dir)} && cd {shlex.quote(working_dir)}")
+    workdir = shlex.quote(working_dir or "/")
+    lines.append(f"mkdir -p {workdir} && cd {workdir}")
     lines.append('exec "$@"')
     return "\n".join(lines)
 

@@ -13,7 +13,13 @@ PY="$REPO/.venv/bin/python"
 [ -f "$RUN/env" ] && . "$RUN/env"
 : "${KUBECONFIG:=$RUN/admin.kubeconfig}"
 
-running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+# alive and not a zombie
+running() {
+  [ -f "$PIDFILE" ] || return 1
+  local pid; pid="$(cat "$PIDFILE")"
+  kill -0 "$pid" 2>/dev/null || return 1
+  [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != "Z" ]
+}
 
 cmd="${1:-status}"; shift || true
 case "$cmd" in
