@@ -1,0 +1,170 @@
+"""The streamapp CLI: export prints the description, describe explains it, run wires file + config."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from streamapp import TopologyDescription
+from streamapp.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+FLIGHTS_MANIFEST = REPO / "examples" / "flights" / "streamapp.yaml"
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_export_of_the_flights_example_equals_the_topology_in_its_manifest() -> None:
+    result = _invoke("topology", "export", "flights_app.topology:build")
+
+    assert result.exit_code == 0, result.output
+    manifest = yaml.safe_load(FLIGHTS_MANIFEST.read_text())
+    assert yaml.safe_load(result.output) == manifest["spec"]["topology"]
+
+
+def test_export_as_json_prints_the_same_document() -> None:
+    as_yaml = _invoke("topology", "export", "flights_app.topology:build").output
+    as_json = _invoke("topology", "export", "flights_app.topology:build", "--format", "json").output
+
+    assert json.loads(as_json) == yaml.safe_load(as_yaml)
+
+
+def build_description() -> TopologyDescription:
+    return TopologyDescription.from_dict({"nodes": [
+        {"name": "in", "type": "source", "topics": ["a"]},
+        {"name": "out", "type": "sink", "input": "in", "topic": "b"},
+    ]})
+
+
+def build_nothing() -> int:
+    return 42
+
+
+def test_export_accepts_a_function_returning_a_description() -> None:
+    result = _invoke("topology", "export", f"{__name__}:build_description")
+
+    assert result.exit_code == 0, result.output
+    assert TopologyDescription.from_yaml(result.output) == build_description()
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("flights_app.topology:missing", "module 'flights_app.topology' has no attribute 'missing'"),
+        ("no_such_pkg_q:build", "cannot import module 'no_such_pkg_q'"),
+        (f"{__name__}:build_nothing", "returned int; expected a StreamsBuilder or a TopologyDescription"),
+        ("flights_app.logic:carrier", "cannot be called without arguments"),
+    ],
+    ids=["missing_attribute", "missing_module", "wrong_return_type", "needs_arguments"],
+)
+def test_export_failure_is_one_error_line_with_exit_code_1(ref: str, message: str) -> None:
+    result = _invoke("topology", "export", ref)
+
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ")
+    assert message in result.output
+
+
+def test_describe_lists_internal_topics_and_task_ids_for_given_partitions(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(_invoke("topology", "export", "flights_app.topology:build").output)
+
+    result = _invoke("topology", "describe", str(topology), "--application-id", "fpc", "--partitions", "flights=3")
+
+    assert result.exit_code == 0, result.output
+    assert "   Sub-topology: 1\n    Source: per-carrier (topics: [fpc-per-carrier-repartition])" in result.output
+    assert "  fpc-departures-per-carrier-store-changelog (partitions: 3, cleanup.policy=compact)" in result.output
+    assert "  sub-topology 1: 1_0, 1_1, 1_2\n" in result.output
+
+
+def test_describe_reads_a_streamapp_manifest_and_its_application_name() -> None:
+    result = _invoke("topology", "describe", str(FLIGHTS_MANIFEST), "--partitions", "flights=2")
+
+    assert result.exit_code == 0, result.output
+    assert "flights-per-carrier-per-carrier-repartition (partitions: 2, cleanup.policy=delete)" in result.output
+
+
+def test_describe_of_an_invalid_topology_names_the_file_and_the_problem(tmp_path: Path) -> None:
+    topology = tmp_path / "bad.yaml"
+    topology.write_text("nodes:\n  - {name: in, type: sauce, topics: [a]}\n")
+
+    result = _invoke("topology", "describe", str(topology))
+
+    assert result.exit_code == 1
+    assert f"Error: {topology}: node 'in': unknown type 'sauce'" in result.output
+
+
+@pytest.mark.parametrize("spec", ["flights", "flights=many", "flights=0", "=3"])
+def test_describe_rejects_malformed_partition_counts(spec: str, tmp_path: Path) -> None:
+    result = _invoke("topology", "describe", str(FLIGHTS_MANIFEST), "--partitions", spec)
+
+    assert result.exit_code == 2
+    assert "--partitions" in result.output
+
+
+class _FakeKafkaStreams:
+    """Stands in for streamapp.app.KafkaStreams: records what the CLI passes and returns an exit code."""
+
+    created: list[tuple[Any, Any]] = []
+
+    def __init__(self, topology: Any, config: Any) -> None:
+        self.created.append((topology, config))
+
+    def run(self) -> int:
+        return 3
+
+
+class _FakeStreamsConfig:
+    @staticmethod
+    def load(path: Path, overrides: dict[str, str]) -> tuple[Path, dict[str, str]]:
+        return (path, overrides)
+
+
+def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "streamapp.app", types.SimpleNamespace(KafkaStreams=_FakeKafkaStreams))
+    monkeypatch.setitem(sys.modules, "streamapp.config", types.SimpleNamespace(StreamsConfig=_FakeStreamsConfig))
+    _FakeKafkaStreams.created.clear()
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(build_description().to_yaml())
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9092\n")
+
+    result = _invoke("run", "--topology", str(topology), "--config", str(config),
+                     "--set", "num.stream.threads=2", "--set", "consumer.a=b=c")
+
+    assert result.exit_code == 3
+    assert _FakeKafkaStreams.created == [
+        (build_description(), (config, {"num.stream.threads": "2", "consumer.a": "b=c"})),
+    ]
+
+
+def test_run_with_an_invalid_topology_fails_before_starting_the_runtime(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text("nodes: []\n")
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\n")
+
+    result = _invoke("run", "--topology", str(topology), "--config", str(config))
+
+    assert result.exit_code == 1
+    assert "topology has no nodes" in result.output
+
+
+def test_run_rejects_a_malformed_override(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(build_description().to_yaml())
+
+    result = _invoke("run", "--topology", str(topology), "--config", str(topology), "--set", "novalue")
+
+    assert result.exit_code == 2
+    assert "'novalue' is not KEY=VALUE" in result.output

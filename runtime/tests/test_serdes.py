@@ -1,0 +1,116 @@
+"""Serdes round-trip their types, pass None (tombstones) through, and match Kafka's wire formats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from streamapp.serdes import SERDE_NAMES, SerdeError, serde_for
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=20,
+)
+
+
+@given(st.text())
+def test_string_serde_round_trips_any_text(text: str) -> None:
+    serde = serde_for("string")
+    assert serde.deserialize(serde.serialize(text)) == text
+
+
+@given(json_values)
+def test_json_serde_round_trips_any_json_value(value: Any) -> None:
+    serde = serde_for("json")
+    assert serde.deserialize(serde.serialize(value)) == value
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
+def test_long_serde_round_trips_every_signed_64_bit_integer(number: int) -> None:
+    serde = serde_for("long")
+    data = serde.serialize(number)
+    assert data is not None and len(data) == 8
+    assert serde.deserialize(data) == number
+
+
+@given(st.binary())
+def test_bytes_serde_round_trips_bytes_unchanged(data: bytes) -> None:
+    serde = serde_for("bytes")
+    assert serde.serialize(data) == data
+    assert serde.deserialize(data) == data
+
+
+@pytest.mark.parametrize("name", SERDE_NAMES)
+def test_none_passes_through_every_serde_as_a_tombstone(name: str) -> None:
+    serde = serde_for(name)
+    assert serde.serialize(None) is None
+    assert serde.deserialize(None) is None
+
+
+def test_serde_names_are_the_closed_set() -> None:
+    assert SERDE_NAMES == ("bytes", "json", "long", "string")
+
+
+@pytest.mark.parametrize(
+    ("number", "wire"),
+    [
+        (0, b"\x00\x00\x00\x00\x00\x00\x00\x00"),
+        (1, b"\x00\x00\x00\x00\x00\x00\x00\x01"),
+        (-1, b"\xff\xff\xff\xff\xff\xff\xff\xff"),
+        (258, b"\x00\x00\x00\x00\x00\x00\x01\x02"),
+        (2**63 - 1, b"\x7f\xff\xff\xff\xff\xff\xff\xff"),
+        (-(2**63), b"\x80\x00\x00\x00\x00\x00\x00\x00"),
+    ],
+)
+def test_long_serde_writes_big_endian_twos_complement_like_kafkas_long_serializer(number: int, wire: bytes) -> None:
+    assert serde_for("long").serialize(number) == wire
+    assert serde_for("long").deserialize(wire) == number
+
+
+def test_string_serde_is_utf8() -> None:
+    assert serde_for("string").serialize("Zürich ✈") == "Zürich ✈".encode()
+
+
+def test_json_serde_writes_compact_utf8_json() -> None:
+    assert serde_for("json").serialize({"carrier": "UA", "dep_time": None, "city": "Zürich"}) == (
+        '{"carrier":"UA","dep_time":null,"city":"Zürich"}'.encode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "obj", "message"),
+    [
+        ("string", 42, "string serde expects str, got int"),
+        ("long", "42", "long serde expects int, got str"),
+        ("long", True, "long serde expects int, got bool"),
+        ("long", 2**63, "does not fit in a signed 64-bit long"),
+        ("json", float("nan"), "json serde: cannot serialize float"),
+        ("json", {1, 2}, "json serde: cannot serialize set"),
+        ("bytes", "text", "bytes serde expects bytes, got str"),
+    ],
+)
+def test_serialize_rejects_values_of_the_wrong_type(name: str, obj: Any, message: str) -> None:
+    with pytest.raises(SerdeError, match=message):
+        serde_for(name).serialize(obj)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("string", b"\xff\xfe", "string serde: bytes are not UTF-8"),
+        ("json", b"{not json", "json serde: bytes are not JSON"),
+        ("long", b"\x00\x01", "long serde: expected 8 bytes, got 2"),
+    ],
+)
+def test_deserialize_rejects_malformed_bytes(name: str, data: bytes, message: str) -> None:
+    with pytest.raises(SerdeError, match=message):
+        serde_for(name).deserialize(data)
+
+
+def test_unknown_serde_name_is_an_error_listing_the_known_names() -> None:
+    with pytest.raises(SerdeError, match="unknown serde 'avro'; known serdes: bytes, json, long, string"):
+        serde_for("avro")
+    assert issubclass(SerdeError, ValueError)
