@@ -112,12 +112,15 @@ def load_description(file: Path) -> tuple[TopologyDescription, str | None]:
 @click.option("--config", "config_file", required=True, type=_FILE, help="Streams config (YAML map).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one config key.")
 def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> None:
-    """Run the topology in FILE until SIGTERM or SIGINT."""
+    """Run the topology of --topology with the config of --config until SIGTERM or SIGINT."""
     description, _ = load_description(topology_file)
     settings = dict(_pairs("--set", overrides))
     # Imported here so the topology commands work without the processing runtime's dependencies.
-    from streamapp.app import KafkaStreams
-    from streamapp.config import StreamsConfig
+    try:
+        from streamapp.app import KafkaStreams
+        from streamapp.config import StreamsConfig
+    except ImportError as exc:
+        raise click.ClickException(f"the processing runtime cannot be imported: {exc}") from exc
 
     config = StreamsConfig.load(config_file, settings)
     sys.exit(KafkaStreams(description, config).run())
