@@ -1,0 +1,78 @@
+"""The operator's Kafka seam against the real local broker: idempotent topic creation with configs, partition
+counts, consumer-group lag against high watermarks, and a clear error when Kafka cannot be reached."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable, TopicSpec
+
+pytestmark = pytest.mark.integration
+
+BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+
+
+@pytest.fixture
+def admin() -> ConfluentKafkaAdmin:
+    return ConfluentKafkaAdmin(BOOTSTRAP)
+
+
+def _name(prefix: str) -> str:
+    return f"operator-test-{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _topic_config(topic: str, key: str) -> str:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    client = AdminClient({"bootstrap.servers": BOOTSTRAP})  # kept alive until the result arrives
+    configs = client.describe_configs([resource])[resource].result(timeout=10)
+    value: str = configs[key].value
+    return value
+
+
+def test_create_topics_is_idempotent_and_applies_partitions_and_config(admin: ConfluentKafkaAdmin) -> None:
+    changelog, repartition = _name("changelog"), _name("repartition")
+    topics = [
+        TopicSpec(changelog, 3, {"cleanup.policy": "compact"}),
+        TopicSpec(repartition, 2, {"cleanup.policy": "delete"}),
+    ]
+    assert admin.create_topics(topics, replication_factor=-1) == sorted([changelog, repartition])
+    assert admin.create_topics(topics, replication_factor=-1) == []
+    assert admin.partition_counts([changelog, repartition, _name("absent")]) == {changelog: 3, repartition: 2}
+    assert _topic_config(changelog, "cleanup.policy") == "compact"
+    assert _topic_config(repartition, "cleanup.policy") == "delete"
+
+
+def test_group_lag_counts_uncommitted_records_from_the_earliest_offset(admin: ConfluentKafkaAdmin) -> None:
+    topic, group = _name("source"), _name("group")
+    admin.create_topics([TopicSpec(topic, 2)], replication_factor=-1)
+    producer = Producer({"bootstrap.servers": BOOTSTRAP})
+    for i in range(10):
+        producer.produce(topic, value=b"x", partition=i % 2)
+    assert producer.flush(10) == 0
+
+    never_consumed = admin.group_lag(group, [topic])
+    assert (never_consumed.lag, never_consumed.state) == (10, "Dead")
+
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 2)], asynchronous=False)
+    finally:
+        consumer.close()
+    partly_consumed = admin.group_lag(group, [topic])
+    assert partly_consumed.lag == 3  # partition 0 fully committed, partition 1 at 2 of 5
+    assert partly_consumed.state == "Empty"
+
+
+def test_group_lag_of_no_existing_topics_is_zero(admin: ConfluentKafkaAdmin) -> None:
+    assert admin.group_lag(_name("group"), [_name("absent")]).lag == 0
+
+
+def test_unreachable_kafka_raises_kafka_unavailable_with_the_cause() -> None:
+    admin = ConfluentKafkaAdmin("127.0.0.1:1", timeout=2)
+    with pytest.raises(KafkaUnavailable, match="listing topics failed"):
+        admin.partition_counts(["flights"])
