@@ -23,7 +23,10 @@ case $what in kafka | k8s | all) ;; *) die "usage: $0 [kafka|k8s|all]" ;; esac
 case $what in kafka | all) with_lock "$CACHE/kafka-$KAFKA_VERSION.lock" kafka_fetch ;; esac
 case $what in k8s | all) k8s_binaries ;; esac
 stack_lock
-case $what in kafka | all) kafka_up ;; esac
-case $what in k8s | all) k8s_up ;; esac
+case $what in
+  kafka) kafka_up ;;
+  k8s) k8s_up ;;
+  all) kafka_up & kafka_job=$!; k8s_up; wait "$kafka_job" ;;   # independent: start both at once
+esac
 write_env
 log "env: . $RUN/env"
