@@ -61,10 +61,18 @@ make_tarball() {
   mirror=$(debian_mirror)
   mkdir -p "$dir"
   remove_rootfs "$rootfs"
-  log "base: debootstrap --variant=minbase --include=$BASE_PACKAGES $SUITE from $mirror"
-  debootstrap --variant=minbase --include="$BASE_PACKAGES" --components=main \
-    "$SUITE" "$rootfs" "$mirror" > "$dir/debootstrap.log" 2>&1 \
-    || { tail -n 30 "$dir/debootstrap.log" >&2; die "debootstrap failed (log: $dir/debootstrap.log)"; }
+  local attempt
+  for attempt in 1 2 3; do
+    log "base: debootstrap --variant=minbase --include=$BASE_PACKAGES $SUITE from $mirror (attempt $attempt)"
+    if debootstrap --variant=minbase --include="$BASE_PACKAGES" --components=main \
+         "$SUITE" "$rootfs" "$mirror" > "$dir/debootstrap.log" 2>&1; then
+      break
+    fi
+    tail -n 20 "$dir/debootstrap.log" >&2
+    remove_rootfs "$rootfs"
+    [ "$attempt" -lt 3 ] || die "debootstrap failed 3 times (log: $dir/debootstrap.log)"
+    sleep 5
+  done
   chroot "$rootfs" python3 -c 'import ssl, sqlite3, ensurepip, venv, sys; assert sys.version_info[:2] == (3, 11)' \
     || die "base: python3 in the new root filesystem is unusable"
   chroot "$rootfs" dpkg-query -W -f '${Package} ${Version}\n' > "$dir/packages.txt"

@@ -49,7 +49,7 @@ build_project_wheels() {
 
 layout_context() {
   rm -rf "$context"; mkdir -p "$context/wheels/deps" "$context/wheels/project" "$context/bin"
-  cp "$wheelhouse/requirements.txt" "$context/"
+  cp "$wheelhouse/requirements.txt" "$context/requirements.txt"
   # hard links when possible: same file system, no copy
   cp -l "$wheelhouse"/wheels/*.whl "$context/wheels/deps/" 2>/dev/null \
     || cp "$wheelhouse"/wheels/*.whl "$context/wheels/deps/"
