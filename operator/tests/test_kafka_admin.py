@@ -9,7 +9,6 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
-
 from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable, TopicSpec
 
 pytestmark = pytest.mark.integration
