@@ -128,7 +128,7 @@ class ContainerRunner:
         if self.proc is not None:
             if reason:
                 self.killed_reason = reason
-            launch.signal_group(self.proc.pid, sig)
+            launch.signal_container(self.proc.pid, sig)
 
     # --- probes ----------------------------------------------------------------------------------
     def run_probes(self, pod_ip: str, now: float, exec_prefix: Callable[[int], list[str]]) -> list[str]:

@@ -199,8 +199,9 @@ class Kube:
         }
         try:
             self.create(_path("api/v1/namespaces", namespace, "events"), body)
-        except ApiException as exc:
-            log.warning("Failed to create event %s for %s: %s", reason, meta["name"], exc.reason)
+        except ApiException as exc:  # 403 while the namespace terminates is expected
+            level = logging.DEBUG if exc.status == 403 else logging.WARNING
+            log.log(level, "Failed to create event %s for %s: %s", reason, meta["name"], exc.reason)
 
     # --- config maps, secrets, claims, volumes ---------------------------------------------------
     def get_config_map(self, namespace: str, name: str) -> Obj | None:

@@ -146,21 +146,23 @@ class ImageRuntime:
     name = "image"
     prefix = "nodeagent-"
 
+    def __init__(self) -> None:
+        self.roots: dict[str, Path] = {}  # key -> mounted root file system of its working container
+
     def image_config(self, image: str, key: str) -> ImageConfig:
         name = _container_name(key)
         subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
         made = subprocess.run(
-            ["buildah", "from", "--pull-never", "--name", name, image], capture_output=True, text=True
+            ["buildah", "from", "--pull=never", "--name", name, image], capture_output=True, text=True
         )
         if made.returncode != 0:
             raise RuntimeError(f"buildah from {image}: {made.stderr.strip()}")
         shown = subprocess.run(
-            ["buildah", "inspect", "--type", "container", "--format", "{{json .OCIv1.Config}}", name],
-            capture_output=True,
-            text=True,
-            check=True,
+            ["buildah", "inspect", "--type", "container", name], capture_output=True, text=True, check=True
         )
-        cfg = json.loads(shown.stdout or "{}")
+        mounted = subprocess.run(["buildah", "mount", name], capture_output=True, text=True, check=True)
+        self.roots[key] = Path(mounted.stdout.strip())
+        cfg = (json.loads(shown.stdout).get("OCIv1") or {}).get("config") or {}
         env = dict(item.split("=", 1) for item in cfg.get("Env") or [] if "=" in item)
         return ImageConfig(cfg.get("Entrypoint") or [], cfg.get("Cmd") or [], env, cfg.get("WorkingDir") or "")
 
@@ -168,9 +170,22 @@ class ImageRuntime:
         return {"PATH": SYSTEM_PATH, **image_config.env}
 
     def command(self, spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
-        argv = ["buildah", "run", "--isolation", "chroot", "--network", "host", "--hostname", spec.hostname]
+        argv = [
+            "buildah",
+            "run",
+            "--isolation",
+            "chroot",
+            "--network",
+            "host",
+            "--no-hosts",
+            "--hostname",
+            spec.hostname,
+        ]
+        root = self.roots.get(spec.key)
         for m in spec.mounts:
-            argv += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+            # buildah's chroot isolation does not follow symlinks in mount targets (/var/run -> /run)
+            target = resolve_in_root(root, m.target) if root is not None else m.target
+            argv += ["-v", f"{m.source}:{target}" + (":ro" if m.read_only else "")]
         for key, value in spec.env.items():
             argv += ["--env", f"{key}={value}"]
         if spec.working_dir:
@@ -181,6 +196,7 @@ class ImageRuntime:
         return argv, {"PATH": SYSTEM_PATH, "HOME": "/root"}
 
     def remove(self, key: str) -> None:
+        self.roots.pop(key, None)
         subprocess.run(["buildah", "rm", _container_name(key)], capture_output=True, check=False)
 
     def remove_all(self) -> None:
@@ -191,6 +207,33 @@ class ImageRuntime:
         for name in listed.stdout.split():
             if name.startswith(self.prefix):
                 subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
+
+
+def resolve_in_root(root: Path, target: str, max_links: int = 40) -> str:
+    """``target`` with every symlink inside the image root ``root`` resolved, as a path in that root.
+
+    Absolute link targets are taken relative to ``root``; components that do not exist are kept.
+    Example: with ``<root>/var/run -> /run``, "/var/run/secrets" -> "/run/secrets".
+    """
+    parts = [p for p in target.split("/") if p and p != "."]
+    resolved: list[str] = []
+    links = 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        candidate = root.joinpath(*resolved, part)
+        if candidate.is_symlink() and links < max_links:
+            links += 1
+            link = os.readlink(candidate)
+            if link.startswith("/"):
+                resolved = []
+            parts = [p for p in link.split("/") if p and p != "."] + parts
+            continue
+        resolved.append(part)
+    return "/" + "/".join(resolved)
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -217,6 +260,36 @@ def signal_group(pid: int, sig: signal.Signals) -> None:
     """Send ``sig`` to process group ``pid`` (ignore an already empty group)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _is_runtime_helper(pid: int) -> bool | None:
+    """True for buildah's own processes, False for a container process in a chroot; None otherwise/gone."""
+    try:
+        in_chroot = os.readlink(f"/proc/{pid}/root") != "/"
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+    if comm.startswith(("memfd:", "buildah")):
+        return True
+    return False if in_chroot else None
+
+
+def signal_container(pid: int, sig: signal.Signals) -> None:
+    """Deliver a stop signal the way a container runtime does.
+
+    Venv mode (``pid`` is the command itself): the whole process group. Image mode (``pid`` is
+    ``buildah run``): only the processes inside the image's chroot, so that the command can handle the
+    signal and exit while buildah waits for it and passes its exit code on (buildah itself exits 1 on
+    SIGTERM and would cut the command's shutdown short). SIGKILL always hits the whole group.
+    """
+    if sig != signal.SIGKILL:
+        inside = [p for p in descendants(pid) if _is_runtime_helper(p) is False]
+        if inside:
+            for target in inside:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(target, sig)
+            return
+    signal_group(pid, sig)
 
 
 def kill_orphans(pods_dir: Path) -> int:
@@ -258,11 +331,9 @@ def descendants(pid: int) -> list[int]:
 
 
 def namespace_target(pid: int) -> int:
-    """The pid whose namespaces/root an exec probe should enter: the first process in a chroot, else ``pid``."""
-    for candidate in [pid, *descendants(pid)]:
-        try:
-            if os.readlink(f"/proc/{candidate}/root") != "/":
-                return candidate
-        except OSError:
-            continue
-    return pid
+    """The pid whose namespaces/root an exec probe should enter.
+
+    Venv mode: ``pid`` itself. Image mode: the first process inside the image's chroot that is not one of
+    buildah's own helpers (``memfd:buildah-chroot``...), i.e. the container's command.
+    """
+    return next((p for p in descendants(pid) if _is_runtime_helper(p) is False), pid)

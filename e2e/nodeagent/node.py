@@ -120,6 +120,9 @@ class Heartbeat(threading.Thread):
 
     def beat(self) -> None:
         """One renewal of the Lease and of the node status heartbeat times."""
+        if self.kube.get_node(self.node_name) is None:  # e.g. the control plane was reset
+            log.info("Node %s is missing, registering again", self.node_name)
+            register(self.kube, self.node_name, self.host_ip)
         now_micro = _micro_time()
         lease = self.kube.get_lease(LEASE_NAMESPACE, self.node_name)
         if lease is None:

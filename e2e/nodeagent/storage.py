@@ -5,15 +5,16 @@ The agent acts as the provisioner of the default StorageClass ``local``
 without a volume (any storage class, or none) it creates a ``hostPath`` PersistentVolume ``pvc-<uid>``
 pre-bound to the claim (``claimRef``), with the claim's class, access modes and requested size; the
 KCM's PV controller then binds the two. The folder is ``<run>/volumes/<namespace>/<claim name>``, so data
-outlives pods (StatefulSet claims are kept when pods are deleted) and even a deleted and re-created
-claim of the same name finds its data again. A PV whose claim is gone (phase Released) is deleted;
-its folder is kept. PVs carry reclaim policy Retain so that the PV controller never tries to recycle
-them itself.
+outlives pods (StatefulSet claims are kept when pods are deleted). When a claim is deleted the agent
+deletes its PV and its folder (the class's reclaim policy Delete); a PV of ours found Released at a
+resync (claim deleted while the agent was down) is deleted, its folder kept. PVs carry reclaim policy
+Retain so that the PV controller never tries to recycle them itself.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from pathlib import Path
 
@@ -121,6 +122,8 @@ class Provisioner(threading.Thread):
                         return
                     if event["type"] in ("ADDED", "MODIFIED"):
                         self.provision(event["object"])
+                    elif event["type"] == "DELETED":
+                        self.reclaim(event["object"])
                     elif event["type"] == "ERROR":
                         break
             except Exception as exc:
@@ -135,6 +138,22 @@ class Provisioner(threading.Thread):
             if (pv.get("status") or {}).get("phase") == "Released":
                 log.info("Deleted released persistentvolume %s", pv["metadata"]["name"])
                 self.kube.delete_pv(pv["metadata"]["name"])
+
+    def reclaim(self, pvc: Obj) -> None:
+        """A claim was deleted: delete its PV (if ours) and its data folder (reclaim policy Delete).
+
+        Only called from DELETED watch events, which arrive in order, so a claim re-created with the
+        same name is provisioned (folder made anew) after this removal, never before.
+        """
+        meta = pvc["metadata"]
+        pv = self.kube.get_pv(f"pvc-{meta['uid']}")
+        if pv is None or MANAGED_LABEL not in (pv["metadata"].get("labels") or {}):
+            return
+        self.kube.delete_pv(pv["metadata"]["name"])
+        shutil.rmtree(claim_folder(self.volumes_dir, meta["namespace"], meta["name"]), ignore_errors=True)
+        log.info(
+            "Deleted persistentvolume %s and the data of %s/%s", pv["metadata"]["name"], meta["namespace"], meta["name"]
+        )
 
     def provision(self, pvc: Obj) -> None:
         """Create the PV for one claim if it still needs one (idempotent)."""

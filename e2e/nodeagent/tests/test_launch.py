@@ -91,3 +91,14 @@ def test_signal_reaches_the_whole_process_group(tmp_path: Path) -> None:
     while launch.process_start_ticks(child) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert launch.process_start_ticks(child) is None
+
+
+def test_mount_targets_follow_symlinks_inside_the_image_root(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "run").symlink_to("/run")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "conf").symlink_to("../opt/conf")
+    assert launch.resolve_in_root(tmp_path, "/var/run/secrets/kubernetes.io") == "/run/secrets/kubernetes.io"
+    assert launch.resolve_in_root(tmp_path, "/etc/conf/app.yaml") == "/opt/conf/app.yaml"
+    assert launch.resolve_in_root(tmp_path, "/data/") == "/data"
