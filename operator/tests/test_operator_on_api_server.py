@@ -10,6 +10,7 @@ duration, so that the operator under test is the only one serving the test names
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import signal
@@ -63,6 +64,9 @@ class Kube:
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         out = self.run("get", kind, name, "-n", self.namespace, "-o", "json", "--ignore-not-found")
         return json.loads(out) if out.strip() else None
+
+    def absent(self, kind: str, name: str) -> bool:
+        return self.get(kind, name) is None
 
     def apply(self, manifest: dict[str, Any]) -> None:
         self.run("apply", "-n", self.namespace, "-f", "-", stdin=yaml.safe_dump(manifest))
@@ -196,7 +200,7 @@ def test_operator_reconciles_a_streamapp_on_the_api_server(
 
     uid = app["metadata"]["uid"]
     for kind, name in (("configmap", "flights-config"), ("service", "flights"), ("statefulset", "flights")):
-        child = wait_for(lambda kind=kind, name=name: kube.get(kind, name), f"{kind} {name}")
+        child = wait_for(functools.partial(kube.get, kind, name), f"{kind} {name}")
         (owner,) = child["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("StreamApp", "flights", uid, True)
     config_map = kube.get("configmap", "flights-config")
@@ -294,4 +298,4 @@ def test_deleting_the_streamapp_garbage_collects_its_children(kube: Kube, operat
     assert kube.get("configmap", "flights-config") is not None
     kube.run("delete", "streamapp", "flights", "-n", kube.namespace, "--wait=true", "--timeout=60s")
     for kind, name in (("configmap", "flights-config"), ("service", "flights"), ("statefulset", "flights")):
-        wait_for(lambda kind=kind, name=name: kube.get(kind, name) is None, f"{kind} {name} to be deleted")
+        wait_for(functools.partial(kube.absent, kind, name), f"{kind} {name} to be deleted")

@@ -25,16 +25,22 @@ def _by_type(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in items}
 
 
+def _progress(sts: dict[str, Any], desired: int) -> Rollout:
+    progress = rollout(sts, desired)
+    assert progress is not None
+    return progress
+
+
 def test_rollout_is_complete_only_when_the_controller_saw_the_latest_spec() -> None:
     settled = _sts(2, observedGeneration=2, replicas=2, readyReplicas=2, updatedReplicas=2,
                    currentRevision="r2", updateRevision="r2")  # fmt: skip
-    assert rollout(settled, 2) == Rollout(desired=2, replicas=2, ready=2, updated=2, current=True)
-    assert rollout(settled, 2).all_ready  # type: ignore[union-attr]
+    assert _progress(settled, 2) == Rollout(desired=2, replicas=2, ready=2, updated=2, current=True)
+    assert _progress(settled, 2).all_ready
     stale = _sts(3, observedGeneration=2, replicas=2, readyReplicas=2, updatedReplicas=2)
-    assert not rollout(stale, 2).complete  # type: ignore[union-attr]
+    assert not _progress(stale, 2).complete
     rolling = _sts(2, observedGeneration=2, replicas=2, readyReplicas=2, updatedReplicas=1,
                    currentRevision="r1", updateRevision="r2")  # fmt: skip
-    assert not rollout(rolling, 2).complete  # type: ignore[union-attr]
+    assert not _progress(rolling, 2).complete
     assert rollout(None, 2) is None
 
 
