@@ -13,26 +13,15 @@ from typing import Any
 
 import pytest
 import yaml
+from operator_helm import CHART, ROOT, helm_binary, render
 from streamapp_operator import crdgen
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "streamapp-operator"
 NAMESPACE = "streamapp-system"
-
-
-def _helm_version() -> str:
-    for line in (ROOT / "hack" / "stack" / "versions.env").read_text().splitlines():
-        if line.startswith("HELM_VERSION="):
-            return line.split("=", 1)[1].strip()
-    raise AssertionError("HELM_VERSION missing from hack/stack/versions.env")
 
 
 @pytest.fixture(scope="module")
 def helm() -> Path:
-    binary = ROOT / ".cache" / f"helm-v{_helm_version()}" / "bin" / "helm"
-    if not binary.exists():
-        subprocess.run([str(ROOT / "hack" / "stack" / "build-helm.sh")], check=True)
-    return binary
+    return helm_binary()
 
 
 def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -40,20 +29,7 @@ def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _render(helm: Path, *sets: str) -> list[dict[str, Any]]:
-    """``helm template`` output as documents; ``_source`` names the template file of each."""
-    args = ["template", "streamapp-operator", str(CHART), "--namespace", NAMESPACE]
-    for value in sets:
-        args += ["--set", value]
-    done = _run(helm, *args)
-    assert done.returncode == 0, done.stderr
-    docs = []
-    for chunk in done.stdout.split("\n---\n"):
-        doc = yaml.safe_load(chunk)
-        if doc:
-            source = next((line for line in chunk.splitlines() if line.startswith("# Source: ")), "")
-            doc["_source"] = source.rsplit("/", 1)[-1]
-            docs.append(doc)
-    return docs
+    return render(helm, "streamapp-operator", NAMESPACE, *sets)
 
 
 def _kinds(docs: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -3,6 +3,9 @@ the CRD installs, a StreamApp gets its internal topics, ConfigMap, Service and S
 references, its status and printer columns are written, /scale works, an invalid topology or a missing source
 topic ends in Degraded with the reason in the message, and deleting the StreamApp removes its children.
 
+The operator runs with the rights the Helm chart grants (its ServiceAccount's token, the chart's RBAC rendered
+with ``watchNamespaces`` = the test namespace), so the test also proves that RBAC sufficient.
+
 Needs ``hack/stack/up.sh`` (Kafka + Kubernetes). An operator installed by the chart is scaled to zero for the
 duration, so that the operator under test is the only one serving the test namespace.
 """
@@ -26,6 +29,7 @@ import pytest
 import yaml
 from confluent_kafka.admin import AdminClient, NewTopic
 from operator_fakes import FLIGHTS_TOPOLOGY
+from operator_helm import helm_binary, render
 
 pytestmark = pytest.mark.e2e
 
@@ -114,14 +118,40 @@ def kafka(env: dict[str, str]) -> Iterator[tuple[AdminClient, str]]:
 
 
 @pytest.fixture(scope="module")
-def operator(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """``kopf run`` of this working tree, scoped to the test namespace; its log file is yielded."""
+def chart_kubeconfig(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A kubeconfig with a token of the chart's ServiceAccount, bound by the chart's RBAC to the test namespace."""
+    release = f"optest-{uuid.uuid4().hex[:6]}"
+    rendered = render(helm_binary(), release, kube.namespace, f"watchNamespaces={{{kube.namespace}}}")
+    docs = [{k: v for k, v in d.items() if k != "_source"} for d in rendered if d["kind"] != "Deployment"]
+    manifest = yaml.safe_dump_all(docs)
+    kube.run("apply", "-f", "-", stdin=manifest)
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
+    token = kube.run("create", "token", account, "-n", kube.namespace, "--duration=2h").strip()
+    admin = json.loads(kube.run("config", "view", "--raw", "--minify", "--flatten", "-o", "json"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": admin["clusters"][0]["cluster"]}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": "local", "user": account}}],
+        "current-context": account,
+    }
+    path = tmp_path_factory.mktemp("rbac") / "operator.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    yield path
+    kube.run("delete", "--ignore-not-found", "-f", "-", stdin=manifest, check=False)
+
+
+@pytest.fixture(scope="module")
+def operator(kube: Kube, chart_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``kopf run`` of this working tree as the chart's ServiceAccount, scoped to the test namespace; yields its log."""
     installed = _pause_installed_operators(kube)
     log = tmp_path_factory.mktemp("operator") / "kopf.log"
+    env = {**kube.env, "KUBECONFIG": str(chart_kubeconfig)}
     with log.open("w") as out:
         command = ["kopf", "run", "--standalone", "-m", "streamapp_operator.main", "--namespace", kube.namespace]
         process = subprocess.Popen(
-            [sys.executable, "-m", *command, "--verbose"], env=kube.env, stdout=out, stderr=subprocess.STDOUT
+            [sys.executable, "-m", *command, "--verbose"], env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
         yield log
