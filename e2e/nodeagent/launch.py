@@ -5,7 +5,7 @@ Two modes (agent flag ``--mode``):
 - ``venv``: the container command runs on the host, with ``PATH`` starting at the workspace venv's
   ``bin``. ``unshare --mount --uts --propagation private`` gives it a private mount namespace (the bind
   mounts of its volumes are invisible to the host) and its own hostname (the pod name); a small
-  ``/bin/sh`` prologue makes the mounts, then ``exec``\\ s the command, so the container's pid is the
+  ``bash`` prologue makes the mounts, then execs the command, so the container's pid is the
   spawned pid. Mount targets that do not exist are created (empty) on the host file system.
 - ``image``: the command runs in the image's root file system through
   ``buildah run --isolation chroot --network host`` on a working container made by ``buildah from``.
@@ -87,20 +87,25 @@ class Runtime(Protocol):
 
 
 def mount_prologue(mounts: Sequence[Mount], hostname: str, working_dir: str) -> str:
-    """``/bin/sh`` script that makes the bind mounts, sets the hostname, enters the working dir, execs "$@".
+    """``bash`` script that makes the bind mounts, sets the hostname, enters the working dir, execs "$@".
 
-    The working dir defaults to ``/`` as in a container whose image sets no WORKDIR.
+    Every source is opened (fd 10, 11, ...) before the first mount and bound from ``/proc/self/fd/N``,
+    so a mount at e.g. ``/work`` cannot hide the sources of later mounts that live under it. The working
+    dir defaults to ``/`` as in a container whose image sets no WORKDIR.
     """
     lines = ["set -e"]
-    for m in mounts:
-        src, dst = shlex.quote(str(m.source)), shlex.quote(m.target)
+    for fd, m in enumerate(mounts, start=10):
+        lines.append(f"exec {fd}<{shlex.quote(str(m.source))}")
+    for fd, m in enumerate(mounts, start=10):
+        dst = shlex.quote(m.target)
         if m.source.is_dir():
             lines.append(f"mkdir -p {dst}")
         else:
-            lines.append(f"[ -e {dst} ] || {{ mkdir -p $(dirname {dst}); : > {dst}; }}")
-        lines.append(f"mount --bind {src} {dst}")
+            lines.append(f'[ -e {dst} ] || {{ mkdir -p "$(dirname {dst})"; : > {dst}; }}')
+        lines.append(f"mount --bind /proc/self/fd/{fd} {dst}")
         if m.read_only:
             lines.append(f"mount -o remount,bind,ro {dst}")
+        lines.append(f"exec {fd}<&-")
     lines.append(f"hostname {shlex.quote(hostname)}")
     workdir = shlex.quote(working_dir or "/")
     lines.append(f"mkdir -p {workdir} && cd {workdir}")
@@ -130,7 +135,7 @@ class VenvRuntime:
     def command(self, spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
         script = mount_prologue(spec.mounts, spec.hostname, spec.working_dir)
         unshare = ["unshare", "--mount", "--uts", "--propagation", "private", "--"]
-        return [*unshare, "/bin/sh", "-c", script, "nodeagent", *spec.argv], spec.env
+        return [*unshare, "/bin/bash", "-c", script, "nodeagent", *spec.argv], spec.env
 
     def remove(self, key: str) -> None:
         return None

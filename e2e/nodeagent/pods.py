@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 TICK = 0.3  # seconds between two passes of the worker loop
 STATUS_RESYNC = 60.0
+VOLUME_REFRESH = 15.0
 EVENT_MIN_INTERVAL = 10.0
 COMPONENT = "nodeagent"
 
@@ -92,6 +93,8 @@ class PodWorker(threading.Thread):
         self.pod_ip = ""
         self.start_time = (pod.get("status") or {}).get("startTime") or rfc3339()
         self.volume_dirs: dict[str, Path] | None = None
+        self._volume_builder: VolumeBuilder | None = None
+        self._volumes_at = time.monotonic()
         self.sa_dir: Path | None = None
         self.image_config: dict[str, launch.ImageConfig] = {}
         self._reported: Obj = {}
@@ -148,7 +151,7 @@ class PodWorker(threading.Thread):
         self.dir.mkdir(parents=True, exist_ok=True)
         uid_file = self.dir / "uid"
         if not uid_file.exists() or uid_file.read_text() != self.uid:
-            self._builder().reset()  # a new pod with an old name: emptyDirs start empty
+            VolumeBuilder.reset_folder(self.dir)  # a new pod with an old name: emptyDirs start empty
             uid_file.write_text(self.uid)
         if pod["spec"].get("hostNetwork"):
             self.pod_ip = self.ctx.host_ip
@@ -168,6 +171,7 @@ class PodWorker(threading.Thread):
         if self.volume_dirs is None and not self._ensure_volumes():
             self._report()
             return
+        self._refresh_volumes(now)
         if not self.initialized and not self.init_failed:
             self._step_init(now)
         if self.initialized:
@@ -226,6 +230,12 @@ class PodWorker(threading.Thread):
         )
 
     def _builder(self) -> VolumeBuilder:
+        """The pod's VolumeBuilder (made once, after the pod IP is known: downward API files use it)."""
+        if self._volume_builder is None:
+            self._volume_builder = self._make_builder()
+        return self._volume_builder
+
+    def _make_builder(self) -> VolumeBuilder:
         kube, ns = self.ctx.kube, self.namespace
         service_account = self.pod()["spec"].get("serviceAccountName") or "default"
 
@@ -266,6 +276,19 @@ class PodWorker(threading.Thread):
                 runner.wait_failed("ContainerCreating", str(exc))
             self.volume_dirs = None
             return False
+
+    def _refresh_volumes(self, now: float) -> None:
+        """Rewrite configMap/secret/projected files every VOLUME_REFRESH seconds (as the kubelet syncs them).
+
+        Updates show through directory mounts, not through ``subPath`` mounts (as in Kubernetes).
+        """
+        if now - self._volumes_at < VOLUME_REFRESH:
+            return
+        self._volumes_at = now
+        try:
+            self._builder().build(self.pod()["spec"].get("volumes") or [])
+        except (VolumeNotReady, ApiException, OSError) as exc:
+            log.debug("Kept old volume files of pod %s/%s: %s", self.namespace, self.pod_name, exc)
 
     def _prepare(self, container: Obj) -> Prepared:
         """Resolve env, argv and mounts of one container run (raises to keep it waiting)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from e2e.nodeagent.envvars import EnvResolutionError, ObjectLookup, PodFacts, expand
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_REUSE = 600.0  # seconds a service-account token is reused before a new TokenRequest
 
 TokenSource = Callable[[str | None, int], str]
 """(audience or None for the API server's default, expirationSeconds) -> a service-account JWT."""
@@ -162,10 +164,22 @@ class VolumeBuilder:
         self.token = token
         self.claims = claims
         self.ca_crt = ca_crt
+        self._tokens: dict[tuple[str | None, int], tuple[str, float]] = {}
 
-    def reset(self) -> None:
+    @staticmethod
+    def reset_folder(pod_dir: Path) -> None:
         """Forget all volumes of an earlier pod with the same name (emptyDir must start empty)."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(pod_dir / "volumes", ignore_errors=True)
+
+    def _token(self, audience: str | None, expiration: int) -> str:
+        """A service-account token, reused while younger than half its lifetime (at most TOKEN_REUSE s)."""
+        now = time.monotonic()
+        cached = self._tokens.get((audience, expiration))
+        if cached is not None and now - cached[1] < min(TOKEN_REUSE, expiration / 2):
+            return cached[0]
+        jwt = self.token(audience, expiration)
+        self._tokens[(audience, expiration)] = (jwt, now)
+        return jwt
 
     def build(self, volumes: list[dict[str, Any]]) -> dict[str, Path]:
         """Write every volume's files (idempotent; refreshes content). Raises VolumeNotReady."""
@@ -180,7 +194,7 @@ class VolumeBuilder:
         write_files(
             folder,
             {
-                "token": (self.token(None, 3607).encode(), 0o644),
+                "token": (self._token(None, 3607).encode(), 0o644),
                 "ca.crt": (self.ca_crt, 0o644),
                 "namespace": (self.pod.namespace.encode(), 0o644),
             },
@@ -232,7 +246,7 @@ class VolumeBuilder:
         for source in projected.get("sources") or []:
             if "serviceAccountToken" in source:
                 sat = source["serviceAccountToken"]
-                jwt = self.token(sat.get("audience"), int(sat.get("expirationSeconds", 3607)))
+                jwt = self._token(sat.get("audience"), int(sat.get("expirationSeconds", 3607)))
                 files[sat["path"]] = (jwt.encode(), mode)
             elif "configMap" in source:
                 src = source["configMap"]

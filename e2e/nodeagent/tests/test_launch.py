@@ -102,3 +102,17 @@ def test_mount_targets_follow_symlinks_inside_the_image_root(tmp_path: Path) -> 
     assert launch.resolve_in_root(tmp_path, "/var/run/secrets/kubernetes.io") == "/run/secrets/kubernetes.io"
     assert launch.resolve_in_root(tmp_path, "/etc/conf/app.yaml") == "/opt/conf/app.yaml"
     assert launch.resolve_in_root(tmp_path, "/data/") == "/data"
+
+
+def test_a_mount_over_an_ancestor_of_later_sources_does_not_hide_them(tmp_path: Path) -> None:
+    # an emptyDir mounted at the folder that holds the other volumes' sources (e.g. mountPath /work)
+    sources = tmp_path / "pods"
+    (sources / "config").mkdir(parents=True)
+    (sources / "config" / "app.yaml").write_text("config")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    mounts = [Mount(scratch, str(tmp_path), False), Mount(sources / "config", str(tmp_path / "etc"), True)]
+    runtime = launch.VenvRuntime(REPO / ".venv")
+    argv, env = runtime.command(run_spec(tmp_path, mounts, ["cat", f"{tmp_path}/etc/app.yaml"]))
+    done = subprocess.run(argv, env={**env, "PATH": launch.SYSTEM_PATH}, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "config"), done.stderr

@@ -7,69 +7,23 @@ Needs the local stack (``hack/stack/up.sh k8s``); the node agent is started with
 from __future__ import annotations
 
 import ipaddress
-import os
-import subprocess
 import time
+import urllib.error
 import urllib.request
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from e2e.nodeagent.agent import REPO
 from e2e.nodeagent.kube import Kube, Obj
+from e2e.nodeagent.tests.conftest import NODE, RUN, wait_for
 
 pytestmark = pytest.mark.e2e
-
-RUN = REPO / ".cache" / "run"
-NODE = "streamapp-node-0"
 
 # The shell traps SIGTERM and records it in the volume; python (same process group) gets it too.
 SERVER = (
     "trap 'echo SIGTERM >> /data/signals; exit 0' TERM; "
     "python -m http.server --bind $(POD_IP) 8080 --directory /data & wait"
 )
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-@pytest.fixture(scope="module")
-def kube() -> Kube:
-    kubeconfig = os.environ.get("KUBECONFIG") or str(RUN / "admin.kubeconfig")
-    if not Path(kubeconfig).exists():
-        pytest.fail(f"no kubeconfig at {kubeconfig}: start the stack with hack/stack/up.sh k8s")
-    subprocess.run(
-        [str(REPO / "e2e" / "nodeagent" / "run.sh"), "start"], check=True, env={**os.environ, "KUBECONFIG": kubeconfig}
-    )
-    client = Kube(kubeconfig)
-
-    def node_ready() -> bool:
-        node = client.get_node(NODE) or {}
-        conditions = (node.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-    wait_for(f"node {NODE} Ready", node_ready, 30)
-    return client
-
-
-@pytest.fixture
-def namespace(kube: Kube) -> Iterator[str]:
-    name = f"nodeagent-e2e-{uuid.uuid4().hex[:6]}"
-    kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    wait_for("default service account", lambda: kube.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"))
-    yield name
-    kube.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 def statefulset(name: str) -> Obj:

@@ -153,5 +153,22 @@ def test_reset_empties_volumes_of_an_earlier_pod_with_the_same_name(tmp_path: Pa
     b = builder(tmp_path, [])
     scratch = b.build([{"name": "scratch", "emptyDir": {}}])["scratch"]
     (scratch / "leftover").write_text("x")
-    b.reset()
+    VolumeBuilder.reset_folder(tmp_path / "pod")
     assert not (b.build([{"name": "scratch", "emptyDir": {}}])["scratch"] / "leftover").exists()
+
+
+def test_rebuild_refreshes_config_files_but_reuses_the_token(tmp_path: Path) -> None:
+    tokens: list[tuple[str | None, int]] = []
+    b = builder(tmp_path, tokens)
+    volumes = [
+        {"name": "config", "configMap": {"name": "app-config"}},
+        {"name": "api", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+    ]
+    dirs = b.build(volumes)
+    CONFIG_MAPS["app-config"]["data"]["streams.yaml"] = "a: 2\n"
+    try:
+        b.build(volumes)
+    finally:
+        CONFIG_MAPS["app-config"]["data"]["streams.yaml"] = "a: 1\n"
+    assert (dirs["config"] / "streams.yaml").read_text() == "a: 2\n"
+    assert len(tokens) == 1
