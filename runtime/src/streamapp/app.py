@@ -1,0 +1,292 @@
+"""KafkaStreams: one StreamApp instance (a pod): the supervisor of its stream-thread worker processes.
+
+``run()``:
+
+1. serves ``/healthz``, ``/readyz``, ``/metrics`` and ``/status`` on ``http.port`` (bind address from
+   ``STREAMAPP_HTTP_HOST``, default 0.0.0.0);
+2. prepares the topics: waits until the source topics exist, then creates the internal topics
+   (repartition, changelog) that are missing, with the partition counts the topology implies;
+3. starts ``num.stream.threads`` worker processes (``spawn``), each one a stream thread and consumer-group
+   member (``group.instance.id`` = ``<STREAMAPP_INSTANCE_ID>-<i>`` when that variable is set);
+4. restarts a worker that exits unexpectedly, with backoff, and aggregates the workers' reports;
+5. on SIGTERM or SIGINT asks every worker to commit and close, waits for them, and returns 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from streamapp.config import StreamsConfig
+from streamapp.kafka.admin import TopicAdmin, TopicSpec
+from streamapp.kafka.types import KafkaClientError
+from streamapp.monitoring.health import WorkerView, liveness, readiness
+from streamapp.monitoring.metrics import WorkerMetricsCollector
+from streamapp.monitoring.server import MonitoringServer
+from streamapp.processing.status import WorkerStatus
+from streamapp.processing.worker import EXIT_WAITING, WorkerSpec, run_worker
+from streamapp.topology import TopologyDescription, TopologyError
+
+__all__ = ["KafkaStreams"]
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_TIMEOUT_S = 60.0
+"""How long workers get to commit and close after a stop request before they are killed."""
+_TOPIC_RETRY_S = 5.0
+_WAITING_RETRY_S = 5.0
+_MAX_BACKOFF_S = 60.0
+_HEALTHY_RUN_S = 60.0
+_SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: BaseProcess | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff_s: float = 1.0
+    restart_at: float | None = None
+    status: WorkerStatus | None = None
+    exit_code: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+
+class KafkaStreams:
+    """A StreamApp instance running ``topology`` with ``config`` (see the module docstring).
+
+    ``instance_id`` and ``http_host`` default to the ``STREAMAPP_INSTANCE_ID`` and ``STREAMAPP_HTTP_HOST``
+    environment variables.
+    """
+
+    def __init__(
+        self,
+        topology: TopologyDescription,
+        config: StreamsConfig,
+        *,
+        instance_id: str | None = None,
+        http_host: str | None = None,
+    ) -> None:
+        self.topology = topology
+        self.config = config
+        self.instance_id = instance_id if instance_id is not None else os.environ.get("STREAMAPP_INSTANCE_ID") or None
+        self.http_host = http_host or os.environ.get("STREAMAPP_HTTP_HOST") or "0.0.0.0"
+        self.http_port: int | None = None
+        self._stop = threading.Event()
+        self._phase = "preparing"
+        self._heartbeat = time.time()
+        self._workers = [_Worker(i) for i in range(config.num_stream_threads)]
+        self._lock = threading.Lock()
+        self._mp = multiprocessing.get_context("spawn")
+        self._status_queue: Any = self._mp.Queue(maxsize=10_000)
+        self._worker_stop: Any = self._mp.Event()
+
+    # -- public ------------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT or ``close()``; returns the process exit code (0 after a clean stop)."""
+        if not logging.getLogger().handlers:
+            logging.basicConfig(
+                level=logging.INFO, format="%(asctime)s %(levelname)s [supervisor] %(name)s: %(message)s"
+            )
+        self._install_signal_handlers()
+        server = self._start_server()
+        try:
+            if not self._prepare_topics():
+                return 0 if self._stop.is_set() else 1
+            self._phase = "running"
+            for worker in self._workers:
+                self._start_worker(worker)
+            while not self._stop.is_set():
+                self._supervise()
+                self._stop.wait(0.2)
+            self._phase = "stopping"
+            self._stop_workers()
+            return 0
+        finally:
+            self._phase = "stopped"
+            server.stop()
+
+    def close(self) -> None:
+        """Ask ``run()`` to stop gracefully (thread-safe)."""
+        self._stop.set()
+
+    # -- views (used by the HTTP server) -----------------------------------------------------------
+
+    def worker_views(self) -> list[WorkerView]:
+        with self._lock:
+            return [
+                WorkerView(w.index, w.alive, w.started_at, w.restarts, w.status, w.exit_code) for w in self._workers
+            ]
+
+    def liveness(self) -> tuple[bool, str]:
+        return liveness(time.time(), self._heartbeat, self.worker_views())
+
+    def readiness(self) -> tuple[bool, str]:
+        return readiness(time.time(), self._phase, self.worker_views())
+
+    def status(self) -> dict[str, Any]:
+        ready, reason = self.readiness()
+        return {
+            "application_id": self.config.application_id,
+            "instance_id": self.instance_id,
+            "phase": self._phase,
+            "ready": ready,
+            "reason": reason,
+            "workers": [
+                {
+                    "thread": view.thread,
+                    "alive": view.alive,
+                    "restarts": view.restarts,
+                    "exit_code": view.exit_code,
+                    **(asdict(view.status) if view.status else {}),
+                }
+                for view in self.worker_views()
+            ],
+        }
+
+    # -- steps -------------------------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda signum, _frame: self._on_signal(signum))
+
+    def _on_signal(self, signum: int) -> None:
+        log.info("Received %s, shutting down", signal.Signals(signum).name)
+        self._stop.set()
+
+    def _start_server(self) -> MonitoringServer:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(WorkerMetricsCollector(self.worker_views, lambda: self.readiness()[0]))
+        server = MonitoringServer(
+            self.http_host, self.config.http_port, self.liveness, self.readiness, registry, self.status
+        )
+        server.start()
+        self.http_port = server.port
+        log.info("Serving health, metrics and status on %s:%d", self.http_host, server.port)
+        return server
+
+    def _prepare_topics(self) -> bool:
+        """Wait for the source topics, then create missing internal topics. False if stopped or fatal."""
+        settings = {"bootstrap.servers": self.config.bootstrap_servers}
+        settings.update({k: v for k, v in self.config.producer.items() if k.startswith(_SECURITY_PREFIXES)})
+        admin = TopicAdmin(settings)
+        sources = self.topology.external_source_topics()
+        while not self._stop.is_set():
+            self._heartbeat = time.time()
+            try:
+                counts = admin.partition_counts(sources)
+                missing = [t for t in sources if t not in counts]
+                if missing:
+                    log.warning("Waiting for source topics to exist: %s", ", ".join(missing))
+                else:
+                    internal = self.topology.internal_topics(self.config.application_id, counts)
+                    admin.ensure_topics(
+                        [TopicSpec(t.name, t.partitions, t.config) for t in internal], self.config.replication_factor
+                    )
+                    return True
+            except TopologyError as exc:
+                log.error("The topology does not fit the topics: %s", exc)
+                return False
+            except KafkaClientError as exc:
+                if "partitions but the topology needs" in str(exc):
+                    log.error("%s", exc)
+                    return False
+                log.warning("Cannot prepare topics yet: %s", exc)
+            self._stop.wait(_TOPIC_RETRY_S)
+        return False
+
+    def _start_worker(self, worker: _Worker) -> None:
+        spec = WorkerSpec(
+            thread_index=worker.index,
+            topology=self.topology.to_dict(),
+            config=self.config.to_mapping(),
+            instance_id=self.instance_id,
+            log_level=logging.getLogger().getEffectiveLevel(),
+        )
+        process = self._mp.Process(
+            target=run_worker,
+            args=(spec, self._status_queue, self._worker_stop),
+            name=f"StreamThread-{worker.index}",
+        )
+        process.start()
+        with self._lock:
+            worker.process = process
+            worker.started_at = time.time()
+            worker.restart_at = None
+            worker.exit_code = None
+            worker.status = None
+        log.info("Started stream thread %d (pid %s)", worker.index, process.pid)
+
+    def _supervise(self) -> None:
+        self._heartbeat = time.time()
+        self._drain_reports()
+        now = time.time()
+        for worker in self._workers:
+            if worker.process is not None and not worker.process.is_alive() and worker.restart_at is None:
+                self._schedule_restart(worker, now)
+            if worker.restart_at is not None and now >= worker.restart_at:
+                with self._lock:
+                    worker.restarts += 1
+                self._start_worker(worker)
+
+    def _schedule_restart(self, worker: _Worker, now: float) -> None:
+        assert worker.process is not None
+        code = worker.process.exitcode
+        ran_for = now - worker.started_at
+        if code == EXIT_WAITING:
+            delay = _WAITING_RETRY_S
+        else:
+            worker.backoff_s = 1.0 if ran_for > _HEALTHY_RUN_S else min(worker.backoff_s * 2, _MAX_BACKOFF_S)
+            delay = worker.backoff_s
+        with self._lock:
+            worker.exit_code = code
+            worker.restart_at = now + delay
+        log.warning(
+            "Stream thread %d exited with code %s after %.0fs; restarting in %.0fs", worker.index, code, ran_for, delay
+        )
+
+    def _drain_reports(self) -> None:
+        while True:
+            try:
+                status: WorkerStatus = self._status_queue.get_nowait()
+            except queue.Empty:
+                return
+            if 0 <= status.thread < len(self._workers):
+                worker = self._workers[status.thread]
+                if worker.process is not None and worker.process.pid == status.pid:
+                    with self._lock:
+                        worker.status = status
+
+    def _stop_workers(self) -> None:
+        log.info("Stopping %d stream threads", len(self._workers))
+        self._worker_stop.set()
+        deadline = time.monotonic() + SHUTDOWN_TIMEOUT_S
+        for worker in self._workers:
+            if worker.process is None:
+                continue
+            while worker.process.is_alive() and time.monotonic() < deadline:
+                worker.process.join(0.2)
+                self._drain_reports()
+            if worker.process.is_alive():
+                log.error("Stream thread %d did not stop in %.0fs; killing it", worker.index, SHUTDOWN_TIMEOUT_S)
+                worker.process.kill()
+                worker.process.join(5)
+        self._drain_reports()
+        log.info("All stream threads stopped")

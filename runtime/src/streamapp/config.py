@@ -1,0 +1,155 @@
+"""StreamsConfig: the runtime configuration, in Kafka Streams' key names and defaults.
+
+A config file is a YAML map of dotted Kafka Streams keys (``application.id``, ``num.stream.threads``, ...).
+Keys starting with ``consumer.`` or ``producer.`` are passed, without the prefix, to librdkafka's consumer
+or producer (``consumer.fetch.max.bytes: 1048576``); those are not validated here, librdkafka rejects an
+unknown one when the client is created. Any other unknown key is an error, so a typo never passes silently.
+
+Keys and defaults (Kafka Streams' unless marked *streamapp*):
+
+==============================  ==================  =================================================
+key                             default             meaning
+==============================  ==================  =================================================
+application.id                  required            consumer group id, internal-topic and state prefix
+bootstrap.servers               required            Kafka brokers, ``host:port[,host:port]``
+num.stream.threads              1                   stream threads (worker processes) per instance
+processing.guarantee            at_least_once       ``exactly_once_v2`` is not implemented yet
+commit.interval.ms              30000               how often a stream thread commits
+poll.ms                         100                 longest a poll blocks
+max.poll.records                1000                records a stream thread takes per poll
+state.dir                       /tmp/streamapp      ``<state.dir>/<application.id>/<taskId>/``
+statestore.cache.max.bytes      10485760            per-thread bound on buffered store writes; a
+                                                    thread commits early when it is reached
+replication.factor              -1                  internal topics; -1 = the broker's default
+group.protocol                  consumer            *streamapp*: ``consumer`` (KIP-848, broker-side
+                                                    ``range`` assignor) or ``classic`` (eager
+                                                    ``range``); docs/adr/0001-assignment.md
+http.port                       8080                *streamapp*: health, metrics and status port
+rocksdb.block.cache.bytes       67108864            *streamapp*: one block cache per thread shared by
+                                                    all its stores; memtables are charged to it
+rocksdb.write.buffer.bytes      16777216            *streamapp*: memtable budget per thread (part of
+                                                    the block cache)
+==============================  ==================  =================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = ["ConfigError", "StreamsConfig"]
+
+_CLIENT_PREFIXES = ("consumer.", "producer.")
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid; the message names the key and the problem."""
+
+
+class StreamsConfig(BaseModel):
+    """The validated runtime configuration; attribute names are the dotted keys in snake_case."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    application_id: str = Field(alias="application.id", min_length=1, pattern=r"^[a-zA-Z0-9._-]+$")
+    bootstrap_servers: str = Field(alias="bootstrap.servers", min_length=1)
+    num_stream_threads: int = Field(1, alias="num.stream.threads", ge=1, le=64)
+    processing_guarantee: Literal["at_least_once"] = Field("at_least_once", alias="processing.guarantee")
+    commit_interval_ms: int = Field(30_000, alias="commit.interval.ms", ge=0)
+    poll_ms: int = Field(100, alias="poll.ms", ge=0)
+    max_poll_records: int = Field(1000, alias="max.poll.records", ge=1)
+    state_dir: str = Field("/tmp/streamapp", alias="state.dir", min_length=1)
+    statestore_cache_max_bytes: int = Field(10 * 1024 * 1024, alias="statestore.cache.max.bytes", ge=0)
+    replication_factor: int = Field(-1, alias="replication.factor")
+    group_protocol: Literal["consumer", "classic"] = Field("consumer", alias="group.protocol")
+    http_port: int = Field(8080, alias="http.port", ge=0, le=65535)
+    rocksdb_block_cache_bytes: int = Field(64 * 1024 * 1024, alias="rocksdb.block.cache.bytes", ge=1 << 20)
+    rocksdb_write_buffer_bytes: int = Field(16 * 1024 * 1024, alias="rocksdb.write.buffer.bytes", ge=1 << 20)
+    consumer: dict[str, str] = Field(default_factory=dict)
+    """librdkafka consumer settings from ``consumer.*`` keys (prefix removed)."""
+    producer: dict[str, str] = Field(default_factory=dict)
+    """librdkafka producer settings from ``producer.*`` keys (prefix removed)."""
+
+    @field_validator("processing_guarantee", mode="before")
+    @classmethod
+    def _only_at_least_once(cls, value: Any) -> Any:
+        if value == "exactly_once_v2":
+            raise ValueError("exactly_once_v2 is not implemented yet; use at_least_once")
+        return value
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
+        """Validate a flat map of dotted keys (file contents plus overrides).
+
+        Raises ConfigError naming every invalid or unknown key.
+        """
+        settings: dict[str, Any] = {}
+        clients: dict[str, dict[str, str]] = {"consumer": {}, "producer": {}}
+        for key, value in values.items():
+            prefix = next((p for p in _CLIENT_PREFIXES if str(key).startswith(p)), None)
+            if prefix is not None:
+                clients[prefix[:-1]][str(key)[len(prefix) :]] = _client_value(value)
+            elif key in ("consumer", "producer"):
+                raise ConfigError(f"config key '{key}': use '{key}.<librdkafka key>' keys instead of a map")
+            else:
+                settings[str(key)] = value
+        try:
+            return cls.model_validate({**settings, **clients})
+        except ValidationError as exc:
+            problems = "; ".join(_describe(error) for error in exc.errors())
+            raise ConfigError(f"invalid streams config: {problems}") from None
+
+    @classmethod
+    def load(cls, path: str | Path | None, overrides: Mapping[str, str] | None = None) -> StreamsConfig:
+        """Read a YAML config file (or none) and apply ``--set key=value`` overrides on top.
+
+        Raises ConfigError when the file is missing, is not a YAML map, or has invalid keys.
+        """
+        values: dict[str, Any] = {}
+        if path is not None:
+            try:
+                loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+            if loaded is None:
+                loaded = {}
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"config file {path} must be a YAML map of keys to values")
+            values.update(loaded)
+        values.update(overrides or {})
+        return cls.from_mapping(values)
+
+    @property
+    def application_state_dir(self) -> Path:
+        """``<state.dir>/<application.id>``: the parent of every task directory."""
+        return Path(self.state_dir) / self.application_id
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The flat dotted-key form; ``StreamsConfig.from_mapping(c.to_mapping()) == c``."""
+        flat: dict[str, Any] = self.model_dump(by_alias=True, exclude={"consumer", "producer"})
+        for client in ("consumer", "producer"):
+            for key, value in getattr(self, client).items():
+                flat[f"{client}.{key}"] = value
+        return flat
+
+
+def _client_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _describe(error: Any) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "config"
+    if error["type"] == "extra_forbidden":
+        return f"unknown key '{location}'"
+    if error["type"] == "missing":
+        return f"'{location}' is required"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"'{location}': {message}"

@@ -1,0 +1,176 @@
+"""The Kafka seam: plain data types and the client protocols the processing layer talks to.
+
+``streamapp.kafka.clients`` implements these protocols on confluent-kafka; unit tests implement them with
+hand-written fakes. Nothing here imports confluent-kafka.
+
+Offsets follow Kafka's conventions: a *committed* offset is the offset of the next record to read
+(last processed + 1); a *changelog* offset recorded for a store is the offset of the last record applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+__all__ = [
+    "OFFSET_BEGINNING",
+    "CommitFailedError",
+    "ConsumerClient",
+    "ConsumerRecord",
+    "DeliveryError",
+    "KafkaClientError",
+    "ProducerClient",
+    "RebalanceListener",
+    "RestoreConsumerClient",
+    "TopicPartition",
+    "UnreleasedInstanceIdError",
+]
+
+OFFSET_BEGINNING = -2
+"""Start offset meaning "the earliest offset still in the log" (librdkafka's ``OFFSET_BEGINNING``)."""
+
+
+class TopicPartition(NamedTuple):
+    """One partition of one topic."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """A record as read from Kafka: raw key and value bytes (``None`` = null), timestamp in epoch ms."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+class KafkaClientError(RuntimeError):
+    """A Kafka client operation failed in a way the stream thread cannot repair by itself."""
+
+
+class DeliveryError(KafkaClientError):
+    """A produced record was not acknowledged by the broker (the first failure is reported)."""
+
+
+class CommitFailedError(KafkaClientError):
+    """An offset commit was rejected because the group rebalanced: the partitions may belong to another
+    member now (Kafka Streams' ``TaskMigratedException``). The tasks must be closed without committing."""
+
+
+class UnreleasedInstanceIdError(KafkaClientError):
+    """The broker still holds a member with this ``group.instance.id`` (KIP-848 static membership after a
+    crash): the consumer cannot join until that member's session times out."""
+
+
+class RebalanceListener(Protocol):
+    """Receives partition ownership changes, called from inside ``ConsumerClient.poll``.
+
+    With the incremental (KIP-848) protocol each call carries only the change; with the classic eager
+    protocol a revocation carries every owned partition and the next assignment the new full set.
+    When ``on_partitions_assigned`` runs, the partitions are already assigned, so it may pause them.
+    """
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None: ...
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None: ...
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None: ...
+
+
+class ConsumerClient(Protocol):
+    """The group consumer of a stream thread (``enable.auto.commit=false``)."""
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None: ...
+
+    def poll(self, max_records: int, timeout_s: float) -> list[ConsumerRecord]:
+        """Up to ``max_records`` records; rebalance callbacks run inside this call."""
+        ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit synchronously. Raises CommitFailedError (group rebalanced) or KafkaClientError."""
+        ...
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets (``None`` where nothing was committed), asked of the broker."""
+        ...
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    def lags(self) -> dict[TopicPartition, int]:
+        """Records between the consumer's position and the end, per partition, from the client's latest
+        statistics (no broker round trip; about a second old)."""
+        ...
+
+    def group_joined(self) -> bool:
+        """True once the consumer has found its group coordinator and joined (or is joining) the group."""
+        ...
+
+    def close(self) -> None:
+        """Leave the group (a static member leaves temporarily, keeping its assignment) and free the client."""
+        ...
+
+
+class ProducerClient(Protocol):
+    """The producer of a stream thread (``partitioner=murmur2_random``)."""
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        partition: int | None = None,
+        on_delivery: Callable[[TopicPartition, int], None] | None = None,
+    ) -> None:
+        """Queue one record; without ``partition`` the key's murmur2 hash picks it.
+
+        ``on_delivery(partition, offset)`` runs from ``poll``/``flush`` once the broker acknowledged it.
+        """
+        ...
+
+    def poll(self) -> None:
+        """Serve delivery callbacks without blocking."""
+        ...
+
+    def flush(self, timeout_s: float) -> None:
+        """Wait until every queued record is acknowledged. Raises DeliveryError on the first failure."""
+        ...
+
+    def close(self, timeout_s: float) -> None: ...
+
+
+class RestoreConsumerClient(Protocol):
+    """A consumer without a group that reads changelog partitions from given offsets (the restore consumer)."""
+
+    def assign(self, starts: Mapping[TopicPartition, int]) -> None:
+        """Start reading these partitions at these offsets (``OFFSET_BEGINNING`` for the whole log)."""
+        ...
+
+    def unassign(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def end_offset(self, partition: TopicPartition, timeout_s: float) -> int:
+        """The partition's current end offset (high watermark), asked of the broker."""
+        ...
+
+    def poll(self, max_records: int, timeout_s: float) -> tuple[list[ConsumerRecord], set[TopicPartition]]:
+        """Records, plus the partitions whose end was reached during this poll."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Health, readiness, metrics and status of a StreamApp instance, served over HTTP by the supervisor."""

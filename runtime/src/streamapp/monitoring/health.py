@@ -1,0 +1,67 @@
+"""Pure liveness and readiness decisions from the supervisor's view of its workers.
+
+- Live (``/healthz``): the supervisor loop is turning and no worker process is hung (alive but silent
+  for longer than ``HUNG_AFTER_S``). A crashed worker being restarted is still live: restarting is the
+  supervisor's job, a pod restart would not help.
+- Ready (``/readyz``): not shutting down, the application's topics are prepared, and every worker is
+  alive, reported recently and is ready (in the group, all its assigned tasks restored and running).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamapp.processing.status import WorkerStatus
+
+__all__ = ["HUNG_AFTER_S", "STALE_AFTER_S", "WorkerView", "liveness", "readiness"]
+
+HUNG_AFTER_S = 120.0
+"""A live worker process that has not reported for this long is considered hung."""
+STALE_AFTER_S = 10.0
+"""A worker whose last report is older than this is not counted as ready."""
+SUPERVISOR_STALL_S = 30.0
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """The supervisor's knowledge of one worker: process liveness, restarts and its latest report."""
+
+    thread: int
+    alive: bool
+    started_at: float
+    restarts: int
+    status: WorkerStatus | None
+    exit_code: int | None = None
+
+
+def liveness(now: float, supervisor_heartbeat: float, workers: list[WorkerView]) -> tuple[bool, str]:
+    """(live, reason). ``now`` and all times are epoch seconds."""
+    if now - supervisor_heartbeat > SUPERVISOR_STALL_S:
+        return False, f"supervisor loop stalled for {now - supervisor_heartbeat:.0f}s"
+    for worker in workers:
+        last = worker.status.reported_at if worker.status else worker.started_at
+        if worker.alive and now - last > HUNG_AFTER_S:
+            return False, f"stream thread {worker.thread} has not reported for {now - last:.0f}s"
+    return True, "ok"
+
+
+def readiness(now: float, phase: str, workers: list[WorkerView]) -> tuple[bool, str]:
+    """(ready, reason). ``phase`` is the supervisor's phase: preparing | running | stopping."""
+    if phase != "running":
+        return False, f"instance is {phase}"
+    if not workers:
+        return False, "no stream threads"
+    for worker in workers:
+        if not worker.alive:
+            return False, f"stream thread {worker.thread} is not running (restarting)"
+        status = worker.status
+        if status is None or now - status.reported_at > STALE_AFTER_S:
+            return False, f"stream thread {worker.thread} has not reported recently"
+        if not status.ready:
+            waiting = [t.task_id for t in status.tasks if t.state != "running"]
+            if not status.group_joined:
+                return False, f"stream thread {worker.thread} has not joined the consumer group"
+            if waiting:
+                return False, f"stream thread {worker.thread} restores tasks {', '.join(waiting)}"
+            return False, f"stream thread {worker.thread} is {status.state}"
+    return True, "ok"

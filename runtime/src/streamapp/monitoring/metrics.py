@@ -1,0 +1,88 @@
+"""Prometheus metrics of an instance, built at scrape time from the workers' latest reports.
+
+Each worker process counts for itself and reports its counters about once a second
+(``streamapp.processing.status``); the supervisor exposes them with a ``thread`` label. A restarted worker
+starts its counters from zero, which Prometheus' ``rate`` treats as a counter reset.
+
+Metric names (all prefixed ``streamapp_``): ``records_processed_total``, ``dropped_records_total``,
+``commit_latency_seconds`` (histogram), ``restore_records_total``, ``restore_remaining_records`` (per task),
+``tasks`` (per state), ``consumer_lag_records`` (per topic partition), ``worker_up``,
+``worker_restarts_total``, ``ready``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from streamapp.monitoring.health import WorkerView
+from streamapp.processing.status import COMMIT_LATENCY_BUCKETS
+
+__all__ = ["WorkerMetricsCollector"]
+
+_TASK_STATES = ("created", "restoring", "running")
+
+
+class WorkerMetricsCollector(Collector):
+    """Collects metric families from ``workers()`` and ``ready()`` on every scrape."""
+
+    def __init__(self, workers: Callable[[], list[WorkerView]], ready: Callable[[], bool]) -> None:
+        self._workers = workers
+        self._ready = ready
+
+    def collect(self) -> Iterator[Metric]:
+        workers = self._workers()
+        up = GaugeMetricFamily("streamapp_worker_up", "1 when the stream thread's process is alive", labels=["thread"])
+        restarts = CounterMetricFamily(
+            "streamapp_worker_restarts", "Restarts of the stream thread's process", labels=["thread"]
+        )
+        processed = CounterMetricFamily("streamapp_records_processed", "Records processed", labels=["thread"])
+        dropped = CounterMetricFamily(
+            "streamapp_dropped_records",
+            "Records skipped by rule (null key or value into an aggregation)",
+            labels=["thread"],
+        )
+        restored = CounterMetricFamily(
+            "streamapp_restore_records", "Changelog records applied by restore", labels=["thread"]
+        )
+        remaining = GaugeMetricFamily(
+            "streamapp_restore_remaining_records", "Changelog offsets left to restore", labels=["thread", "task"]
+        )
+        tasks = GaugeMetricFamily("streamapp_tasks", "Tasks assigned, by state", labels=["thread", "state"])
+        lag = GaugeMetricFamily(
+            "streamapp_consumer_lag_records",
+            "Records between the position and the end of an input partition",
+            labels=["thread", "topic", "partition"],
+        )
+        commit = HistogramMetricFamily("streamapp_commit_latency_seconds", "Commit duration", labels=["thread"])
+        for worker in workers:
+            thread = str(worker.thread)
+            up.add_metric([thread], 1.0 if worker.alive else 0.0)
+            restarts.add_metric([thread], worker.restarts)
+            status = worker.status
+            if status is None:
+                continue
+            m = status.metrics
+            processed.add_metric([thread], m.records_processed_total)
+            dropped.add_metric([thread], m.dropped_records_total)
+            restored.add_metric([thread], m.restore_records_total)
+            for task in status.tasks:
+                if task.state != "running":
+                    remaining.add_metric([thread, task.task_id], task.restore_remaining)
+            for state in _TASK_STATES:
+                tasks.add_metric([thread, state], sum(1 for t in status.tasks if t.state == state))
+            for tp, records in status.consumer_lag.items():
+                topic, _, partition = tp.rpartition("-")
+                lag.add_metric([thread, topic, partition], records)
+            buckets: list[tuple[str, float]] = []
+            cumulative = 0
+            for bound, count in zip(COMMIT_LATENCY_BUCKETS, m.commit_seconds_buckets, strict=True):
+                cumulative += count
+                buckets.append((repr(bound), cumulative))
+            buckets.append(("+Inf", m.commits_total))
+            commit.add_metric([thread], buckets, m.commit_seconds_sum)
+        ready = GaugeMetricFamily("streamapp_ready", "1 when the instance is ready (all tasks running)")
+        ready.add_metric([], 1.0 if self._ready() else 0.0)
+        yield from (up, restarts, processed, dropped, restored, remaining, tasks, lag, commit, ready)

@@ -1,0 +1,100 @@
+"""The worker process of one stream thread: builds its clients and stores, runs the StreamThread.
+
+Started by the supervisor (``streamapp.app.KafkaStreams``) with the ``spawn`` method, so a worker shares
+nothing with its parent but the arguments: the topology and config as plain data, a status queue and a
+stop event. SIGTERM (also sent to a whole pod's process group) asks for a clean stop; SIGINT is ignored
+so that Ctrl-C reaches the supervisor, which stops the workers in order.
+
+Exit codes: 0 after a clean stop, ``EXIT_WAITING`` when the broker still holds this thread's
+``group.instance.id`` (restart later), 1 on any other failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import os
+import queue
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from streamapp.config import StreamsConfig
+from streamapp.kafka.clients import (
+    KafkaConsumer,
+    KafkaProducer,
+    KafkaRestoreConsumer,
+    consumer_config,
+    producer_config,
+    restore_consumer_config,
+)
+from streamapp.kafka.types import UnreleasedInstanceIdError
+from streamapp.processing.status import WorkerStatus
+from streamapp.processing.stream_thread import StreamThread
+from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
+from streamapp.topology import TopologyDescription
+
+__all__ = ["EXIT_WAITING", "WorkerSpec", "run_worker"]
+
+log = logging.getLogger(__name__)
+
+EXIT_WAITING = 75
+"""Exit code (EX_TEMPFAIL) of a worker that could not join the group yet; the supervisor retries later."""
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker process needs, as picklable plain data."""
+
+    thread_index: int
+    topology: dict[str, Any]
+    config: dict[str, Any]
+    instance_id: str | None
+    log_level: int = logging.INFO
+
+
+def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
+    """Process entry point: run one stream thread until ``stop_event`` is set; exits with a code."""
+    logging.basicConfig(
+        level=spec.log_level,
+        format=f"%(asctime)s %(levelname)s [StreamThread-{spec.thread_index}] %(name)s: %(message)s",
+    )
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
+
+    def report(status: WorkerStatus) -> None:
+        with contextlib.suppress(queue.Full):
+            status_queue.put_nowait(copy.deepcopy(status))
+
+    try:
+        thread = _build(spec, report)
+        thread.run(stop_event.is_set)
+    except UnreleasedInstanceIdError as exc:
+        log.warning("Stream thread %d cannot join yet: %s", spec.thread_index, exc)
+        sys.exit(EXIT_WAITING)
+    except Exception:
+        log.exception("Stream thread %d failed", spec.thread_index)
+        sys.exit(1)
+    log.info("Stream thread %d stopped", spec.thread_index)
+
+
+def _build(spec: WorkerSpec, report: Any) -> StreamThread:
+    config = StreamsConfig.from_mapping(spec.config)
+    description = TopologyDescription.from_dict(spec.topology)
+    functions = description.resolve_functions()
+    memory = RocksDBMemory(config.rocksdb_block_cache_bytes, config.rocksdb_write_buffer_bytes)
+    index, instance = spec.thread_index, spec.instance_id
+    log.info("Stream thread %d starting in process %d", index, os.getpid())
+    return StreamThread(
+        index=index,
+        config=config,
+        description=description,
+        functions=functions,
+        consumer=KafkaConsumer(consumer_config(config, index, instance)),
+        producer=KafkaProducer(producer_config(config, index, instance)),
+        restore_consumer=KafkaRestoreConsumer(restore_consumer_config(config, index, instance)),
+        store_factory=lambda name, path: RocksDBStore(name, path, memory),
+        report=report,
+    )

@@ -1,0 +1,64 @@
+"""Where records enter and leave a task: source, sink and repartition.
+
+A ``repartition`` node plays two roles (``streamapp.topology.subtopologies``): in the sub-topology that
+writes it, it is a sink to ``<applicationId>-<name>-repartition`` keyed by the new key (the producer's
+murmur2 partitioner picks the partition from the serialized key, as Kafka Streams' default partitioner
+does); in the sub-topologies that read it, it is a source of that topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from streamapp.processors.base import BuildContext, Processor, RecordSender
+from streamapp.serdes import Serde, serde_for
+from streamapp.topology import NodeBase, RepartitionNode, SinkNode, SourceNode
+
+__all__ = ["build_repartition", "build_sink", "build_source"]
+
+
+class SourceProcessor:
+    """Deserializes a consumed record's key and value bytes and forwards them."""
+
+    def __init__(self, key_serde: Serde, value_serde: Serde, children: Sequence[Processor]) -> None:
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._children = tuple(children)
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        typed_key = self._key_serde.deserialize(key)
+        typed_value = self._value_serde.deserialize(value)
+        for child in self._children:
+            child.process(typed_key, typed_value, timestamp)
+
+
+class SinkProcessor:
+    """Serializes a record and sends it to ``topic``, partitioned by murmur2 of the serialized key."""
+
+    def __init__(self, topic: str, key_serde: Serde, value_serde: Serde, send: RecordSender) -> None:
+        self.topic = topic
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._send = send
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        self._send(self.topic, self._key_serde.serialize(key), self._value_serde.serialize(value), timestamp)
+
+
+def build_source(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, SourceNode)
+    return SourceProcessor(serde_for(node.key_serde), serde_for(node.value_serde), children)
+
+
+def build_sink(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, SinkNode)
+    return SinkProcessor(node.topic, serde_for(node.key_serde), serde_for(node.value_serde), ctx.send)
+
+
+def build_repartition(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, RepartitionNode)
+    key_serde, value_serde = serde_for(node.key_serde), serde_for(node.value_serde)
+    if node.name in ctx.source_nodes:
+        return SourceProcessor(key_serde, value_serde, children)
+    return SinkProcessor(ctx.topic_of(node.name), key_serde, value_serde, ctx.send)

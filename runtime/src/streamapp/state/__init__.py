@@ -1,0 +1,1 @@
+"""State stores: interfaces, the RocksDB backend, changelogging, checkpoints and restore."""

@@ -1,0 +1,169 @@
+"""Restore: bring a task's stores up to the end of their changelogs before the task processes.
+
+A store resumes right after the changelog offset it holds (``changelog_offset() + 1``); a store without one
+(new, or its folder was deleted) reads the changelog from the beginning. The end is the changelog's high
+watermark when the task registered: the active task is the only writer of its changelog partition, so
+nothing is appended while it restores. Each polled batch is applied to a store in one atomic write
+together with the offset of its last record, so a restore interrupted by a crash or a rebalance resumes
+where it stopped instead of starting over.
+
+The reader never blocks for long: ``restore`` does one bounded poll, so the stream thread keeps polling
+its group consumer (and serving rebalances) while tasks restore (Kafka Streams' StoreChangelogReader
+does the same from the stream thread).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from streamapp.kafka.types import OFFSET_BEGINNING, RestoreConsumerClient, TopicPartition
+from streamapp.state.changelogging import ChangeLoggingKeyValueStore
+
+__all__ = ["ChangelogReader", "RestoreProgress"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RestoreProgress:
+    """Restore progress of one task, summed over its stores: records applied and offsets left to read.
+
+    ``remaining`` counts offsets, so on a compacted changelog it is an upper bound of records left.
+    """
+
+    restored: int = 0
+    remaining: int = 0
+
+
+@dataclass
+class _ChangelogRestore:
+    task_id: str
+    store: ChangeLoggingKeyValueStore
+    end_offset: int
+    next_offset: int
+    restored: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.next_offset >= self.end_offset
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.end_offset - self.next_offset)
+
+
+class ChangelogReader:
+    """Restores the registered tasks' stores from their changelog partitions through one restore consumer."""
+
+    def __init__(
+        self,
+        consumer: RestoreConsumerClient,
+        batch_size: int = 10_000,
+        end_offset_timeout_s: float = 30.0,
+    ) -> None:
+        self._consumer = consumer
+        self._batch_size = batch_size
+        self._end_offset_timeout_s = end_offset_timeout_s
+        self._restoring: dict[TopicPartition, _ChangelogRestore] = {}
+        self._tasks: dict[str, list[_ChangelogRestore]] = {}
+        self.records_restored = 0
+        """Records applied since this reader was created (all tasks): the restore-records metric."""
+
+    def register(self, task_id: str, stores: Sequence[ChangeLoggingKeyValueStore]) -> bool:
+        """Start restoring a task's stores; True when there is nothing to restore (the task may run now).
+
+        Raises KafkaClientError when a changelog's end offset cannot be read.
+        """
+        entries: list[_ChangelogRestore] = []
+        starts: dict[TopicPartition, int] = {}
+        for store in stores:
+            applied = store.changelog_offset()
+            end = self._consumer.end_offset(store.changelog, self._end_offset_timeout_s)
+            next_offset = 0 if applied is None else applied + 1
+            if next_offset > end:
+                log.warning(
+                    "Store %s of task %s holds changelog offset %d beyond the end %d of %s",
+                    store.name,
+                    task_id,
+                    applied,
+                    end,
+                    store.changelog,
+                )
+            entry = _ChangelogRestore(task_id, store, end_offset=end, next_offset=next_offset)
+            entries.append(entry)
+            if not entry.done:
+                self._restoring[store.changelog] = entry
+                starts[store.changelog] = OFFSET_BEGINNING if applied is None else next_offset
+                log.info(
+                    "Restoring store %s of task %s from %s offset %d to %d",
+                    store.name,
+                    task_id,
+                    store.changelog,
+                    next_offset,
+                    end,
+                )
+        self._tasks[task_id] = entries
+        self._consumer.assign(starts)
+        if all(entry.done for entry in entries):
+            del self._tasks[task_id]
+            return True
+        return False
+
+    def unregister(self, task_id: str) -> None:
+        """Stop restoring a task (it was revoked); what was applied so far stays applied."""
+        entries = self._tasks.pop(task_id, [])
+        partitions = [e.store.changelog for e in entries if self._restoring.get(e.store.changelog) is e]
+        for partition in partitions:
+            del self._restoring[partition]
+        self._consumer.unassign(partitions)
+
+    def restore(self, timeout_s: float) -> list[str]:
+        """Apply one polled batch of changelog records; the ids of tasks whose restore completed."""
+        if not self._restoring:
+            return []
+        records, reached_end = self._consumer.poll(self._batch_size, timeout_s)
+        batches: dict[TopicPartition, dict[bytes, bytes | None]] = {}
+        last_offsets: dict[TopicPartition, int] = {}
+        counts: dict[TopicPartition, int] = {}
+        for record in records:
+            tp = record.topic_partition
+            entry = self._restoring.get(tp)
+            if entry is None or record.offset < entry.next_offset or record.key is None:
+                continue
+            batches.setdefault(tp, {})[record.key] = record.value
+            last_offsets[tp] = record.offset
+            counts[tp] = counts.get(tp, 0) + 1
+        for tp, batch in batches.items():
+            entry = self._restoring[tp]
+            entry.store.restore(batch, last_offsets[tp])
+            entry.next_offset = last_offsets[tp] + 1
+            entry.restored += counts[tp]
+            self.records_restored += counts[tp]
+        for tp in reached_end:
+            entry = self._restoring.get(tp)
+            if entry is not None:
+                entry.next_offset = max(entry.next_offset, entry.end_offset)
+        finished = [tp for tp, entry in self._restoring.items() if entry.done]
+        for tp in finished:
+            del self._restoring[tp]
+        self._consumer.unassign(finished)
+        completed = [task for task, entries in self._tasks.items() if all(e.done for e in entries)]
+        for task_id in completed:
+            entries = self._tasks.pop(task_id)
+            log.info("Restored task %s: %d records", task_id, sum(e.restored for e in entries))
+        return completed
+
+    def progress(self) -> dict[str, RestoreProgress]:
+        """Progress of every task still restoring."""
+        return {
+            task_id: RestoreProgress(
+                restored=sum(e.restored for e in entries), remaining=sum(e.remaining for e in entries)
+            )
+            for task_id, entries in self._tasks.items()
+        }
+
+    @property
+    def restoring(self) -> bool:
+        return bool(self._tasks)
