@@ -97,6 +97,19 @@ class TestingCluster:
         self.objects[key] = stored
         return copy.deepcopy(stored)
 
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        wanted = dict(term.split("=", 1) for term in selector.split(","))
+        return [
+            copy.deepcopy(pod)
+            for (kind, ns, _), pod in sorted(self.objects.items())
+            if kind == "Pod" and ns == namespace and wanted.items() <= pod["metadata"].get("labels", {}).items()
+        ]
+
+    def add_pod(self, namespace: str, name: str, labels: dict[str, str], status: dict[str, Any]) -> None:
+        """What the StatefulSet controller and the kubelet would create and report."""
+        metadata = {"name": name, "namespace": namespace, "labels": labels}
+        self.objects[("Pod", namespace, name)] = {"kind": "Pod", "metadata": metadata, "status": status}
+
     def set_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """What a controller would write: e.g. the StatefulSet controller's replica counts."""
         self.objects[(kind, namespace, name)]["status"] = status

@@ -117,11 +117,13 @@ def test_rbac_is_least_privilege(helm: Path) -> None:
         ("", "configmaps"),
         ("", "services"),
         ("apps", "statefulsets"),
+        ("", "pods"),
         ("", "events"),
     }
     cluster_scoped = {(g, r, v) for rule in roles["streamapp-operator-cluster"] for g in rule["apiGroups"]
                       for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
     assert {v for *_, v in cluster_scoped} <= {"get", "list", "watch"}
+    assert {v for g, r, v in granted if r == "pods"} == {"list"}
     assert ("", "secrets", "get") not in granted
 
 

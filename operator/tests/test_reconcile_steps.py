@@ -178,3 +178,23 @@ def test_spec_that_fails_parsing_is_degraded(cluster: TestingCluster, kafka: Tes
     result = _run(cluster, kafka, spec=spec)
     assert _conditions(result)["Degraded"]["message"] == "spec: image: Field required"
     assert result.status["ready"] == "0/0"
+
+
+def test_crash_looping_pods_degrade_but_do_not_block_a_fixed_spec(cluster: TestingCluster, kafka: TestingKafka) -> None:
+    first = _run(cluster, kafka)
+    crash = {"waiting": {"reason": "CrashLoopBackOff"}}
+    cluster.add_pod(
+        "apps",
+        "flights-per-carrier-0",
+        {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "flights-per-carrier"},
+        {"containerStatuses": [{"name": "streamapp", "state": crash, "lastState": {"terminated": {"exitCode": 1}}}]},
+    )
+    crashing = _run(cluster, kafka, status=first.status)
+    degraded = _conditions(crashing)["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "PodsFailing")
+    assert degraded["message"] == "pod flights-per-carrier-0: CrashLoopBackOff (last exit code 1)"
+    assert [(e.type, e.reason) for e in crashing.events] == [("Warning", "PodsFailing")]
+    _run(cluster, kafka, spec=flights_spec(image="localhost/streamapp:fixed"), status=crashing.status)
+    sts = cluster.get("StatefulSet", "apps", "flights-per-carrier")
+    assert sts is not None
+    assert sts["spec"]["template"]["spec"]["containers"][0]["image"] == "localhost/streamapp:fixed"

@@ -10,6 +10,7 @@ from streamapp_operator.conditions import (
     Rollout,
     condition_events,
     conditions,
+    failing_pods,
     rollout,
 )
 from streamapp_operator.validate import Problem
@@ -128,3 +129,38 @@ def test_events_fire_on_transitions_not_on_every_visit() -> None:
     assert condition_events(degraded, degraded) == []
     recovered = condition_events(degraded, healthy)
     assert [e.reason for e in recovered] == ["Recovered", "Ready"]
+
+
+def _pod(name: str, waiting: str | None = None, exit_code: int | None = None, **metadata: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "streamapp", "ready": False, "restartCount": 3, "state": {}}
+    if waiting is not None:
+        container["state"] = {"waiting": {"reason": waiting, "message": "back-off 40s restarting"}}
+    if exit_code is not None:
+        container["lastState"] = {"terminated": {"exitCode": exit_code}}
+    return {"metadata": {"name": name, **metadata}, "status": {"containerStatuses": [container]}}
+
+
+def test_failing_pods_name_the_pod_the_reason_and_the_exit_code() -> None:
+    pods = [
+        _pod("app-1", "ImagePullBackOff"),
+        _pod("app-0", "CrashLoopBackOff", exit_code=1),
+        _pod("app-2", "ContainerCreating"),
+        _pod("app-3", "CrashLoopBackOff", exit_code=2, deletionTimestamp="2026-01-01T00:00:00Z"),
+    ]
+    assert failing_pods(pods) == [
+        "pod app-0: CrashLoopBackOff (last exit code 1)",
+        "pod app-1: ImagePullBackOff (back-off 40s restarting)",
+    ]
+
+
+def test_crash_looping_pods_degrade_the_app_and_explain_ready() -> None:
+    failing = failing_pods([_pod("app-0", "CrashLoopBackOff", exit_code=1)])
+    progress = Rollout(desired=1, replicas=1, ready=0, updated=1, current=True)
+    computed = conditions(
+        generation=1, problems=[], progress=progress, topology_checked=True, previous=[], now=T0, failing=failing
+    )
+    result = _by_type(computed)
+    assert (result["Degraded"]["status"], result["Degraded"]["reason"]) == ("True", "PodsFailing")
+    assert result["Degraded"]["message"] == "pod app-0: CrashLoopBackOff (last exit code 1)"
+    assert result["Ready"]["message"] == "0/1 pods ready; pod app-0: CrashLoopBackOff (last exit code 1)"
+    assert result["TopologyValid"]["status"] == "True"

@@ -8,7 +8,8 @@ the ``observedGeneration`` it was computed for.
   (the runtime's ``/readyz``: all assigned tasks restored and running).
 - ``Progressing``: pods are being created, updated or scaled towards the current spec.
 - ``Degraded``: something blocks the spec (invalid spec or topology, missing topics, Kafka unreachable,
-  an object the API server rejects); the message says what.
+  an object the API server rejects), or pods fail in a way that does not heal by itself (crash loop, image
+  not pullable); the message says what.
 - ``TopologyValid``: the topology parses and fits the Kafka topics; ``Unknown`` while it cannot be checked.
 """
 
@@ -47,6 +48,21 @@ class Rollout:
         return self.complete and self.ready == self.desired
 
 
+#: Container waiting reasons that need a change (of image, spec or code) to go away.
+FAILING_WAIT_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+
+
 @dataclass(frozen=True)
 class Event:
     """A Kubernetes event to post on the StreamApp (``type`` is Normal or Warning)."""
@@ -75,6 +91,29 @@ def rollout(stateful_set: dict[str, Any] | None, desired: int) -> Rollout | None
     )
 
 
+def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per pod whose container is stuck in a failing state, e.g.
+    ``pod app-0: CrashLoopBackOff (last exit code 1)``; pods being deleted are ignored.
+
+    Restart counts are left out on purpose: the line must stay the same while the failure does, so that
+    it does not change the Degraded message (and post an event) on every restart.
+    """
+    lines = []
+    for pod in sorted(pods, key=lambda p: str(p.get("metadata", {}).get("name"))):
+        metadata, status = pod.get("metadata", {}), pod.get("status") or {}
+        if metadata.get("deletionTimestamp"):
+            continue
+        for container in status.get("containerStatuses") or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            reason = waiting.get("reason")
+            if reason not in FAILING_WAIT_REASONS:
+                continue
+            terminated = (container.get("lastState") or {}).get("terminated") or {}
+            detail = f"last exit code {terminated['exitCode']}" if "exitCode" in terminated else waiting.get("message")
+            lines.append(f"pod {metadata.get('name')}: {reason}" + (f" ({detail})" if detail else ""))
+    return lines
+
+
 def conditions(
     *,
     generation: int,
@@ -83,8 +122,12 @@ def conditions(
     topology_checked: bool,
     previous: Sequence[dict[str, Any]],
     now: str,
+    failing: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """The four conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp."""
+    """The four conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
+
+    ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) degrades the app without blocking.
+    """
     before = {c.get("type"): c for c in previous}
 
     def make(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
@@ -100,14 +143,14 @@ def conditions(
         }
 
     return [
-        make(READY, *_ready(problems, progress)),
+        make(READY, *_ready(problems, progress, failing)),
         make(PROGRESSING, *_progressing(problems, progress)),
-        make(DEGRADED, *_degraded(problems)),
+        make(DEGRADED, *_degraded(problems, failing)),
         make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
     ]
 
 
-def _ready(problems: Sequence[Problem], progress: Rollout | None) -> tuple[str, str, str]:
+def _ready(problems: Sequence[Problem], progress: Rollout | None, failing: Sequence[str]) -> tuple[str, str, str]:
     if problems:
         return "False", problems[0].reason, _joined(problems)
     if progress is None:
@@ -115,7 +158,7 @@ def _ready(problems: Sequence[Problem], progress: Rollout | None) -> tuple[str, 
     counts = f"{progress.ready}/{progress.desired} pods ready"
     if progress.all_ready:
         return "True", "AllReplicasReady", counts
-    return "False", "ReplicasNotReady", counts
+    return "False", "ReplicasNotReady", "; ".join([counts, *failing])
 
 
 def _progressing(problems: Sequence[Problem], progress: Rollout | None) -> tuple[str, str, str]:
@@ -129,12 +172,14 @@ def _progressing(problems: Sequence[Problem], progress: Rollout | None) -> tuple
             f"{progress.ready} ready"
         )
         return "True", "RollingOut", message
-    return "False", "RolloutComplete", f"{progress.desired} pods run the current spec"
+    return "False", "RolloutComplete", f"every pod runs the current spec ({progress.desired} desired)"
 
 
-def _degraded(problems: Sequence[Problem]) -> tuple[str, str, str]:
+def _degraded(problems: Sequence[Problem], failing: Sequence[str]) -> tuple[str, str, str]:
     if problems:
         return "True", problems[0].reason, _joined(problems)
+    if failing:
+        return "True", "PodsFailing", "; ".join(failing)
     return "False", "AsExpected", ""
 
 

@@ -31,7 +31,7 @@ class KubernetesUnavailable(Exception):
 
 
 class Cluster(Protocol):
-    """Namespaced objects of the kinds the operator manages: ConfigMap, Service, StatefulSet."""
+    """Namespaced objects of the kinds the operator manages (ConfigMap, Service, StatefulSet) and its pods."""
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object as served, or None when it does not exist."""
@@ -39,6 +39,10 @@ class Cluster(Protocol):
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply ``manifest``; returns the object as stored afterwards."""
+        ...
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """Pods of ``namespace`` matching the label ``selector`` (``k=v,k2=v2``)."""
         ...
 
 
@@ -62,7 +66,7 @@ class KubernetesCluster:
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise _translate(exc, f"reading {kind} {namespace}/{name}") from exc
+            raise _unavailable(exc, f"reading {kind} {namespace}/{name}") from exc
         except OSError as exc:
             raise KubernetesUnavailable(f"reading {kind} {namespace}/{name}: {exc}") from exc
         return _json(response)
@@ -92,6 +96,18 @@ class KubernetesCluster:
             raise KubernetesUnavailable(f"applying {kind} {namespace}/{name}: {exc}") from exc
         return _json(response)
 
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        try:
+            response = self._core.list_namespaced_pod(
+                namespace, label_selector=selector, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        except ApiException as exc:
+            raise _unavailable(exc, f"listing pods in {namespace}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"listing pods in {namespace}: {exc}") from exc
+        items: list[dict[str, Any]] = _json(response).get("items", [])
+        return items
+
 
 def _default_api_client() -> client.ApiClient:
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -106,11 +122,21 @@ def _json(response: Any) -> dict[str, Any]:
     return data
 
 
-def _translate(exc: ApiException, action: str) -> Exception:
-    """4xx (except 409/429) -> ApplyRejected with the API server's message; everything else -> retry."""
+def _unavailable(exc: ApiException, action: str) -> KubernetesUnavailable:
+    """A failed read: whatever the status (even 403), the reconcile cannot go on and is retried later."""
+    return KubernetesUnavailable(f"{action}: HTTP {exc.status} {_message(exc)}")
+
+
+def _message(exc: ApiException) -> str:
     message = exc.reason or ""
     with contextlib.suppress(ValueError, AttributeError):
         message = json.loads(exc.body or "{}").get("message", message)
+    return str(message)
+
+
+def _translate(exc: ApiException, action: str) -> Exception:
+    """A failed write: 4xx (except 408/409/429) -> ApplyRejected with the API server's message, else retry."""
+    message = _message(exc)
     status = exc.status or 0
     if 400 <= status < 500 and status not in (408, 409, 429):
         return ApplyRejected(f"{action}: {message}")

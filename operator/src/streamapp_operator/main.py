@@ -40,6 +40,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         prefix=GROUP, key="last-handled-configuration"
     )
     settings.posting.level = logging.INFO
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per liveness probe otherwise
     _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=kafka.admin_for)
 
 

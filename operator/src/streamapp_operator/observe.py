@@ -13,7 +13,7 @@ from typing import Any
 
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator.desired import config_map_name
+from streamapp_operator.desired import config_map_name, selector
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 
@@ -22,14 +22,16 @@ from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 class Observation:
     """What exists now. Objects are plain dicts as served by the API server (None: absent).
 
-    ``partitions`` holds the partition counts of the topology's topics that exist (external sources,
-    repartition and changelog topics); ``group`` the consumer group's lag and state over the topics it
-    consumes; ``kafka_error`` why Kafka could not be read (then ``partitions`` is empty and ``group`` None).
+    ``pods`` are the app's pods (the StatefulSet's selector). ``partitions`` holds the partition counts of
+    the topology's topics that exist (external sources, repartition and changelog topics); ``group`` the
+    consumer group's lag and state over the topics it consumes; ``kafka_error`` why Kafka could not be read
+    (then ``partitions`` is empty and ``group`` None).
     """
 
     config_map: dict[str, Any] | None = None
     service: dict[str, Any] | None = None
     stateful_set: dict[str, Any] | None = None
+    pods: list[dict[str, Any]] = field(default_factory=list)
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
     kafka_error: str | None = None
@@ -43,11 +45,12 @@ def observe(
     application_id: str | None = None,
     kafka: KafkaAdmin | None = None,
 ) -> Observation:
-    """Read the children of StreamApp ``namespace/name`` and, given a topology, its Kafka topics and group."""
+    """Read the children and pods of StreamApp ``namespace/name`` and, given a topology, its topics and group."""
     children = Observation(
         config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
         service=cluster.get("Service", namespace, name),
         stateful_set=cluster.get("StatefulSet", namespace, name),
+        pods=cluster.list_pods(namespace, selector(name)),
     )
     if topology is None or application_id is None or kafka is None:
         return children

@@ -24,7 +24,7 @@ from typing import Any
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired
-from streamapp_operator.conditions import Event, condition_events, conditions, ready_text, rollout
+from streamapp_operator.conditions import Event, condition_events, conditions, failing_pods, ready_text, rollout
 from streamapp_operator.k8s import ApplyRejected, Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
 from streamapp_operator.observe import Observation, observe
@@ -171,6 +171,7 @@ def _result(
         topology_checked=plan is not None,
         previous=previous,
         now=now,
+        failing=failing_pods(observation.pods),
     )
     ready = progress.ready if progress else 0
     group = observation.group
