@@ -3,7 +3,8 @@
 Every object crosses this seam as the JSON dict the API server sent (camelCase keys), never as a
 generated model, so the rest of the agent reads exactly what ``kubectl get -o json`` shows. Requests go
 through the kubernetes client's authenticated ``ApiClient`` by path. Reads of missing objects return
-None; other API errors raise ``ApiException`` (``.status`` is the HTTP code).
+None; other API errors raise ``ApiException`` (``.status`` is the HTTP code, 0 when the API server
+could not be reached).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -60,7 +62,10 @@ class Kube:
             body=body,
             auth_settings=["BearerToken"],
         )
-        response = self.api.call_api(*serialized, _request_timeout=timeout)
+        try:
+            response = self.api.call_api(*serialized, _request_timeout=timeout)
+        except urllib3.exceptions.HTTPError as exc:  # API server unreachable/restarting
+            raise ApiException(status=0, reason=f"transport error: {exc}") from exc
         raw = response.response
         if raw.status >= 400:
             data = raw.read()

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 TICK = 0.3  # seconds between two passes of the worker loop
 STATUS_RESYNC = 60.0
+ERROR_PAUSE = 2.0
 VOLUME_REFRESH = 15.0
 EVENT_MIN_INTERVAL = 10.0
 COMPONENT = "nodeagent"
@@ -128,21 +129,30 @@ class PodWorker(threading.Thread):
 
     # --- main loop -------------------------------------------------------------------------------
     def run(self) -> None:
+        """Loop until the pod is deleted/removed or the agent stops.
+
+        A failing pass (API server restarting, a bug) is logged and retried after ERROR_PAUSE seconds:
+        the containers keep running and the pod is never abandoned half-way.
+        """
+        ready = False
         try:
-            self._setup()
             while not (self._gone.is_set() or self._shutdown.is_set()):
-                if (self.pod()["metadata"]).get("deletionTimestamp"):
-                    self._terminate(self._grace_period())
-                    self._report(force=True)
-                    self.ctx.kube.delete_pod_now(self.namespace, self.pod_name, self.uid)
-                    log.info("Deleted pod %s/%s", self.namespace, self.pod_name)
-                    return
-                self._step(time.monotonic())
+                try:
+                    if not ready:
+                        self._setup()
+                        ready = True
+                    if self.pod()["metadata"].get("deletionTimestamp"):
+                        self._terminate(self._grace_period())
+                        self._report(force=True)
+                        self.ctx.kube.delete_pod_now(self.namespace, self.pod_name, self.uid)
+                        log.info("Deleted pod %s/%s", self.namespace, self.pod_name)
+                        return
+                    self._step(time.monotonic())
+                except Exception:
+                    log.exception("Pod worker %s/%s failed a pass, retrying", self.namespace, self.pod_name)
+                    time.sleep(ERROR_PAUSE)
                 time.sleep(TICK)
             self._terminate(0.0 if self._gone.is_set() else 3.0)
-        except Exception:
-            log.exception("Pod worker %s/%s failed", self.namespace, self.pod_name)
-            self._terminate(0.0)
         finally:
             self._cleanup()
 
@@ -183,7 +193,7 @@ class PodWorker(threading.Thread):
 
     def _step_init(self, now: float) -> None:
         """Run the first unfinished init container; all done (exit 0) -> initialized."""
-        policy = "Never" if self.restart_policy == "Never" else "OnFailure"
+        policy = self._init_policy
         for runner in self.init_runners:
             done = runner.termination is not None and runner.termination.exit_code == 0 and not runner.running
             if done:
@@ -396,7 +406,7 @@ class PodWorker(threading.Thread):
             start_time=self.start_time,
             initialized=self.initialized,
             init_failed=self.init_failed,
-            init_containers=[r.snapshot("OnFailure", now_mono) for r in self.init_runners],
+            init_containers=[r.snapshot(self._init_policy, now_mono) for r in self.init_runners],
             containers=[r.snapshot(self.restart_policy, now_mono) for r in self.runners],
             previous_conditions=(self.pod().get("status") or {}).get("conditions") or [],
         )
@@ -423,6 +433,11 @@ class PodWorker(threading.Thread):
             return
         self._event_at[key] = now
         self.ctx.kube.emit_event(self.pod(), "Pod", event_type, reason, message, COMPONENT)
+
+    @property
+    def _init_policy(self) -> str:
+        """Init containers are retried until they succeed, unless the pod's policy is Never."""
+        return "Never" if self.restart_policy == "Never" else "OnFailure"
 
     @property
     def terminal(self) -> bool:
