@@ -118,5 +118,5 @@ def test_printer_columns_show_ready_lag_and_age(crd: dict[str, Any]) -> None:
 def test_names_group_and_short_name(crd: dict[str, Any]) -> None:
     assert crd["metadata"]["name"] == "streamapps.streamapp.io"
     names = crd["spec"]["names"]
-    assert (names["kind"], names["plural"], names["shortNames"]) == ("StreamApp", "streamapps", ["sa"])
+    assert (names["kind"], names["plural"], names["shortNames"]) == ("StreamApp", "streamapps", ["sa", "sapp"])
     assert crd["spec"]["scope"] == "Namespaced"

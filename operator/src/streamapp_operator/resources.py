@@ -23,7 +23,8 @@ VERSION = "v1alpha1"
 KIND = "StreamApp"
 PLURAL = "streamapps"
 SINGULAR = "streamapp"
-SHORT_NAMES = ("sa",)
+#: `sa` is the contract's name but kubectl resolves it to ServiceAccounts first; `sapp` is unambiguous.
+SHORT_NAMES = ("sa", "sapp")
 API_VERSION = f"{GROUP}/{VERSION}"
 
 #: Characters Kafka allows in a topic name. Node, store and application names become parts of
