@@ -17,12 +17,16 @@ setup: ## Install uv (pinned) and the pinned workspace into .venv
 
 stack-up: setup ## Start Kafka, the Kubernetes control plane and the node agent on 127.0.0.1 (cached builds)
 	hack/stack/up.sh all
+	hack/image/setup.sh
+	e2e/nodeagent/run.sh start --mode image
 
 stack-down: ## Stop the local stack (caches are kept; `hack/stack/down.sh --purge` drops run data)
+	e2e/nodeagent/run.sh stop
 	hack/stack/down.sh
 
 stack-status: ## Show each local stack component
 	hack/stack/status.sh
+	e2e/nodeagent/run.sh status
 
 image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)
 	hack/image/build.sh
