@@ -72,6 +72,8 @@ class TestingCluster:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.applied: list[dict[str, Any]] = []
         self.reject: dict[str, str] = {}
+        self.status_writes: list[dict[str, Any]] = []
+        self.journal: list[str] = []  # writes in order: "apply <Kind>", "status"
         self._manifests: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._version = 0
 
@@ -84,6 +86,7 @@ class TestingCluster:
         if kind in self.reject:
             raise ApplyRejected(self.reject[kind])
         self.applied.append(copy.deepcopy(manifest))
+        self.journal.append(f"apply {kind}")
         key = (kind, meta["namespace"], meta["name"])
         before = self.objects.get(key)
         if before is not None and self._manifests[key] == manifest:
@@ -104,6 +107,10 @@ class TestingCluster:
             for (kind, ns, _), pod in sorted(self.objects.items())
             if kind == "Pod" and ns == namespace and wanted.items() <= pod["metadata"].get("labels", {}).items()
         ]
+
+    def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.status_writes.append(copy.deepcopy(status))
+        self.journal.append("status")
 
     def add_pod(self, namespace: str, name: str, labels: dict[str, str], status: dict[str, Any]) -> None:
         """What the StatefulSet controller and the kubelet would create and report."""

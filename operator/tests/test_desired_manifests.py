@@ -140,3 +140,12 @@ def test_config_hash_changes_with_topology_or_config_so_pods_roll() -> None:
     sts = desired.stateful_set(OWNER, spec, desired.config_hash(base))
     annotations = sts["spec"]["template"]["metadata"]["annotations"]
     assert annotations == {"streamapp.io/config-hash": desired.config_hash(base)}
+
+
+def test_a_change_of_the_pod_template_is_known_to_roll_pods_before_it_is_applied() -> None:
+    current = _stateful_set()
+    assert not desired.rolls_pods(None, current)
+    assert not desired.rolls_pods(current, _stateful_set())
+    assert not desired.rolls_pods(current, _stateful_set(replicas=5))  # scaling keeps running pods
+    assert desired.rolls_pods(current, _stateful_set(image="localhost/streamapp:2"))
+    assert desired.rolls_pods(current, desired.stateful_set(OWNER, StreamAppSpec.parse(flights_spec()), "other"))

@@ -256,6 +256,27 @@ def test_operator_reconciles_a_streamapp_on_the_api_server(
     scale = json.loads(scale_json)
     assert scale["spec"]["replicas"] == 1
     assert scale["status"]["selector"] == app["status"]["selector"]
+
+    # A config change replaces the running pod: the operator writes its intent to status, then rolls.
+    wait_for(lambda: kube.get("pod", "flights-0"), "the StatefulSet controller to create pod flights-0")
+    rolled = kube.get("statefulset", "flights")
+    assert rolled is not None
+    kube.run("patch", "streamapp", "flights", "-n", kube.namespace, "--type=merge",
+             "-p", json.dumps({"spec": {"config": {"commit.interval.ms": "500"}}}))  # fmt: skip
+    template_hash = "streamapp.io/template-hash"
+    wait_for(
+        lambda: (
+            (s := kube.get("statefulset", "flights"))
+            and s["metadata"]["annotations"][template_hash] != rolled["metadata"]["annotations"][template_hash]
+        ),
+        f"the config change to reach the pod template; operator log:\n{_log_tail(operator)}",
+    )
+    assert "Traceback" not in operator.read_text(), _log_tail(operator)
+    shown = kube.run("get", "streamapp", "flights", "-n", kube.namespace, "-o", "json", "--show-managed-fields")
+    managers = json.loads(shown)["metadata"]["managedFields"]
+    assert {"manager": "streamapp-operator", "subresource": "status"} in [
+        {"manager": m["manager"], "subresource": m.get("subresource")} for m in managers
+    ], "the rollout intent was not written to status by the operator"
     # Back to no pods: the rest of the module checks the operator, not the runtime the pods would run.
     kube.run("scale", "streamapp", "flights", "-n", kube.namespace, "--replicas=0")
     wait_for(lambda: (s := kube.get("statefulset", "flights")) and s["spec"]["replicas"] == 0, "scale to zero")

@@ -198,3 +198,23 @@ def test_crash_looping_pods_degrade_but_do_not_block_a_fixed_spec(cluster: Testi
     sts = cluster.get("StatefulSet", "apps", "flights-per-carrier")
     assert sts is not None
     assert sts["spec"]["template"]["spec"]["containers"][0]["image"] == "localhost/streamapp:fixed"
+
+
+def test_intent_is_written_to_status_before_pods_are_replaced(cluster: TestingCluster, kafka: TestingKafka) -> None:
+    first = _run(cluster, kafka)
+    labels = {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "flights-per-carrier"}
+    cluster.add_pod("apps", "flights-per-carrier-0", labels, {"phase": "Running"})
+    _run(cluster, kafka, spec=flights_spec(replicas=4), status=first.status)
+    assert cluster.status_writes == []  # scaling replaces no pod
+    cluster.journal.clear()
+    app = App(name=APP.name, namespace=APP.namespace, uid=APP.uid, generation=3)
+    new_image = flights_spec(replicas=4, image="localhost/streamapp:2")
+    result = _run(cluster, kafka, spec=new_image, status=first.status, app=app)
+    assert cluster.journal == ["apply ConfigMap", "apply Service", "status", "apply StatefulSet"]
+    (intent,) = cluster.status_writes
+    progressing = {c["type"]: c for c in intent["conditions"]}["Progressing"]
+    assert (progressing["status"], progressing["reason"]) == ("True", "RollingOut")
+    assert progressing["observedGeneration"] == 3
+    assert progressing["message"] == "replacing 1 pods with the pod template of generation 3"
+    assert [c["type"] for c in intent["conditions"]] == ["Ready", "Progressing", "Degraded", "TopologyValid"]
+    assert _conditions(result)["Progressing"]["status"] == "True"

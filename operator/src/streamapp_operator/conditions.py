@@ -150,6 +150,30 @@ def conditions(
     ]
 
 
+def announce_rollout(
+    previous: Sequence[dict[str, Any]], generation: int, message: str, now: str
+) -> list[dict[str, Any]]:
+    """``previous`` conditions with Progressing set to True (reason ``RollingOut``): the intent written to
+    status before pods are replaced, so that a crash in between leaves a truthful status behind."""
+    intent = {
+        "type": PROGRESSING,
+        "status": "True",
+        "reason": "RollingOut",
+        "message": message,
+        "lastTransitionTime": now,
+        "observedGeneration": generation,
+    }
+    others = [dict(c) for c in previous if c.get("type") != PROGRESSING]
+    old = next((c for c in previous if c.get("type") == PROGRESSING), None)
+    if old is not None and old.get("status") == "True":
+        intent["lastTransitionTime"] = old.get("lastTransitionTime") or now
+    return sorted([*others, intent], key=lambda c: _order(str(c.get("type"))))
+
+
+def _order(kind: str) -> int:
+    return CONDITION_TYPES.index(kind) if kind in CONDITION_TYPES else len(CONDITION_TYPES)
+
+
 def _ready(problems: Sequence[Problem], progress: Rollout | None, failing: Sequence[str]) -> tuple[str, str, str]:
     if problems:
         return "False", problems[0].reason, _joined(problems)

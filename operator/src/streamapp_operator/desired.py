@@ -25,6 +25,7 @@ HTTP_PORT = 8080
 TOPOLOGY_FILE = "topology.yaml"
 STREAMS_FILE = "streams.yaml"
 CONFIG_HASH_ANNOTATION = "streamapp.io/config-hash"
+TEMPLATE_HASH_ANNOTATION = "streamapp.io/template-hash"
 CONTAINER_NAME = "streamapp"
 TERMINATION_GRACE_SECONDS = 60
 
@@ -108,8 +109,20 @@ def config_map(owner: Owner, topology_yaml: str, config: dict[str, Any]) -> dict
 
 def config_hash(config_map_manifest: dict[str, Any]) -> str:
     """A short, stable digest of a ConfigMap's data (16 hex digits)."""
-    canonical = json.dumps(config_map_manifest["data"], sort_keys=True).encode()
-    return hashlib.sha256(canonical).hexdigest()[:16]
+    return _digest(config_map_manifest["data"])
+
+
+def rolls_pods(current: dict[str, Any] | None, stateful_set_manifest: dict[str, Any]) -> bool:
+    """Whether applying ``stateful_set_manifest`` over the ``current`` StatefulSet replaces running pods."""
+    if current is None:
+        return False
+    annotations = current.get("metadata", {}).get("annotations") or {}
+    wanted = stateful_set_manifest["metadata"]["annotations"][TEMPLATE_HASH_ANNOTATION]
+    return bool(annotations.get(TEMPLATE_HASH_ANNOTATION) != wanted)
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def service(owner: Owner) -> dict[str, Any]:
@@ -131,24 +144,29 @@ def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str) -> dict[
     """StatefulSet ``<name>``: ``spec.replicas`` pods of the runtime, each with its own state volume.
 
     Pods start in parallel (no ordinal ordering is needed: Kafka's group protocol coordinates them), and
-    each pod's name is its static group membership id (``STREAMAPP_INSTANCE_ID``).
+    each pod's name is its static group membership id (``STREAMAPP_INSTANCE_ID``). The StatefulSet carries
+    a digest of its pod template (``TEMPLATE_HASH_ANNOTATION``), so a change that rolls pods is visible
+    before it is applied (the API server fills in defaults, so templates cannot be compared directly).
     """
+    template = {
+        "metadata": {
+            "labels": labels(owner.name),
+            "annotations": {CONFIG_HASH_ANNOTATION: config_digest},
+        },
+        "spec": _pod_spec(owner, spec),
+    }
+    metadata = _metadata(owner, owner.name)
+    metadata["annotations"] = {TEMPLATE_HASH_ANNOTATION: _digest(template)}
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": _metadata(owner, owner.name),
+        "metadata": metadata,
         "spec": {
             "serviceName": owner.name,
             "replicas": spec.replicas,
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": selector_labels(owner.name)},
-            "template": {
-                "metadata": {
-                    "labels": labels(owner.name),
-                    "annotations": {CONFIG_HASH_ANNOTATION: config_digest},
-                },
-                "spec": _pod_spec(owner, spec),
-            },
+            "template": template,
             "volumeClaimTemplates": [_state_claim(owner, spec)],
         },
     }

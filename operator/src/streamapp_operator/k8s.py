@@ -17,6 +17,8 @@ from typing import Any, Protocol
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from streamapp_operator.resources import GROUP, PLURAL, VERSION
+
 FIELD_MANAGER = "streamapp-operator"
 _APPLY = "application/apply-patch+yaml"
 _TIMEOUT = 15.0
@@ -45,6 +47,10 @@ class Cluster(Protocol):
         """Pods of ``namespace`` matching the label ``selector`` (``k=v,k2=v2``)."""
         ...
 
+    def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Merge ``status`` into a StreamApp's status now (intent written before an action)."""
+        ...
+
 
 class KubernetesCluster:
     """:class:`Cluster` over the official client; in-cluster credentials when present, else kubeconfig."""
@@ -54,6 +60,7 @@ class KubernetesCluster:
             api_client = _default_api_client()
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         read = {
@@ -107,6 +114,17 @@ class KubernetesCluster:
             raise KubernetesUnavailable(f"listing pods in {namespace}: {exc}") from exc
         items: list[dict[str, Any]] = _json(response).get("items", [])
         return items
+
+    def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        try:
+            self._custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, PLURAL, name, {"status": status}, field_manager=FIELD_MANAGER,
+                _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=_TIMEOUT,
+            )  # fmt: skip
+        except ApiException as exc:
+            raise _unavailable(exc, f"patching the status of StreamApp {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"patching the status of StreamApp {namespace}/{name}: {exc}") from exc
 
 
 def _default_api_client() -> client.ApiClient:

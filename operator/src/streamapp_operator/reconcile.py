@@ -8,7 +8,8 @@ nothing is wrong brings Kafka and the cluster to the desired state, in this orde
    implies (the pods must find them when they start);
 2. ``apply_config_map``: topology and runtime configuration;
 3. ``apply_service``: the headless Service;
-4. ``apply_stateful_set``: the pods, rolled when the ConfigMap's hash changes.
+4. ``apply_stateful_set``: the pods, rolled when their template (or the ConfigMap's hash) changes; the
+   intent (``Progressing=True``) is written to status before a change that replaces running pods.
 
 An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised:
 the result is a status and events, which ``main.py`` writes through kopf. Only an unreachable API server
@@ -24,7 +25,15 @@ from typing import Any
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired
-from streamapp_operator.conditions import Event, condition_events, conditions, failing_pods, ready_text, rollout
+from streamapp_operator.conditions import (
+    Event,
+    announce_rollout,
+    condition_events,
+    conditions,
+    failing_pods,
+    ready_text,
+    rollout,
+)
 from streamapp_operator.k8s import ApplyRejected, Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
 from streamapp_operator.observe import Observation, observe
@@ -87,7 +96,8 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
             events += apply(world.cluster, config_map, observation.config_map)
             events += apply(world.cluster, desired.service(app.owner), observation.service)
             manifest = desired.stateful_set(app.owner, spec, desired.config_hash(config_map))
-            stateful_set, step_events = apply_stateful_set(world.cluster, manifest, observation.stateful_set)
+            previous = previous_status.get("conditions") or []
+            stateful_set, step_events = apply_stateful_set(world.cluster, app, manifest, observation, previous, now)
             events += step_events
         except KafkaUnavailable as exc:
             problems.append(Problem(KAFKA_UNAVAILABLE, f"Kafka at {spec.kafka.bootstrap_servers}: {exc}"))
@@ -126,10 +136,22 @@ def apply(cluster: Cluster, manifest: dict[str, Any], before: dict[str, Any] | N
 
 
 def apply_stateful_set(
-    cluster: Cluster, manifest: dict[str, Any], before: dict[str, Any] | None
+    cluster: Cluster,
+    app: App,
+    manifest: dict[str, Any],
+    observation: Observation,
+    previous_conditions: list[dict[str, Any]],
+    now: str,
 ) -> tuple[dict[str, Any], list[Event]]:
-    """Apply the StatefulSet; returns it as stored (its status feeds the StreamApp's status)."""
-    return _apply(cluster, manifest, before)
+    """Apply the StatefulSet; returns it as stored (its status feeds the StreamApp's status).
+
+    When the change replaces running pods, ``Progressing=True`` is written to the StreamApp's status first.
+    """
+    if desired.rolls_pods(observation.stateful_set, manifest) and observation.pods:
+        message = f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}"
+        conditions_now = announce_rollout(previous_conditions, app.generation, message, now)
+        cluster.patch_streamapp_status(app.namespace, app.name, {"conditions": conditions_now})
+    return _apply(cluster, manifest, observation.stateful_set)
 
 
 def _apply(
