@@ -27,10 +27,11 @@ kafka_fetch() {
   log "Kafka jars fetched in $((SECONDS - t0))s ($(ls "$KAFKA_LIBS" | wc -l) jars)"
 }
 
-kafka_java() {
-  java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$HERE/kafka-log4j2.properties" -cp "$KAFKA_LIBS/*" "$@"
-}
+# java + flags of every Kafka JVM (the broker as in Apache's kafka-run-class.sh, with a smaller heap); the
+# classpath wildcard is expanded by the JVM, not the shell.
+KAFKA_JAVA=(java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+  -Djava.awt.headless=true -Dlog4j2.configurationFile="$HERE/kafka-log4j2.properties" -cp "$KAFKA_LIBS/*")
+kafka_java() { "${KAFKA_JAVA[@]}" "$@"; }
 
 kafka_write_config() {
   cat >"$KAFKA_CONF.tmp" <<PROPS
@@ -96,8 +97,7 @@ kafka_up() {
   [ -f "$KAFKA_HOME/.complete" ] || with_lock "$CACHE/kafka-$KAFKA_VERSION.lock" kafka_fetch
   kafka_write_config
   kafka_format
-  start_bg kafka java -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$HERE/kafka-log4j2.properties" -cp "$KAFKA_LIBS/*" "$KAFKA_MARKER" "$KAFKA_CONF"
+  start_bg kafka "${KAFKA_JAVA[@]}" "$KAFKA_MARKER" "$KAFKA_CONF"
   wait_until 120 "Kafka on $KAFKA_BOOTSTRAP" kafka "$KAFKA_MARKER" kafka_ready
   log "kafka ready on $KAFKA_BOOTSTRAP in $((SECONDS - t0))s"
 }
