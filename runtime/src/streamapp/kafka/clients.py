@@ -254,12 +254,13 @@ class KafkaProducer:
         partition: int | None = None,
         on_delivery: Callable[[TopicPartition, int], None] | None = None,
     ) -> None:
-        def delivered(error: KafkaError | None, message: Any) -> None:
-            if error is not None:
-                if self._failure is None:
-                    self._failure = f"record to {message.topic()} not delivered: {error.str()}"
-            elif on_delivery is not None:
-                on_delivery(TopicPartition(message.topic(), message.partition()), message.offset())
+        delivered: Callable[[KafkaError | None, Any], None] = self._check_delivery
+        if on_delivery is not None:
+
+            def delivered(error: KafkaError | None, message: Any) -> None:
+                self._check_delivery(error, message)
+                if error is None:
+                    on_delivery(TopicPartition(message.topic(), message.partition()), message.offset())
 
         kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
         if timestamp >= 0:
@@ -278,6 +279,10 @@ class KafkaProducer:
     def poll(self) -> None:
         self._producer.poll(0)
         self._raise_failure()
+
+    def _check_delivery(self, error: KafkaError | None, message: Any) -> None:
+        if error is not None and self._failure is None:
+            self._failure = f"record to {message.topic()} not delivered: {error.str()}"
 
     def flush(self, timeout_s: float) -> None:
         remaining = self._producer.flush(timeout_s)

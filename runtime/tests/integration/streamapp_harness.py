@@ -1,0 +1,280 @@
+"""Run real StreamApp instances (``streamapp run`` processes) against the real local broker.
+
+``StreamAppInstance`` writes a topology and a config file, starts ``streamapp run`` as a subprocess
+(worker processes and all), polls its HTTP endpoints and stops it with SIGTERM like a kubelet would.
+``KafkaTestClient`` creates uniquely named topics, produces records and reads topics to their end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+HERE = Path(__file__).resolve().parent
+STREAMAPP = Path(sys.executable).parent / "streamapp"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+class KafkaTestClient:
+    """Topic setup, producing and reading for tests (uses confluent-kafka directly)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
+
+    def create_topics(self, partitions: dict[str, int]) -> None:
+        futures = self.admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()])
+        for future in futures.values():
+            future.result()
+
+    def produce(self, topic: str, records: Iterable[tuple[str | None, Any]], partition: int | None = None) -> None:
+        for key, value in records:
+            kwargs: dict[str, Any] = {}
+            if partition is not None:
+                kwargs["partition"] = partition
+            self.producer.produce(
+                topic, key=None if key is None else key.encode(), value=json.dumps(value).encode(), **kwargs
+            )
+            self.producer.poll(0)
+        assert self.producer.flush(30) == 0
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": unique("probe")})
+        try:
+            metadata = consumer.list_topics(topic, timeout=10)
+            return {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in metadata.topics[topic].partitions
+            }
+        finally:
+            consumer.close()
+
+    def read_all(self, topic: str) -> list[tuple[int, int, bytes | None, bytes | None]]:
+        """Every record of ``topic`` up to its current end: ``(partition, offset, key, value)``."""
+        ends = self.end_offsets(topic)
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": unique("reader"), "enable.auto.commit": False}
+        )
+        out: list[tuple[int, int, bytes | None, bytes | None]] = []
+        try:
+            consumer.assign([TopicPartition(topic, p, 0) for p, end in ends.items() if end > 0])
+            remaining = {p for p, end in ends.items() if end > 0}
+            deadline = time.monotonic() + 60
+            while remaining and time.monotonic() < deadline:
+                message = consumer.poll(1.0)
+                if message is None or message.error():
+                    continue
+                p, offset = int(message.partition() or 0), int(message.offset() or 0)
+                if offset < ends[p]:
+                    out.append((p, offset, message.key(), message.value()))
+                if offset + 1 >= ends[p]:
+                    remaining.discard(p)
+            assert not remaining, f"could not read {topic} to its end"
+        finally:
+            consumer.close()
+        return out
+
+    def latest_longs(self, topic: str) -> dict[str, int]:
+        """The last long value per string key of ``topic``."""
+        latest: dict[str, int] = {}
+        for _, _, key, value in sorted(self.read_all(topic)):
+            assert key is not None and value is not None
+            latest[key.decode()] = struct.unpack(">q", value)[0]
+        return latest
+
+
+class StreamAppInstance:
+    """One ``streamapp run`` process with its own state dir and HTTP port."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        topology: dict[str, Any],
+        config: dict[str, Any],
+        instance_id: str | None = None,
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.port = free_port()
+        self.topology_file = workdir / "topology.yaml"
+        self.config_file = workdir / "streams.yaml"
+        self.topology_file.write_text(yaml.safe_dump(topology))
+        self.config_file.write_text(yaml.safe_dump({**config, "http.port": self.port}))
+        self.instance_id = instance_id
+        self.log_file = workdir / f"streamapp-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> StreamAppInstance:
+        env = {**os.environ, "STREAMAPP_HTTP_HOST": "127.0.0.1"}
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        env.pop("STREAMAPP_INSTANCE_ID", None)
+        if self.instance_id:
+            env["STREAMAPP_INSTANCE_ID"] = self.instance_id
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(
+                [str(STREAMAPP), "run", "--topology", str(self.topology_file), "--config", str(self.config_file)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        return self
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError as exc:
+            return 0, str(exc)
+
+    def status(self) -> dict[str, Any]:
+        code, body = self.get("/status")
+        assert code == 200, f"/status answered {code}: {body}"
+        result: dict[str, Any] = json.loads(body)
+        return result
+
+    def ready(self) -> bool:
+        self.assert_running()
+        return self.get("/readyz")[0] == 200
+
+    def wait_ready(self, timeout_s: float = 90) -> None:
+        wait_for(self.ready, timeout_s, f"instance on port {self.port} to be ready (log: {self.log_file})")
+
+    def assert_running(self) -> None:
+        assert self.process is not None
+        code = self.process.poll()
+        assert code is None, f"streamapp exited with {code}; log:\n{self.log_tail()}"
+
+    def metric(self, name: str) -> float:
+        """Sum of all samples of one metric."""
+        _, text = self.get("/metrics")
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def worker_pids(self) -> list[int]:
+        return [int(w["pid"]) for w in self.status()["workers"] if w.get("pid")]
+
+    def stop(self, timeout_s: float = 90) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"streamapp did not stop within {timeout_s}s; log:\n{self.log_tail()}") from None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+
+def count_by_color_topology(sources: list[str], output: str) -> dict[str, Any]:
+    """sources (JSON ``{"n", "color"}``) → drop n % 3 == 0 → re-key by color → repartition ``by-color`` →
+    count in store ``counts`` → ``output`` (string → long)."""
+    return {
+        "nodes": [
+            {"name": "events", "type": "source", "topics": sources, "keySerde": "string", "valueSerde": "json"},
+            {
+                "name": "kept",
+                "type": "filter",
+                "input": "events",
+                "predicate": "integration_functions:not_multiple_of_three",
+            },
+            {"name": "rekeyed", "type": "select_key", "input": "kept", "mapper": "integration_functions:color"},
+            {"name": "by-color", "type": "repartition", "input": "rekeyed", "keySerde": "string", "valueSerde": "json"},
+            {"name": "count", "type": "count", "input": "by-color", "store": "counts"},
+            {"name": "changes", "type": "to_stream", "input": "count"},
+            {
+                "name": "out",
+                "type": "sink",
+                "input": "changes",
+                "topic": output,
+                "keySerde": "string",
+                "valueSerde": "long",
+            },
+        ],
+        "stores": [{"name": "counts", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
+    }
+
+
+def color_events(start: int, count: int, colors: int = 7) -> list[tuple[str, dict[str, Any]]]:
+    """Events ``n`` in [start, start + count), keyed ``k<n>``, colour ``c<n % colors>``."""
+    return [(f"k{n}", {"n": n, "color": f"c{n % colors}"}) for n in range(start, start + count)]
+
+
+def expected_color_counts(events: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for _, value in events:
+        if value["n"] % 3 != 0:
+            counts[value["color"]] = counts.get(value["color"], 0) + 1
+    return counts
+
+
+def count_by_key_topology(sources: list[str], output: str) -> dict[str, Any]:
+    """sources (string keys) → count per key in store ``counts`` → ``output`` (string → long).
+
+    One sub-topology reading all ``sources``: the count of a key is exact only if partition p of every
+    source is processed by the same task.
+    """
+    return {
+        "nodes": [
+            {"name": "events", "type": "source", "topics": sources, "keySerde": "string", "valueSerde": "json"},
+            {"name": "count", "type": "count", "input": "events", "store": "counts"},
+            {"name": "changes", "type": "to_stream", "input": "count"},
+            {
+                "name": "out",
+                "type": "sink",
+                "input": "changes",
+                "topic": output,
+                "keySerde": "string",
+                "valueSerde": "long",
+            },
+        ],
+        "stores": [{"name": "counts", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
+    }
