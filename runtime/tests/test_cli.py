@@ -38,10 +38,14 @@ def test_export_as_json_prints_the_same_document() -> None:
 
 
 def build_description() -> TopologyDescription:
-    return TopologyDescription.from_dict({"nodes": [
-        {"name": "in", "type": "source", "topics": ["a"]},
-        {"name": "out", "type": "sink", "input": "in", "topic": "b"},
-    ]})
+    return TopologyDescription.from_dict(
+        {
+            "nodes": [
+                {"name": "in", "type": "source", "topics": ["a"]},
+                {"name": "out", "type": "sink", "input": "in", "topic": "b"},
+            ]
+        }
+    )
 
 
 def build_nothing() -> int:
@@ -139,8 +143,17 @@ def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(
     config = tmp_path / "streams.yaml"
     config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9092\n")
 
-    result = _invoke("run", "--topology", str(topology), "--config", str(config),
-                     "--set", "num.stream.threads=2", "--set", "consumer.a=b=c")
+    result = _invoke(
+        "run",
+        "--topology",
+        str(topology),
+        "--config",
+        str(config),
+        "--set",
+        "num.stream.threads=2",
+        "--set",
+        "consumer.a=b=c",
+    )
 
     assert result.exit_code == 3
     assert _FakeKafkaStreams.created == [

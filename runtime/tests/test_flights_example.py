@@ -45,8 +45,13 @@ def test_flights_topology_builds_the_documented_pipeline() -> None:
 
     assert isinstance(desc, TopologyDescription)
     assert [(n.type, n.name) for n in desc.nodes] == [
-        ("source", "flights"), ("filter", "departed"), ("select_key", "per-carrier-key"),
-        ("repartition", "per-carrier"), ("count", "count"), ("to_stream", "changes"), ("sink", "out"),
+        ("source", "flights"),
+        ("filter", "departed"),
+        ("select_key", "per-carrier-key"),
+        ("repartition", "per-carrier"),
+        ("count", "count"),
+        ("to_stream", "changes"),
+        ("sink", "out"),
     ]
     assert desc.internal_topics("fpc", {"flights": 4})[0].name == "fpc-per-carrier-repartition"
     assert desc.sink_topics() == ["departures-per-carrier"]

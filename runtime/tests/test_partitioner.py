@@ -58,8 +58,12 @@ def test_to_positive_clears_the_sign_bit_like_java() -> None:
 @pytest.mark.parametrize(
     ("key", "partitions", "expected"),
     # toPositive(murmur2(key)) % n, with murmur2 from the vectors above.
-    [(b"21", 3, 1173551340 % 3), (b"foobar", 10, (-790332482 & 0x7FFFFFFF) % 10), (b"abc", 7, 479470107 % 7),
-     (b"kafka", 1, 0)],
+    [
+        (b"21", 3, 1173551340 % 3),
+        (b"foobar", 10, (-790332482 & 0x7FFFFFFF) % 10),
+        (b"abc", 7, 479470107 % 7),
+        (b"kafka", 1, 0),
+    ],
 )
 def test_partition_for_key_is_positive_murmur2_modulo_partition_count(
     key: bytes, partitions: int, expected: int

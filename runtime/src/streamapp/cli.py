@@ -151,6 +151,7 @@ def _positive_int(topic: str, text: str) -> int:
     except ValueError:
         count = 0
     if count < 1:
-        raise click.BadParameter(f"partition count of '{topic}' must be a positive integer, got '{text}'",
-                                 param_hint="--partitions")
+        raise click.BadParameter(
+            f"partition count of '{topic}' must be a positive integer, got '{text}'", param_hint="--partitions"
+        )
     return count

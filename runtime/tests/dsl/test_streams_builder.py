@@ -34,18 +34,24 @@ def test_group_by_inserts_select_key_and_a_repartition_named_after_the_grouping(
     desc = builder.build()
 
     assert _types_and_names(desc) == [
-        ("source", "orders"), ("select_key", "per-region-key"), ("repartition", "per-region"), ("count",
-                                                                                                 "KSTREAM-AGGREGATE-0000000000"),
+        ("source", "orders"),
+        ("select_key", "per-region-key"),
+        ("repartition", "per-region"),
+        ("count", "KSTREAM-AGGREGATE-0000000000"),
     ]
     assert desc.to_dict()["nodes"][2] == {
-        "name": "per-region", "type": "repartition", "input": "per-region-key", "keySerde": "string",
+        "name": "per-region",
+        "type": "repartition",
+        "input": "per-region-key",
+        "keySerde": "string",
         "valueSerde": "json",
     }
     assert desc.to_dict()["stores"] == [
         {"name": "orders-per-region", "type": "key_value", "keySerde": "string", "valueSerde": "long"},
     ]
     assert [sub.nodes for sub in desc.subtopologies()] == [
-        ["orders", "per-region-key", "per-region"], ["per-region", "KSTREAM-AGGREGATE-0000000000"],
+        ["orders", "per-region-key", "per-region"],
+        ["per-region", "KSTREAM-AGGREGATE-0000000000"],
     ]
 
 
@@ -72,8 +78,14 @@ def test_key_change_survives_filter_and_map_values_until_the_grouping() -> None:
 
     desc = builder.build()
 
-    assert [node.type for node in desc.nodes] == ["source", "select_key", "filter", "map_values", "repartition",
-                                                  "count"]
+    assert [node.type for node in desc.nodes] == [
+        "source",
+        "select_key",
+        "filter",
+        "map_values",
+        "repartition",
+        "count",
+    ]
     assert desc.node("regrouped").inputs() == ["size"]
 
 

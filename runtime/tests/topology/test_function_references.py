@@ -20,6 +20,7 @@ def _wrapping(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any) -> Any:
         return fn(*args)
+
     return wrapper
 
 
@@ -83,6 +84,7 @@ def test_nested_function_cannot_be_exported() -> None:
 
 def test_function_from_main_cannot_be_exported() -> None:
     def fake() -> None: ...
+
     fake.__module__ = "__main__"
     fake.__qualname__ = "fake"
 

@@ -12,8 +12,9 @@ def test_flights_internal_topics_take_the_source_partition_count() -> None:
 
     assert desc.internal_topics("fpc", {"flights": 4}) == [
         InternalTopic(name="fpc-per-carrier-repartition", partitions=4, config={"cleanup.policy": "delete"}),
-        InternalTopic(name="fpc-departures-per-carrier-store-changelog", partitions=4,
-                      config={"cleanup.policy": "compact"}),
+        InternalTopic(
+            name="fpc-departures-per-carrier-store-changelog", partitions=4, config={"cleanup.policy": "compact"}
+        ),
     ]
 
 
@@ -47,8 +48,12 @@ def test_repartition_count_propagates_through_chained_repartitions() -> None:
     topics = {topic.name: topic.partitions for topic in desc.internal_topics("app", {"a": 2})}
 
     assert topics == {"app-first-repartition": 6, "app-rekeyed-repartition": 6, "app-totals-store-changelog": 6}
-    assert desc.task_ids("app", {"a": 2}) == ["0_0", "0_1", *(f"1_{p}" for p in range(6)),
-                                               *(f"2_{p}" for p in range(6))]
+    assert desc.task_ids("app", {"a": 2}) == [
+        "0_0",
+        "0_1",
+        *(f"1_{p}" for p in range(6)),
+        *(f"2_{p}" for p in range(6)),
+    ]
 
 
 def test_co_partitioned_source_topics_share_one_task_per_partition() -> None:
@@ -82,10 +87,14 @@ def test_missing_source_partition_count_is_an_error_naming_the_topic() -> None:
 
 
 def test_stateless_topology_needs_no_internal_topics() -> None:
-    desc = TopologyDescription.from_dict({"nodes": [
-        {"name": "in", "type": "source", "topics": ["a"]},
-        {"name": "out", "type": "sink", "input": "in", "topic": "b"},
-    ]})
+    desc = TopologyDescription.from_dict(
+        {
+            "nodes": [
+                {"name": "in", "type": "source", "topics": ["a"]},
+                {"name": "out", "type": "sink", "input": "in", "topic": "b"},
+            ]
+        }
+    )
 
     assert desc.internal_topics("app", {"a": 3}) == []
     assert desc.task_ids("app", {"a": 3}) == ["0_0", "0_1", "0_2"]

@@ -38,11 +38,13 @@ def test_repartition_node_is_a_source_exactly_where_its_input_is_outside_the_sub
 
 
 def test_stateless_topology_is_one_sub_topology() -> None:
-    doc: dict[str, Any] = {"nodes": [
-        {"name": "in", "type": "source", "topics": ["a", "b"]},
-        {"name": "upper", "type": "map_values", "input": "in", "mapper": "str:upper"},
-        {"name": "out", "type": "sink", "input": "upper", "topic": "c"},
-    ]}
+    doc: dict[str, Any] = {
+        "nodes": [
+            {"name": "in", "type": "source", "topics": ["a", "b"]},
+            {"name": "upper", "type": "map_values", "input": "in", "mapper": "str:upper"},
+            {"name": "out", "type": "sink", "input": "upper", "topic": "c"},
+        ]
+    }
 
     (only,) = TopologyDescription.from_dict(doc).subtopologies()
 
@@ -52,12 +54,14 @@ def test_stateless_topology_is_one_sub_topology() -> None:
 
 
 def test_independent_pipelines_are_numbered_in_order_of_their_first_node() -> None:
-    doc: dict[str, Any] = {"nodes": [
-        {"name": "second-in", "type": "source", "topics": ["y"]},
-        {"name": "first-in", "type": "source", "topics": ["x"]},
-        {"name": "first-out", "type": "sink", "input": "first-in", "topic": "x-out"},
-        {"name": "second-out", "type": "sink", "input": "second-in", "topic": "y-out"},
-    ]}
+    doc: dict[str, Any] = {
+        "nodes": [
+            {"name": "second-in", "type": "source", "topics": ["y"]},
+            {"name": "first-in", "type": "source", "topics": ["x"]},
+            {"name": "first-out", "type": "sink", "input": "first-in", "topic": "x-out"},
+            {"name": "second-out", "type": "sink", "input": "second-in", "topic": "y-out"},
+        ]
+    }
 
     subs = TopologyDescription.from_dict(doc).subtopologies()
 

@@ -20,7 +20,13 @@ def test_yaml_document_parses_into_typed_nodes_and_stores() -> None:
     desc = TopologyDescription.from_yaml(FLIGHTS_YAML)
 
     assert [node.type for node in desc.nodes] == [
-        "source", "filter", "select_key", "repartition", "count", "to_stream", "sink",
+        "source",
+        "filter",
+        "select_key",
+        "repartition",
+        "count",
+        "to_stream",
+        "sink",
     ]
     source = desc.node("flights")
     assert isinstance(source, SourceNode)
@@ -67,8 +73,13 @@ def test_document_keys_are_camel_case_and_unset_optionals_are_left_out() -> None
 
     repartition = desc.to_dict()["nodes"][3]
 
-    assert repartition == {"name": "per-carrier", "type": "repartition", "input": "per-carrier-key",
-                           "keySerde": "string", "valueSerde": "json"}
+    assert repartition == {
+        "name": "per-carrier",
+        "type": "repartition",
+        "input": "per-carrier-key",
+        "keySerde": "string",
+        "valueSerde": "json",
+    }
     assert "partitions" not in repartition
 
 

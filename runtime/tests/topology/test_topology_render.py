@@ -59,10 +59,14 @@ def test_description_text_without_counts_says_which_partitions_to_pass() -> None
 
 
 def test_description_text_reports_a_co_partitioning_violation() -> None:
-    desc = TopologyDescription.from_dict({"nodes": [
-        {"name": "in", "type": "source", "topics": ["a", "b"]},
-        {"name": "out", "type": "sink", "input": "in", "topic": "c"},
-    ]})
+    desc = TopologyDescription.from_dict(
+        {
+            "nodes": [
+                {"name": "in", "type": "source", "topics": ["a", "b"]},
+                {"name": "out", "type": "sink", "input": "in", "topic": "c"},
+            ]
+        }
+    )
 
     text = describe(desc, "app", {"a": 1, "b": 2})
 

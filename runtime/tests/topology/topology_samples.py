@@ -10,12 +10,23 @@ _FLIGHTS: dict[str, Any] = {
         {"name": "flights", "type": "source", "topics": ["flights"], "keySerde": "string", "valueSerde": "json"},
         {"name": "departed", "type": "filter", "input": "flights", "predicate": "flights_app.logic:is_departed"},
         {"name": "per-carrier-key", "type": "select_key", "input": "departed", "mapper": "flights_app.logic:carrier"},
-        {"name": "per-carrier", "type": "repartition", "input": "per-carrier-key", "keySerde": "string",
-         "valueSerde": "json"},
+        {
+            "name": "per-carrier",
+            "type": "repartition",
+            "input": "per-carrier-key",
+            "keySerde": "string",
+            "valueSerde": "json",
+        },
         {"name": "count", "type": "count", "input": "per-carrier", "store": "departures-per-carrier-store"},
         {"name": "changes", "type": "to_stream", "input": "count"},
-        {"name": "out", "type": "sink", "input": "changes", "topic": "departures-per-carrier", "keySerde": "string",
-         "valueSerde": "long"},
+        {
+            "name": "out",
+            "type": "sink",
+            "input": "changes",
+            "topic": "departures-per-carrier",
+            "keySerde": "string",
+            "valueSerde": "long",
+        },
     ],
     "stores": [
         {"name": "departures-per-carrier-store", "type": "key_value", "keySerde": "string", "valueSerde": "long"},
@@ -50,14 +61,25 @@ def two_stage_doc(source_partitions_topics: list[str] | None = None) -> dict[str
     """source(topics) -> select_key -> repartition 'rekeyed' -> count 'totals' -> to_stream -> sink 'out'."""
     return {
         "nodes": [
-            {"name": "in", "type": "source", "topics": source_partitions_topics or ["a"], "keySerde": "string",
-             "valueSerde": "json"},
+            {
+                "name": "in",
+                "type": "source",
+                "topics": source_partitions_topics or ["a"],
+                "keySerde": "string",
+                "valueSerde": "json",
+            },
             {"name": "rekey", "type": "select_key", "input": "in", "mapper": "flights_app.logic:carrier"},
             {"name": "rekeyed", "type": "repartition", "input": "rekey", "keySerde": "string", "valueSerde": "json"},
             {"name": "totals", "type": "count", "input": "rekeyed", "store": "totals-store"},
             {"name": "changes", "type": "to_stream", "input": "totals"},
-            {"name": "out", "type": "sink", "input": "changes", "topic": "out", "keySerde": "string",
-             "valueSerde": "long"},
+            {
+                "name": "out",
+                "type": "sink",
+                "input": "changes",
+                "topic": "out",
+                "keySerde": "string",
+                "valueSerde": "long",
+            },
         ],
         "stores": [{"name": "totals-store", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
     }

@@ -62,8 +62,9 @@ class StreamsBuilder:
         from streamapp.dsl.streams import KStream
 
         topic_list = [topics] if isinstance(topics, str) else list(topics)
-        node = self._add("source", name, "KSTREAM-SOURCE-", topics=topic_list, key_serde=key_serde,
-                         value_serde=value_serde)
+        node = self._add(
+            "source", name, "KSTREAM-SOURCE-", topics=topic_list, key_serde=key_serde, value_serde=value_serde
+        )
         return KStream(self, node, key_serde=key_serde, value_serde=value_serde, key_changed=False)
 
     def build(self) -> TopologyDescription:
@@ -84,9 +85,7 @@ class StreamsBuilder:
         check_name("store", name)
         if any(store["name"] == name for store in self._stores):
             raise TopologyError(f"store '{name}': store name is already used in this topology")
-        self._stores.append(
-            {"name": name, "type": "key_value", "key_serde": key_serde, "value_serde": value_serde}
-        )
+        self._stores.append({"name": name, "type": "key_value", "key_serde": key_serde, "value_serde": value_serde})
 
     def _new_name(self, prefix: str) -> str:
         name = f"{prefix}{self._index:010d}"

@@ -33,16 +33,12 @@ class KStream:
         node = self._builder._add("filter", name, "KSTREAM-FILTER-", input=self.node, predicate=predicate)
         return self._next(node)
 
-    def map_values(
-        self, mapper: UserFunction, *, name: str | None = None, value_serde: str | None = None
-    ) -> KStream:
+    def map_values(self, mapper: UserFunction, *, name: str | None = None, value_serde: str | None = None) -> KStream:
         """Replace each value by ``mapper(value)``; keeps the key, so no repartition is needed."""
         node = self._builder._add("map_values", name, "KSTREAM-MAPVALUES-", input=self.node, mapper=mapper)
         return self._next(node, value_serde=value_serde)
 
-    def select_key(
-        self, mapper: UserFunction, *, name: str | None = None, key_serde: str | None = None
-    ) -> KStream:
+    def select_key(self, mapper: UserFunction, *, name: str | None = None, key_serde: str | None = None) -> KStream:
         """Replace each key by ``mapper(key, value)``; a later grouping repartitions."""
         node = self._builder._add("select_key", name, "KSTREAM-KEY-SELECT-", input=self.node, mapper=mapper)
         return self._next(node, key_serde=key_serde, key_changed=True)
@@ -60,9 +56,7 @@ class KStream:
         With ``name`` (Kafka's ``Grouped.as``) the select_key node is ``<name>-key`` and the repartition
         node (and topic suffix) is ``<name>``.
         """
-        rekeyed = self.select_key(
-            selector, name=f"{name}-key" if name is not None else None, key_serde=key_serde
-        )
+        rekeyed = self.select_key(selector, name=f"{name}-key" if name is not None else None, key_serde=key_serde)
         return rekeyed.group_by_key(name=name, value_serde=value_serde)
 
     def group_by_key(
@@ -175,6 +169,4 @@ class KTable:
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's updates as a KStream of ``(key, new value)`` records."""
         node = self._builder._add("to_stream", name, "KTABLE-TOSTREAM-", input=self.node)
-        return KStream(
-            self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde, key_changed=False
-        )
+        return KStream(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde, key_changed=False)

@@ -26,9 +26,7 @@ def resolve_function(ref: str) -> Callable[..., Any]:
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise TopologyError(
-            f"function reference '{ref}': cannot import module '{module_name}': {exc}"
-        ) from exc
+        raise TopologyError(f"function reference '{ref}': cannot import module '{module_name}': {exc}") from exc
     for part in qualname.split("."):
         try:
             target = getattr(target, part)

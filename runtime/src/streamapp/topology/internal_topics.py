@@ -45,9 +45,7 @@ class PartitionCounts:
         self._subtopologies = subtopologies
         self._external = external
         self._by_suffix = {node.topic_suffix: node for node in repartitions.values()}
-        self._writer = {
-            ref.name: sub for sub in subtopologies for ref in sub.sink_topics if ref.internal
-        }
+        self._writer = {ref.name: sub for sub in subtopologies for ref in sub.sink_topics if ref.internal}
         self._resolved: dict[str, int] = {}
         self._resolving: set[str] = set()
 

@@ -24,8 +24,6 @@ def check_name(kind: str, name: str) -> None:
     if not name:
         raise TopologyError(f"{kind} name must not be empty")
     if not LEGAL_NAME.match(name):
-        raise TopologyError(
-            f"{kind} '{name}': name may only contain ASCII letters, digits, '.', '_' and '-'"
-        )
+        raise TopologyError(f"{kind} '{name}': name may only contain ASCII letters, digits, '.', '_' and '-'")
     if len(name) > MAX_NAME_LENGTH:
         raise TopologyError(f"{kind} '{name}': name is longer than {MAX_NAME_LENGTH} characters")

@@ -47,9 +47,7 @@ SerdeName = Annotated[str, Field(min_length=1)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
 def _check_serde(value: str) -> str:

@@ -79,9 +79,7 @@ def split_subtopologies(nodes: Sequence[NodeBase]) -> list[Subtopology]:
     return [_subtopology(i, members, by_name, index) for i, members in enumerate(ordered)]
 
 
-def _subtopology(
-    sub_id: int, members: list[str], by_name: dict[str, NodeBase], index: dict[str, int]
-) -> Subtopology:
+def _subtopology(sub_id: int, members: list[str], by_name: dict[str, NodeBase], index: dict[str, int]) -> Subtopology:
     own = set(members)
     borrowed = {
         upstream

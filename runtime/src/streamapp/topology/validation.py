@@ -61,7 +61,7 @@ def _visit(name: str, by_name: dict[str, NodeBase], done: set[str], path: list[s
     if name in done:
         return
     if name in on_path:
-        cycle = [*path[path.index(name):], name]
+        cycle = [*path[path.index(name) :], name]
         raise TopologyError(f"node '{name}': inputs form a cycle: {' <- '.join(cycle)}")
     path.append(name)
     on_path.add(name)
@@ -81,9 +81,7 @@ def _check_kinds(nodes: Sequence[NodeBase], by_name: dict[str, NodeBase]) -> Non
         for upstream_name in node.inputs():
             upstream = by_name[upstream_name]
             if isinstance(upstream, SinkNode):
-                raise TopologyError(
-                    f"node '{node.name}': input '{upstream_name}' is a sink, which has no output"
-                )
+                raise TopologyError(f"node '{node.name}': input '{upstream_name}' is a sink, which has no output")
             if node.accepts_table and not upstream.produces_table:
                 raise TopologyError(
                     f"node '{node.name}': a {node.type} node needs a table as input, "
@@ -134,9 +132,7 @@ def _check_stores(nodes: Sequence[NodeBase], stores: Sequence[StoreSpec]) -> Non
     for node in nodes:
         for store_name in node.stores():
             if store_name not in declared:
-                raise TopologyError(
-                    f"node '{node.name}': store '{store_name}' is not declared in stores"
-                )
+                raise TopologyError(f"node '{node.name}': store '{store_name}' is not declared in stores")
             used.add(store_name)
     for store in stores:
         if store.name not in used:
@@ -152,13 +148,10 @@ def _check_topics(nodes: Sequence[NodeBase]) -> None:
                 check_name("topic", topic)
                 if topic in readers:
                     raise TopologyError(
-                        f"node '{node.name}': topic '{topic}' is already read by source node "
-                        f"'{readers[topic]}'"
+                        f"node '{node.name}': topic '{topic}' is already read by source node '{readers[topic]}'"
                     )
                 readers[topic] = node.name
         elif isinstance(node, SinkNode):
             check_name("topic", node.topic)
         elif isinstance(node, RepartitionNode) and node.name not in consumed:
-            raise TopologyError(
-                f"node '{node.name}': repartition topic '{node.topic_suffix}' is not read by any node"
-            )
+            raise TopologyError(f"node '{node.name}': repartition topic '{node.topic_suffix}' is not read by any node")
