@@ -4,7 +4,8 @@
 
 1. serves ``/healthz``, ``/readyz``, ``/metrics`` and ``/status`` on ``http.port`` (bind address from
    ``STREAMAPP_HTTP_HOST``, default 0.0.0.0);
-2. prepares the topics: waits until the source topics exist, then creates the internal topics
+2. imports the topology's user functions (an import error ends ``run`` with exit code 1), then
+   prepares the topics: waits until the source topics exist, then creates the internal topics
    (repartition, changelog) that are missing, with the partition counts the topology implies;
 3. starts ``num.stream.threads`` worker processes (``spawn``), each one a stream thread and consumer-group
    member (``group.instance.id`` = ``<STREAMAPP_INSTANCE_ID>-<i>`` when that variable is set);
@@ -103,9 +104,14 @@ class KafkaStreams:
             logging.basicConfig(
                 level=logging.INFO, format="%(asctime)s %(levelname)s [supervisor] %(name)s: %(message)s"
             )
-        self._install_signal_handlers()
+        previous_handlers = self._install_signal_handlers()
         server = self._start_server()
         try:
+            try:
+                self.topology.resolve_functions()
+            except TopologyError as exc:
+                log.error("Cannot load the topology's functions: %s", exc)
+                return 1
             if not self._prepare_topics():
                 return 0 if self._stop.is_set() else 1
             self._phase = "running"
@@ -120,6 +126,8 @@ class KafkaStreams:
         finally:
             self._phase = "stopped"
             server.stop()
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
 
     def close(self) -> None:
         """Ask ``run()`` to stop gracefully (thread-safe)."""
@@ -161,11 +169,14 @@ class KafkaStreams:
 
     # -- steps -------------------------------------------------------------------------------------
 
-    def _install_signal_handlers(self) -> None:
+    def _install_signal_handlers(self) -> dict[signal.Signals, Any]:
+        """SIGTERM and SIGINT stop ``run``; returns the handlers they replaced (restored on return)."""
         if threading.current_thread() is not threading.main_thread():
-            return
+            return {}
+        previous = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda signum, _frame: self._on_signal(signum))
+            previous[sig] = signal.signal(sig, lambda signum, _frame: self._on_signal(signum))
+        return previous
 
     def _on_signal(self, signum: int) -> None:
         log.info("Received %s, shutting down", signal.Signals(signum).name)

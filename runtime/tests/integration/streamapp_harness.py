@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -206,9 +207,12 @@ class StreamAppInstance:
             raise AssertionError(f"streamapp did not stop within {timeout_s}s; log:\n{self.log_tail()}") from None
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        """SIGKILL the supervisor and every process of its session (workers included)."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
+        self.process.wait(10)
 
     def log_tail(self, lines: int = 60) -> str:
         return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])

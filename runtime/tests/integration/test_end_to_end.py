@@ -85,3 +85,27 @@ def test_killed_worker_is_restarted_and_counts_continue_exactly(
     )
     instance.wait_ready(120)
     assert instance.stop() == 0
+
+
+def test_workers_stop_when_their_supervisor_is_killed(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    app, source, output = unique("orphan"), unique("events"), unique("counts")
+    kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
+    instance = StreamAppInstance(workdir, count_by_color_topology([source], output), app_config(kafka, workdir, app))
+    instances.append(instance.start())
+    instance.wait_ready()
+    workers = instance.worker_pids()
+    assert len(workers) == 2
+    assert instance.process is not None
+    os.kill(instance.process.pid, signal.SIGKILL)
+    instance.process.wait(10)
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") >= 0
+
+    wait_for(lambda: all(gone(pid) for pid in workers), 30, "orphaned workers to stop")

@@ -3,7 +3,8 @@
 Started by the supervisor (``streamapp.app.KafkaStreams``) with the ``spawn`` method, so a worker shares
 nothing with its parent but the arguments: the topology and config as plain data, a status queue and a
 stop event. SIGTERM (also sent to a whole pod's process group) asks for a clean stop; SIGINT is ignored
-so that Ctrl-C reaches the supervisor, which stops the workers in order.
+so that Ctrl-C reaches the supervisor, which stops the workers in order. A worker whose supervisor
+died stops by itself.
 
 Exit codes: 0 after a clean stop, ``EXIT_WAITING`` when the broker still holds this thread's
 ``group.instance.id`` (restart later), 1 on any other failure.
@@ -68,9 +69,15 @@ def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
         with contextlib.suppress(queue.Full):
             status_queue.put_nowait(copy.deepcopy(status))
 
+    parent = os.getppid()
+
+    def stopping() -> bool:
+        # a supervisor that died without stopping us (SIGKILL) leaves us re-parented: stop as well
+        return bool(stop_event.is_set()) or os.getppid() != parent
+
     try:
         thread = _build(spec, report)
-        thread.run(stop_event.is_set)
+        thread.run(stopping)
     except UnreleasedInstanceIdError as exc:
         log.warning("Stream thread %d cannot join yet: %s", spec.thread_index, exc)
         sys.exit(EXIT_WAITING)
