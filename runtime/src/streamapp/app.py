@@ -4,7 +4,7 @@
 
 1. serves ``/healthz``, ``/readyz``, ``/metrics`` and ``/status`` on ``http.port`` (bind address from
    ``STREAMAPP_HTTP_HOST``, default 0.0.0.0);
-2. imports the topology's user functions (an import error ends ``run`` with exit code 1), then
+2. checks the topology can run here and imports its user functions (else ``run`` returns 1), then
    prepares the topics: waits until the source topics exist, then creates the internal topics
    (repartition, changelog) that are missing, with the partition counts the topology implies;
 3. starts ``num.stream.threads`` worker processes (``spawn``), each one a stream thread and consumer-group
@@ -35,6 +35,7 @@ from streamapp.monitoring.health import WorkerView, liveness, readiness
 from streamapp.monitoring.metrics import WorkerMetricsCollector
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import WorkerStatus
+from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.processing.worker import EXIT_WAITING, WorkerSpec, run_worker
 from streamapp.topology import TopologyDescription, TopologyError
 
@@ -108,9 +109,10 @@ class KafkaStreams:
         server = self._start_server()
         try:
             try:
+                source_topic_subtopologies(self.topology, self.config.application_id)
                 self.topology.resolve_functions()
             except TopologyError as exc:
-                log.error("Cannot load the topology's functions: %s", exc)
+                log.error("The topology cannot run: %s", exc)
                 return 1
             if not self._prepare_topics():
                 return 0 if self._stop.is_set() else 1

@@ -247,3 +247,21 @@ def test_deleted_state_dir_is_rebuilt_from_the_changelog(tmp_path: Path) -> None
     assert latest_counts(cluster) == {"red": 3, "blue": 1, "green": 2}
     assert (tmp_path / "app" / "1_0" / "rocksdb" / "counts").is_dir()
     assert cluster.records(OUTPUT)
+
+
+def test_a_topic_read_by_two_subtopologies_is_refused() -> None:
+    from streamapp.processing.stream_thread import source_topic_subtopologies
+    from streamapp.topology import TopologyDescription, TopologyError
+
+    description = TopologyDescription.from_dict(
+        {
+            "nodes": [
+                {"name": "in", "type": "source", "topics": ["in"]},
+                {"name": "re", "type": "repartition", "input": "in"},
+                {"name": "a", "type": "sink", "input": "re", "topic": "a"},
+                {"name": "b", "type": "sink", "input": "re", "topic": "b"},
+            ]
+        }
+    )
+    with pytest.raises(TopologyError, match="topic 'app-re-repartition' is read by sub-topologies 1 and 2"):
+        source_topic_subtopologies(description, "app")

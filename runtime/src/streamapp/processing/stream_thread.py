@@ -33,7 +33,7 @@ from streamapp.processing.status import TaskStatus, ThreadMetrics, WorkerStatus
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
 from streamapp.state.restore import ChangelogReader
-from streamapp.topology import TopologyDescription
+from streamapp.topology import TopologyDescription, TopologyError
 
 __all__ = ["StreamThread", "source_topic_subtopologies"]
 
@@ -45,8 +45,22 @@ _REPORT_INTERVAL_S = 1.0
 
 
 def source_topic_subtopologies(description: TopologyDescription, application_id: str) -> dict[str, int]:
-    """Every topic the application consumes, with the sub-topology that reads it."""
-    return {ref.resolve(application_id): sub.id for sub in description.subtopologies() for ref in sub.source_topics}
+    """Every topic the application consumes, with the sub-topology that reads it.
+
+    Raises TopologyError when two sub-topologies read one topic: a partition belongs to one task, so the
+    runtime could not give both their records (Kafka Streams puts all readers of a topic into one
+    sub-topology).
+    """
+    readers: dict[str, int] = {}
+    for sub in description.subtopologies():
+        for ref in sub.source_topics:
+            topic = ref.resolve(application_id)
+            if readers.setdefault(topic, sub.id) != sub.id:
+                raise TopologyError(
+                    f"topic '{topic}' is read by sub-topologies {readers[topic]} and {sub.id}; "
+                    "the runtime needs one reading sub-topology per topic"
+                )
+    return readers
 
 
 class StreamThread:
