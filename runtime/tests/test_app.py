@@ -45,3 +45,17 @@ def test_instance_id_and_http_host_come_from_the_environment(monkeypatch: pytest
     monkeypatch.delenv("STREAMAPP_HTTP_HOST")
     app = KafkaStreams(TopologyDescription.from_dict(TOPOLOGY), config)
     assert (app.instance_id, app.http_host) == (None, "0.0.0.0")
+
+
+def test_run_fails_when_the_http_port_is_taken(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = StreamsConfig.from_mapping(
+            {"application.id": "app", "bootstrap.servers": "127.0.0.1:1", "http.port": port, "state.dir": str(tmp_path)}
+        )
+        app = KafkaStreams(TopologyDescription.from_dict(TOPOLOGY), config, http_host="127.0.0.1")
+        assert app.run() == 1

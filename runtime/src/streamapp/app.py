@@ -105,8 +105,12 @@ class KafkaStreams:
             logging.basicConfig(
                 level=logging.INFO, format="%(asctime)s %(levelname)s [supervisor] %(name)s: %(message)s"
             )
+        try:
+            server = self._start_server()
+        except OSError as exc:
+            log.error("Cannot serve HTTP on %s:%d: %s", self.http_host, self.config.http_port, exc)
+            return 1
         previous_handlers = self._install_signal_handlers()
-        server = self._start_server()
         try:
             try:
                 source_topic_subtopologies(self.topology, self.config.application_id)
