@@ -5,7 +5,7 @@
 1. serves ``/healthz``, ``/readyz``, ``/metrics`` and ``/status`` on ``http.port`` (bind address from
    ``STREAMAPP_HTTP_HOST``, default 0.0.0.0);
 2. checks the topology can run here and imports its user functions (else ``run`` returns 1), then
-   prepares the topics: waits until the source topics exist, then creates the internal topics
+   prepares the topics: waits until the source and sink topics exist, then creates the internal topics
    (repartition, changelog) that are missing, with the partition counts the topology implies;
 3. starts ``num.stream.threads`` worker processes (``spawn``), each one a stream thread and consumer-group
    member (``group.instance.id`` = ``<STREAMAPP_INSTANCE_ID>-<i>`` when that variable is set);
@@ -29,7 +29,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from streamapp.config import StreamsConfig
-from streamapp.kafka.admin import TopicAdmin, TopicSpec
+from streamapp.kafka.admin import TopicAdmin, TopicMismatchError, TopicSpec
 from streamapp.kafka.types import KafkaClientError
 from streamapp.monitoring.health import WorkerView, liveness, readiness
 from streamapp.monitoring.metrics import WorkerMetricsCollector
@@ -200,20 +200,24 @@ class KafkaStreams:
         return server
 
     def _prepare_topics(self) -> bool:
-        """Wait for the source topics, then create missing internal topics. False if stopped or fatal."""
+        """Wait for the source and sink topics (an application never creates external topics), then create
+        the missing internal topics. False if stopped or fatal."""
         settings = {"bootstrap.servers": self.config.bootstrap_servers}
         settings.update({k: v for k, v in self.config.producer.items() if k.startswith(_SECURITY_PREFIXES)})
         admin = TopicAdmin(settings)
         sources = self.topology.external_source_topics()
+        external = sources + [t for t in self.topology.sink_topics() if t not in sources]
         while not self._stop.is_set():
             self._heartbeat = time.time()
             try:
-                counts = admin.partition_counts(sources)
-                missing = [t for t in sources if t not in counts]
+                counts = admin.partition_counts(external)
+                missing = [t for t in external if t not in counts]
                 if missing:
-                    log.warning("Waiting for source topics to exist: %s", ", ".join(missing))
+                    log.warning("Waiting for topics to exist: %s", ", ".join(missing))
                 else:
-                    internal = self.topology.internal_topics(self.config.application_id, counts)
+                    internal = self.topology.internal_topics(
+                        self.config.application_id, {t: counts[t] for t in sources}
+                    )
                     admin.ensure_topics(
                         [TopicSpec(t.name, t.partitions, t.config) for t in internal], self.config.replication_factor
                     )
@@ -221,10 +225,10 @@ class KafkaStreams:
             except TopologyError as exc:
                 log.error("The topology does not fit the topics: %s", exc)
                 return False
+            except TopicMismatchError as exc:
+                log.error("The topics do not fit the topology: %s", exc)
+                return False
             except KafkaClientError as exc:
-                if "partitions but the topology needs" in str(exc):
-                    log.error("%s", exc)
-                    return False
                 log.warning("Cannot prepare topics yet: %s", exc)
             self._stop.wait(_TOPIC_RETRY_S)
         return False

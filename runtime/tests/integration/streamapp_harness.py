@@ -74,6 +74,11 @@ class KafkaTestClient:
             self.producer.poll(0)
         assert self.producer.flush(30) == 0
 
+    def end_offsets_of_existing(self, topics: list[str]) -> dict[str, dict[int, int]]:
+        """End offsets of those ``topics`` that exist."""
+        existing = self.admin.list_topics(timeout=10).topics
+        return {t: self.end_offsets(t) for t in topics if t in existing}
+
     def end_offsets(self, topic: str) -> dict[int, int]:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": unique("probe")})
         try:

@@ -109,3 +109,23 @@ def test_workers_stop_when_their_supervisor_is_killed(
         return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") >= 0
 
     wait_for(lambda: all(gone(pid) for pid in workers), 30, "orphaned workers to stop")
+
+
+def test_instance_is_not_ready_until_its_external_topics_exist(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    app, source, output = unique("wait"), unique("events"), unique("counts")
+    kafka.create_topics({source: PARTITIONS})
+    instance = StreamAppInstance(workdir, count_by_color_topology([source], output), app_config(kafka, workdir, app))
+    instances.append(instance.start())
+    wait_for(lambda: instance.get("/healthz")[0] == 200, 30, "the instance to serve HTTP")
+    time.sleep(2)
+    code, reason = instance.get("/readyz")
+    assert (code, reason) == (503, "instance is preparing\n")
+    assert f"{app}-counts-changelog" not in kafka.end_offsets_of_existing([f"{app}-counts-changelog"])
+    kafka.create_topics({output: PARTITIONS})
+    instance.wait_ready(60)
+    events = color_events(0, 100)
+    kafka.produce(source, events)
+    wait_for(lambda: kafka.latest_longs(output) == expected_color_counts(events), 60, "counts", 1.0)
+    assert instance.stop() == 0
