@@ -148,8 +148,11 @@ class StreamTask:
 
     # -- processing --------------------------------------------------------------------------------
 
-    def process(self, record: ConsumerRecord) -> None:
-        """Run one consumed record through the processor graph. Raises ProcessingError."""
+    def process(self, record: ConsumerRecord, partition: TopicPartition | None = None) -> None:
+        """Run one consumed record through the processor graph. Raises ProcessingError.
+
+        ``partition`` is ``record.topic_partition`` when the caller has it already.
+        """
         source = self._sources.get(record.topic)
         if source is None:
             raise ProcessingError(f"task {self.id}: no source node reads topic {record.topic}")
@@ -163,7 +166,7 @@ class StreamTask:
                 f"task {self.id}: failed to process record {record.topic}-{record.partition}@{record.offset}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        self.consumed_offsets[record.topic_partition] = record.offset + 1
+        self.consumed_offsets[partition or record.topic_partition] = record.offset + 1
         self.records_processed += 1
 
     # -- commit ------------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ class TaskManager:
                 self._consumer.pause([tp])
                 rewound.add(tp)
                 continue
-            task.process(record)
+            task.process(record, tp)
             processed += 1
         return processed
 
