@@ -1,0 +1,352 @@
+"""TopologyTestDriver: run a topology in-process, without a broker, on the production processing core.
+
+Follows Kafka's ``org.apache.kafka.streams.TopologyTestDriver``: pipe records into input topics, read what
+the topology produced from output topics, inspect state stores, and move wall-clock time by hand. Unlike
+Kafka's driver (one task for the whole topology) this one keeps the runtime's task model: one task per
+sub-topology and partition, records routed to partitions by murmur2 like a producer, repartition topics
+carried in-process. What runs is the real thing:
+
+- a real ``StreamThread`` (``streamapp.processing.stream_thread``) with its ``TaskManager``: tasks are
+  created, initialized, restored, routed to and committed by exactly the code that runs in a worker process;
+- real ``StreamTask``s, processors and changelogging stores (RocksDB in a temporary state dir by default,
+  or the in-memory engine with ``store_backend="memory"``);
+- only the Kafka seam is replaced: ``streamapp.testing.cluster`` implements the consumer, producer and
+  restore-consumer protocols over in-memory topics, so changelog and repartition records are captured
+  (and readable through ``create_output_topic``) too.
+
+Processing is synchronous and one record at a time (the driver sets ``max.poll.records=1``,
+``commit.interval.ms=0``): ``pipe_input`` returns only when the record and every record it caused
+(through repartition topics or a sink into a topic the topology reads) were processed and committed, in
+the order they were produced.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from streamapp.config import StreamsConfig
+from streamapp.dsl import StreamsBuilder
+from streamapp.kafka.types import ConsumerRecord
+from streamapp.processing.status import ThreadMetrics
+from streamapp.processing.stream_thread import StreamThread, source_topic_subtopologies
+from streamapp.processing.task import StoreFactory, StreamTask
+from streamapp.serdes import Serde, serde_for
+from streamapp.state.memory import InMemoryKeyValueStore
+from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
+from streamapp.state.stores import PersistentKeyValueStore
+from streamapp.testing.cluster import InMemoryCluster, InMemoryConsumer, InMemoryProducer, InMemoryRestoreConsumer
+from streamapp.testing.stores import KeyValueStoreView
+from streamapp.testing.topics import TestInputTopic, TestOutputTopic
+from streamapp.topology import RepartitionNode, TopologyDescription, TopologyError
+
+__all__ = ["DEFAULT_APPLICATION_ID", "TopologyTestDriver"]
+
+DEFAULT_APPLICATION_ID = "topology-test-driver"
+"""``application.id`` when the config has none (it prefixes internal topic names)."""
+
+_DEFAULT_BOOTSTRAP = "topology-test-driver:9092"
+_FORCED_CONFIG: dict[str, Any] = {"commit.interval.ms": 0, "max.poll.records": 1, "poll.ms": 0}
+_MAX_IDLE_ITERATIONS = 1000
+
+SerdeArg = str | Serde | None
+"""A serde name (``"string"``), a serde object, or ``None``: take the serde the topology declares."""
+
+TopologyArg = StreamsBuilder | TopologyDescription | Mapping[str, Any] | str
+"""A DSL builder, a description, its document form (dict) or its YAML text."""
+
+
+class TopologyTestDriver:
+    """Runs ``topology`` in-process (see the module docstring). Use as a context manager or call ``close``.
+
+    ``config``: Kafka Streams keys (``streamapp.config.StreamsConfig``); ``application.id`` defaults to
+    ``DEFAULT_APPLICATION_ID``, ``state.dir`` to a temporary folder removed by ``close``. The driver
+    overrides ``commit.interval.ms``, ``max.poll.records`` and ``poll.ms``.
+    ``initial_wall_clock_ms``: the driver's wall-clock time (epoch ms) at start.
+    ``partitions``: partition count per topic (external source and sink topics); 1 for any topic not
+    listed. Internal topics get the counts the topology implies (``TopologyDescription.internal_topics``).
+    ``store_backend``: ``"rocksdb"`` (the production engine, in ``state.dir``) or ``"memory"``.
+
+    Raises TopologyError when the topology cannot run (e.g. co-partitioning violated by ``partitions``),
+    ConfigError for an invalid config.
+    """
+
+    def __init__(
+        self,
+        topology: TopologyArg,
+        config: Mapping[str, Any] | None = None,
+        initial_wall_clock_ms: int = 0,
+        *,
+        partitions: Mapping[str, int] | None = None,
+        store_backend: Literal["rocksdb", "memory"] = "rocksdb",
+    ) -> None:
+        self.description = _description_of(topology)
+        settings: dict[str, Any] = {"application.id": DEFAULT_APPLICATION_ID, "bootstrap.servers": _DEFAULT_BOOTSTRAP}
+        settings.update(config or {})
+        self._temp_dir: str | None = None
+        if "state.dir" not in settings:
+            self._temp_dir = tempfile.mkdtemp(prefix="streamapp-test-driver-")
+            settings["state.dir"] = self._temp_dir
+        settings.update(_FORCED_CONFIG)
+        self.config = StreamsConfig.from_mapping(settings)
+        self.application_id = self.config.application_id
+        self._wall_clock_ms = initial_wall_clock_ms
+        self._closed = False
+        self._failed = False
+        self._read_positions: dict[str, int] = {}
+
+        self.cluster = InMemoryCluster()
+        self._create_topics(dict(partitions or {}))
+        self._input_topics = set(source_topic_subtopologies(self.description, self.application_id))
+        self._consumer = InMemoryConsumer(self.cluster)
+        self._producer = InMemoryProducer(self.cluster)
+        self._restore_consumer = InMemoryRestoreConsumer(self.cluster)
+        try:
+            self._thread = StreamThread(
+                index=0,
+                config=self.config,
+                description=self.description,
+                functions=self.description.resolve_functions(),
+                consumer=self._consumer,
+                producer=self._producer,
+                restore_consumer=self._restore_consumer,
+                store_factory=self._store_factory(store_backend),
+                report=lambda status: None,
+            )
+            self._consumer.subscribe(sorted(self._input_topics), self._thread.tasks)
+            self._run_until_idle()
+        except BaseException:
+            self._remove_temp_dir()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> TopologyTestDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Commit and close every task (without commit after a processing failure); remove the temp state dir."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._failed:
+                self._thread.tasks.close_all(clean=False)
+            else:
+                self._thread.commit()
+                self._thread.tasks.close_all(clean=True)
+        finally:
+            self._producer.close(0.0)
+            self._consumer.close()
+            self._restore_consumer.close()
+            self._remove_temp_dir()
+
+    # -- topics ------------------------------------------------------------------------------------
+
+    def create_input_topic(
+        self,
+        topic: str,
+        key_serde: SerdeArg = None,
+        value_serde: SerdeArg = None,
+        *,
+        start_timestamp_ms: int | None = None,
+        auto_advance_ms: int = 0,
+    ) -> TestInputTopic:
+        """A handle to pipe records into ``topic``, a topic the topology reads.
+
+        Serdes default to the ones the topology's source node declares for ``topic``; records piped
+        without a timestamp are stamped ``start_timestamp_ms`` (default: the current wall-clock time)
+        plus ``auto_advance_ms`` per record. Raises ValueError for a topic the topology does not read,
+        or when the serdes cannot be inferred.
+        """
+        self._check_open()
+        if topic not in self._input_topics:
+            raise ValueError(
+                f"topic '{topic}' is not read by the topology; input topics: {', '.join(sorted(self._input_topics))}"
+            )
+        key, value = self._serdes(topic, key_serde, value_serde, reading=True)
+        start = self._wall_clock_ms if start_timestamp_ms is None else start_timestamp_ms
+        return TestInputTopic(self, topic, key, value, start, auto_advance_ms)
+
+    def create_output_topic(
+        self, topic: str, key_serde: SerdeArg = None, value_serde: SerdeArg = None
+    ) -> TestOutputTopic:
+        """A handle to read what the topology produced to ``topic`` (sink, repartition or changelog topic).
+
+        Serdes default to the ones the topology declares for writing ``topic`` (sink node, repartition
+        node or store). Raises ValueError when they cannot be inferred.
+        """
+        self._check_open()
+        key, value = self._serdes(topic, key_serde, value_serde, reading=False)
+        self._read_positions.setdefault(topic, 0)
+        return TestOutputTopic(self, topic, key, value)
+
+    def produced_topics(self) -> list[str]:
+        """Every topic with at least one record (inputs, outputs and internal topics)."""
+        return [topic for topic in self.cluster.topics() if self.cluster.appended_count(topic)]
+
+    # -- state and time ----------------------------------------------------------------------------
+
+    def get_key_value_store(self, name: str) -> KeyValueStoreView:
+        """A typed read view of key-value store ``name`` across all tasks. Raises KeyError if unknown."""
+        self._check_open()
+        try:
+            spec = self.description.store(name)
+        except (KeyError, TopologyError):
+            raise KeyError(f"the topology has no store '{name}'") from None
+        if spec.type != "key_value":
+            raise KeyError(f"store '{name}' is a {spec.type} store, not a key_value store")
+
+        def instances() -> list[tuple[Any, PersistentKeyValueStore]]:
+            return [(task.stores[name], task.stores[name].inner) for task in self.tasks() if name in task.stores]
+
+        return KeyValueStoreView(name, serde_for(spec.key_serde), serde_for(spec.value_serde), instances)
+
+    @property
+    def wall_clock_ms(self) -> int:
+        """The driver's current wall-clock time (epoch ms)."""
+        return self._wall_clock_ms
+
+    def advance_wall_clock_time(self, ms: int) -> None:
+        """Move wall-clock time forward by ``ms`` and run the work that became due. Raises ValueError if < 0."""
+        self._check_open()
+        if ms < 0:
+            raise ValueError(f"wall-clock time cannot go back (advance by {ms} ms)")
+        self._wall_clock_ms += ms
+        self._run_until_idle(force_iteration=True)
+
+    def tasks(self) -> list[StreamTask]:
+        """The running tasks, ordered by task id."""
+        return [self._thread.tasks.tasks[task_id] for task_id in sorted(self._thread.tasks.tasks)]
+
+    def task_ids(self) -> list[str]:
+        return [str(task.id) for task in self.tasks()]
+
+    def metrics(self) -> ThreadMetrics:
+        """The stream thread's counters (records processed, dropped records, commits, ...)."""
+        return self._thread.status().metrics
+
+    # -- used by the test topics -------------------------------------------------------------------
+
+    def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int) -> None:
+        self._check_open()
+        partition = self._producer.partition_for(topic, key)
+        self.cluster.append(topic, partition, key, value, timestamp_ms)
+        self._run_until_idle()
+
+    def _read(self, topic: str) -> ConsumerRecord | None:
+        position = self._read_positions.get(topic, 0)
+        pending = self.cluster.appended_since(topic, position)
+        if not pending:
+            return None
+        self._read_positions[topic] = position + 1
+        return pending[0]
+
+    def _unread(self, topic: str) -> int:
+        return self.cluster.appended_count(topic) - self._read_positions.get(topic, 0)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _run_until_idle(self, force_iteration: bool = False) -> None:
+        """Run the stream thread until every task runs and no consumed topic has an unprocessed record."""
+        idle_iterations = 0
+        while force_iteration or self._consumer.has_fetchable() or not self._thread.tasks.all_running():
+            force_iteration = False
+            before = self._thread.metrics.records_processed_total
+            try:
+                self._thread.run_once()
+            except BaseException:
+                self._failed = True
+                raise
+            if self._thread.metrics.records_processed_total == before:
+                idle_iterations += 1
+                if idle_iterations > _MAX_IDLE_ITERATIONS:
+                    raise RuntimeError(
+                        "TopologyTestDriver made no progress: tasks "
+                        f"{[repr(t) for t in self._thread.tasks.tasks.values()]} never became ready"
+                    )
+            else:
+                idle_iterations = 0
+
+    def _create_topics(self, partitions: dict[str, int]) -> None:
+        sources = {topic: partitions.get(topic, 1) for topic in self.description.external_source_topics()}
+        for topic, count in sources.items():
+            self.cluster.create_topic(topic, count)
+        for internal in self.description.internal_topics(self.application_id, sources):
+            self.cluster.create_topic(internal.name, internal.partitions)
+        for topic in self.description.sink_topics():
+            self.cluster.create_topic(topic, partitions.get(topic, 1))
+        for topic, count in partitions.items():
+            self.cluster.create_topic(topic, count)
+
+    def _store_factory(self, backend: str) -> StoreFactory:
+        if backend == "memory":
+            return lambda name, path: InMemoryKeyValueStore(name)
+        if backend == "rocksdb":
+            memory = RocksDBMemory(self.config.rocksdb_block_cache_bytes, self.config.rocksdb_write_buffer_bytes)
+            return lambda name, path: RocksDBStore(name, path, memory)
+        raise ValueError(f"store_backend must be 'rocksdb' or 'memory', got {backend!r}")
+
+    def _serdes(self, topic: str, key_serde: SerdeArg, value_serde: SerdeArg, reading: bool) -> tuple[Serde, Serde]:
+        declared = _declared_serdes(self.description, self.application_id, topic, reading)
+        resolved: list[Serde] = []
+        for role, given, index in (("key", key_serde, 0), ("value", value_serde, 1)):
+            if given is None:
+                names = {pair[index] for pair in declared}
+                if len(names) != 1:
+                    found = f"the topology declares {sorted(names)}" if names else "the topology declares none"
+                    raise ValueError(f"topic '{topic}': pass {role}_serde ({found})")
+                given = names.pop()
+            resolved.append(serde_for(given) if isinstance(given, str) else given)
+        return resolved[0], resolved[1]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the TopologyTestDriver is closed")
+
+    def _remove_temp_dir(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+
+
+def _description_of(topology: TopologyArg) -> TopologyDescription:
+    if isinstance(topology, TopologyDescription):
+        return topology
+    if isinstance(topology, StreamsBuilder):
+        return topology.build()
+    if isinstance(topology, str):
+        return TopologyDescription.from_yaml(topology)
+    return TopologyDescription.from_dict(topology)
+
+
+def _declared_serdes(
+    description: TopologyDescription, application_id: str, topic: str, reading: bool
+) -> set[tuple[str, str]]:
+    """The ``(key serde, value serde)`` pairs the topology declares for reading or writing ``topic``.
+
+    Reading: nodes without inputs (sources of any kind) naming the topic, and repartition nodes. Writing:
+    nodes with inputs naming it in ``topic`` (sinks), repartition nodes, and stores for their changelog.
+    """
+    found: set[tuple[str, str]] = set()
+    for node in description.nodes:
+        key, value = getattr(node, "key_serde", None), getattr(node, "value_serde", None)
+        if not isinstance(key, str) or not isinstance(value, str):
+            continue
+        if isinstance(node, RepartitionNode):
+            if description.repartition_topic(application_id, node.name) == topic:
+                found.add((key, value))
+            continue
+        named = [*(getattr(node, "topics", None) or []), getattr(node, "topic", None)]
+        if topic in named and (not node.inputs()) == reading:
+            found.add((key, value))
+    if not reading:
+        for store in description.stores:
+            if description.changelog_topic(application_id, store.name) == topic:
+                found.add((store.key_serde, store.value_serde))
+    return found

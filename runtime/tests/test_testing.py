@@ -1,0 +1,232 @@
+"""TopologyTestDriver: runs topologies in-process on the production core, with Kafka's driver semantics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamapp import StreamsBuilder, TopologyError
+from streamapp.partitioner import partition_for_key
+from streamapp.processing.task import ProcessingError
+from streamapp.serdes import SerdeError, serde_for
+from streamapp.testing import EmptyTopicError, TestRecord, TopologyTestDriver
+
+APP = "driver-test"
+
+
+def is_departed(key: Any, value: Any) -> bool:
+    return value.get("dep_time") is not None
+
+
+def carrier(key: Any, value: Any) -> str:
+    return str(value["carrier"])
+
+
+def fail_on_boom(key: Any, value: Any) -> bool:
+    if value.get("boom"):
+        raise RuntimeError("boom")
+    return True
+
+
+def flights_like(builder_name: str = "per-carrier") -> StreamsBuilder:
+    """flights (string/json) → departed → re-key by carrier → repartition → count → departures (long)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("flights", key_serde="string", value_serde="json", name="flights")
+        .filter(is_departed, name="departed")
+        .group_by(carrier, name=builder_name, key_serde="string")
+        .count(store="counts", name="count")
+        .to_stream(name="changes")
+        .to("departures", key_serde="string", value_serde="long", name="out")
+    )
+    return builder
+
+
+FLIGHTS = [
+    ("N1", {"carrier": "UA", "dep_time": 517}),
+    ("N2", {"carrier": "AA", "dep_time": 533}),
+    ("N3", {"carrier": "UA", "dep_time": None}),
+    ("N4", {"carrier": "B6", "dep_time": 544}),
+    ("N5", {"carrier": "UA", "dep_time": 554}),
+    ("N1", {"carrier": "AA", "dep_time": 600}),
+]
+
+
+def test_counts_per_carrier_are_emitted_per_update_and_kept_in_the_store() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}) as driver:
+        flights = driver.create_input_topic("flights")
+        departures = driver.create_output_topic("departures")
+        for i, (tail, row) in enumerate(FLIGHTS):
+            flights.pipe_input(tail, row, timestamp_ms=1_000 + i)
+
+        assert departures.read_records_to_list() == [
+            TestRecord("UA", 1, 1_000),
+            TestRecord("AA", 1, 1_001),
+            TestRecord("B6", 1, 1_003),
+            TestRecord("UA", 2, 1_004),
+            TestRecord("AA", 2, 1_005),
+        ]
+        assert departures.is_empty()
+        assert driver.get_key_value_store("counts").to_dict() == {"AA": 2, "B6": 1, "UA": 2}
+        assert driver.get_key_value_store("counts").get("UA") == 2
+        assert driver.get_key_value_store("counts").get("nobody") is None
+        assert driver.metrics().records_processed_total == len(FLIGHTS) + 5  # inputs + repartitioned records
+
+
+def test_each_record_is_processed_to_completion_before_pipe_input_returns() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}) as driver:
+        flights = driver.create_input_topic("flights")
+        departures = driver.create_output_topic("departures")
+        flights.pipe_input("N1", {"carrier": "UA", "dep_time": 1}, timestamp_ms=5)
+        assert departures.read_key_value() == ("UA", 1)
+        flights.pipe_input("N2", {"carrier": "UA", "dep_time": 1}, timestamp_ms=6)
+        assert departures.read_key_value() == ("UA", 2)
+        with pytest.raises(EmptyTopicError):
+            departures.read_record()
+
+
+def test_records_are_routed_to_tasks_by_murmur2_of_the_serialized_key() -> None:
+    partitions = 3
+    with TopologyTestDriver(flights_like(), {"application.id": APP}, partitions={"flights": partitions}) as driver:
+        assert driver.task_ids() == ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
+        flights = driver.create_input_topic("flights")
+        repartitioned = driver.create_output_topic(f"{APP}-per-carrier-repartition")
+        carriers = ["UA", "AA", "B6", "DL", "EV", "MQ", "US", "WN"]
+        for i, name in enumerate(carriers):
+            flights.pipe_input(f"N{i}", {"carrier": name, "dep_time": 1}, timestamp_ms=i)
+
+        for record in repartitioned.read_records_to_list():
+            assert record.partition == partition_for_key(record.key.encode(), partitions)
+        processed = {str(task.id): task.records_processed for task in driver.tasks()}
+        inputs_per_partition = [0] * partitions
+        counts_per_partition = [0] * partitions
+        for i, name in enumerate(carriers):
+            inputs_per_partition[partition_for_key(f"N{i}".encode(), partitions)] += 1
+            counts_per_partition[partition_for_key(name.encode(), partitions)] += 1
+        assert [processed[f"0_{p}"] for p in range(partitions)] == inputs_per_partition
+        assert [processed[f"1_{p}"] for p in range(partitions)] == counts_per_partition
+        # each count task holds exactly the carriers of its partition
+        for task in driver.tasks():
+            if task.id.subtopology == 1:
+                keys = {k.decode() for k, _ in task.stores["counts"].inner.items()}
+                assert keys == {c for c in carriers if partition_for_key(c.encode(), partitions) == task.id.partition}
+
+
+def test_repartition_topic_count_follows_the_upstream_source_partitions() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}, partitions={"flights": 4}) as driver:
+        assert driver.cluster.partitions(f"{APP}-per-carrier-repartition") == 4
+        assert driver.cluster.partitions(f"{APP}-counts-changelog") == 4
+
+
+def test_store_writes_are_captured_in_the_changelog_at_each_commit() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}) as driver:
+        flights = driver.create_input_topic("flights")
+        changelog = driver.create_output_topic(f"{APP}-counts-changelog")
+        flights.pipe_records(
+            [("N1", {"carrier": "UA", "dep_time": 1}, 10), ("N2", {"carrier": "UA", "dep_time": 1}, 20)]
+        )
+        assert changelog.read_records_to_list() == [TestRecord("UA", 1, 10), TestRecord("UA", 2, 20)]
+
+
+def test_memory_and_rocksdb_backends_give_the_same_results() -> None:
+    results = []
+    for backend in ("memory", "rocksdb"):
+        with TopologyTestDriver(flights_like(), {"application.id": APP}, store_backend=backend) as driver:
+            flights = driver.create_input_topic("flights")
+            flights.pipe_records(FLIGHTS)
+            results.append(
+                (
+                    driver.create_output_topic("departures").read_records_to_list(),
+                    driver.get_key_value_store("counts").to_dict(),
+                )
+            )
+    assert results[0] == results[1]
+
+
+def test_records_without_timestamp_get_the_topic_time_which_auto_advances() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}, initial_wall_clock_ms=50_000) as driver:
+        default = driver.create_input_topic("flights")
+        stepped = driver.create_input_topic("flights", start_timestamp_ms=100, auto_advance_ms=10)
+        departures = driver.create_output_topic("departures")
+        default.pipe_input("N1", {"carrier": "UA", "dep_time": 1})
+        stepped.pipe_input("N2", {"carrier": "UA", "dep_time": 1})
+        stepped.pipe_input("N3", {"carrier": "UA", "dep_time": 1})
+        stepped.advance_time(1_000)
+        stepped.pipe_input("N4", {"carrier": "UA", "dep_time": 1})
+        assert [r.timestamp_ms for r in departures.read_records_to_list()] == [50_000, 100, 110, 1_120]
+
+
+def test_wall_clock_time_only_moves_forward_when_told() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}, initial_wall_clock_ms=1_000) as driver:
+        assert driver.wall_clock_ms == 1_000
+        driver.advance_wall_clock_time(500)
+        assert driver.wall_clock_ms == 1_500
+        with pytest.raises(ValueError, match="cannot go back"):
+            driver.advance_wall_clock_time(-1)
+        assert driver.create_input_topic("flights").current_time_ms == 1_500
+
+
+def test_serdes_default_to_the_topology_and_can_be_overridden() -> None:
+    with TopologyTestDriver(flights_like(), {"application.id": APP}) as driver:
+        flights = driver.create_input_topic("flights")
+        assert (flights.key_serde.name, flights.value_serde.name) == ("string", "json")
+        raw = driver.create_output_topic("departures", key_serde="bytes", value_serde=serde_for("bytes"))
+        flights.pipe_input("N1", {"carrier": "UA", "dep_time": 1})
+        assert raw.read_key_value() == (b"UA", (1).to_bytes(8, "big"))
+        with pytest.raises(ValueError, match="pass key_serde"):
+            driver.create_output_topic("not-written-by-the-topology")
+        with pytest.raises(SerdeError):
+            flights.pipe_input(1, {"carrier": "UA"})
+
+
+def test_piping_into_a_topic_the_topology_does_not_read_is_an_error() -> None:
+    with (
+        TopologyTestDriver(flights_like(), {"application.id": APP}) as driver,
+        pytest.raises(ValueError, match="not read"),
+    ):
+        driver.create_input_topic("departures", "string", "long")
+
+
+def test_a_failing_user_function_raises_and_the_driver_still_closes(tmp_path: Path) -> None:
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde="string", value_serde="json").filter(fail_on_boom).to("out")
+    driver = TopologyTestDriver(builder, {"application.id": APP, "state.dir": str(tmp_path)})
+    source = driver.create_input_topic("in")
+    out = driver.create_output_topic("out", "string", "json")
+    source.pipe_input("a", {"boom": False})
+    with pytest.raises(ProcessingError, match="boom"):
+        source.pipe_input("b", {"boom": True})
+    driver.close()
+    assert out.read_key_value() == ("a", {"boom": False})
+
+
+def test_close_removes_the_temporary_state_dir_and_refuses_more_work() -> None:
+    driver = TopologyTestDriver(flights_like())
+    state_dir = Path(driver.config.state_dir)
+    flights = driver.create_input_topic("flights")
+    flights.pipe_input("N1", {"carrier": "UA", "dep_time": 1})
+    assert (state_dir / driver.application_id / "1_0" / "rocksdb" / "counts").is_dir()
+    driver.close()
+    assert not state_dir.exists()
+    with pytest.raises(RuntimeError, match="closed"):
+        flights.pipe_input("N2", {"carrier": "UA", "dep_time": 1})
+
+
+def test_topology_can_be_given_as_a_document() -> None:
+    document = flights_like().build().to_dict()
+    with TopologyTestDriver(document, {"application.id": APP}) as driver:
+        driver.create_input_topic("flights").pipe_input("N1", {"carrier": "UA", "dep_time": 1})
+        assert driver.create_output_topic("departures").read_key_values_to_map() == {"UA": 1}
+
+
+def test_copartitioning_violations_are_refused_at_start() -> None:
+    builder = StreamsBuilder()
+    builder.stream(["a", "b"], key_serde="string", value_serde="json").group_by_key().count(store="s")
+    with pytest.raises(TopologyError):
+        TopologyTestDriver(builder, partitions={"a": 2, "b": 3})
+
+
+def test_unknown_store_is_a_key_error() -> None:
+    with TopologyTestDriver(flights_like()) as driver, pytest.raises(KeyError, match="no store"):
+        driver.get_key_value_store("missing")
