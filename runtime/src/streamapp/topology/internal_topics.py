@@ -4,9 +4,13 @@ Rules (Kafka Streams' ``RepartitionTopics`` / ``ChangelogTopics``):
 
 - A sub-topology has one task per partition of its source topics, which must all have the same partition
   count (co-partitioning: task ``<subtopology>_<p>`` reads partition ``p`` of each of them).
-- A repartition topic has the node's ``partitions`` if set, else the maximum partition count of the source
-  topics of the sub-topology that writes it (recursively through upstream repartition topics).
-- A changelog topic has one partition per task of the sub-topology that owns the store.
+- A repartition topic has the node's ``partitions`` if set. Otherwise, when the sub-topology that reads it
+  also reads external topics (a join or merge with a topic), it takes their partition count, so both sides
+  of the join are co-partitioned (Kafka's ``CopartitionedTopicsEnforcer``); else, when that sub-topology's
+  other repartition topics set ``partitions``, it takes theirs; else the maximum partition count of the
+  source topics of the sub-topology that writes it (recursively through upstream repartition topics).
+- A changelog topic has one partition per task of the sub-topology that owns the store. A global store
+  (owned by a ``global_table`` node, in no sub-topology) has no changelog: its topic is its changelog.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class PartitionCounts:
         self._external = external
         self._by_suffix = {node.topic_suffix: node for node in repartitions.values()}
         self._writer = {ref.name: sub for sub in subtopologies for ref in sub.sink_topics if ref.internal}
+        self._reader = {ref.name: sub for sub in subtopologies for ref in sub.source_topics if ref.internal}
         self._resolved: dict[str, int] = {}
         self._resolving: set[str] = set()
 
@@ -67,17 +72,36 @@ class PartitionCounts:
         if node.partitions is not None:
             count = node.partitions
         else:
-            if suffix in self._resolving:
-                raise TopologyError(
-                    f"node '{node.name}': partition count of repartition topic '{suffix}' depends on "
-                    "itself; set partitions on the node"
-                )
-            self._resolving.add(suffix)
-            writer = self._writer[suffix]
-            count = max(self.topic(src) for src in writer.source_topics)
-            self._resolving.discard(suffix)
+            reader = self._reader.get(suffix)
+            group = reader.source_topics if reader is not None else [TopicRef(name=suffix, internal=True)]
+            external = [ref for ref in group if not ref.internal]
+            enforced = [
+                self._by_suffix[ref.name].partitions
+                for ref in group
+                if ref.internal and self._by_suffix[ref.name].partitions is not None
+            ]
+            if external:
+                count = max(self.topic(ref) for ref in external)
+            elif enforced:
+                count = max(p for p in enforced if p is not None)
+            else:
+                count = max(self._upstream(ref.name) for ref in group)
         self._resolved[suffix] = count
         return count
+
+    def _upstream(self, suffix: str) -> int:
+        """The maximum partition count of the source topics of the sub-topology writing ``suffix``."""
+        node = self._by_suffix[suffix]
+        if suffix in self._resolving:
+            raise TopologyError(
+                f"node '{node.name}': partition count of repartition topic '{suffix}' depends on "
+                "itself; set partitions on the node"
+            )
+        self._resolving.add(suffix)
+        try:
+            return max(self.topic(src) for src in self._writer[suffix].source_topics)
+        finally:
+            self._resolving.discard(suffix)
 
     def tasks(self, sub: Subtopology) -> int:
         """The task count of a sub-topology; TopologyError when its source topics are not co-partitioned."""
@@ -111,6 +135,8 @@ def internal_topics(
         counts.tasks(sub)  # co-partitioning holds everywhere, not only where stores live
     owner = {store: sub for sub in subtopologies for store in sub.stores}
     for store in stores:
+        if store.name not in owner:
+            continue  # a global store (validation guarantees every other store has an owner)
         topics.append(
             InternalTopic(
                 name=f"{application_id}-{changelog_topic_suffix(store.name)}",
