@@ -42,7 +42,7 @@ from streamapp.testing.stores import KeyValueStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
 from streamapp.topology import RepartitionNode, TopologyDescription, TopologyError
 
-__all__ = ["DEFAULT_APPLICATION_ID", "TopologyTestDriver"]
+__all__ = ["DEFAULT_APPLICATION_ID", "TopologyTestDriver", "declared_serdes"]
 
 DEFAULT_APPLICATION_ID = "topology-test-driver"
 """``application.id`` when the config has none (it prefixes internal topic names)."""
@@ -293,7 +293,7 @@ class TopologyTestDriver:
         raise ValueError(f"store_backend must be 'rocksdb' or 'memory', got {backend!r}")
 
     def _serdes(self, topic: str, key_serde: SerdeArg, value_serde: SerdeArg, reading: bool) -> tuple[Serde, Serde]:
-        declared = _declared_serdes(self.description, self.application_id, topic, reading)
+        declared = declared_serdes(self.description, self.application_id, topic, reading)
         resolved: list[Serde] = []
         for role, given, index in (("key", key_serde, 0), ("value", value_serde, 1)):
             if given is None:
@@ -325,7 +325,7 @@ def _description_of(topology: TopologyArg) -> TopologyDescription:
     return TopologyDescription.from_dict(topology)
 
 
-def _declared_serdes(
+def declared_serdes(
     description: TopologyDescription, application_id: str, topic: str, reading: bool
 ) -> set[tuple[str, str]]:
     """The ``(key serde, value serde)`` pairs the topology declares for reading or writing ``topic``.

@@ -1,0 +1,553 @@
+"""The dual-engine conformance harness: one topology, one input, the same output on both engines.
+
+``engine.run(topology, inputs, outputs, config)`` runs ``topology`` and returns what it wrote:
+
+- ``inputs``: ``[(topic, key, value, timestamp_ms), ...]`` typed records, serialized with the serdes of the
+  source node that reads ``topic``, produced in this order (partition by murmur2 of the serialized key);
+- ``outputs``: topic names to read; ``"{application_id}"`` in a name is replaced by the run's application
+  id, so internal topics can be read too (``"{application_id}-counts-changelog"``);
+- returns ``{output name as given: [(key, value, timestamp_ms), ...]}``, deserialized with the serdes the
+  topology declares for writing the topic: the records of partition 0 in offset order, then partition 1, ...
+
+Engines:
+
+- ``DriverEngine`` ("driver"): ``streamapp.testing.TopologyTestDriver``, in-process;
+- ``BrokerEngine`` ("broker"): the real local Kafka broker and a real ``streamapp run`` process (one stream
+  thread, its worker process and all). Every run gets a unique ``application.id`` and a unique prefix for
+  the topology's external topics (the description is rewritten, results are keyed by the original
+  names); the external and internal topics are created up front; the inputs are produced once the
+  instance is ready; the run ends when the group's committed offsets reached the end of every consumed
+  partition and nothing changed for a quiet period; the instance is stopped with SIGTERM and the
+  outputs are read with ``isolation.level=read_committed``.
+
+Records of one partition are processed in order on both engines; records of different partitions (two
+input topics of one task, or two tasks) may interleave differently on the broker. For inputs whose result
+depends on their order across partitions (a stream-table join fed on both sides) pass
+``one_at_a_time=True``: the broker engine then waits until each input is fully processed before it
+produces the next, which is what the driver does. ``compare=True`` on the broker engine also runs the
+driver and asserts both outputs are identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import yaml
+from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from streamapp import StreamsBuilder, TopologyDescription
+from streamapp.serdes import Serde, serde_for
+from streamapp.testing import TopologyTestDriver
+from streamapp.testing.driver import declared_serdes
+
+__all__ = ["BrokerEngine", "DriverEngine", "Engine", "Input", "Outputs", "assert_same_outputs", "final_values"]
+
+Input = tuple[str, Any, Any, int]
+"""``(topic, key, value, timestamp_ms)``."""
+OutputRecord = tuple[Any, Any, int]
+Outputs = dict[str, list[OutputRecord]]
+TopologyArg = StreamsBuilder | TopologyDescription | Mapping[str, Any]
+Compare = Literal["records", "final"]
+
+DRIVER_APPLICATION_ID = "conformance"
+TESTS_DIR = Path(__file__).resolve().parent.parent
+STREAMAPP = Path(sys.executable).parent / "streamapp"
+
+
+class Engine(Protocol):
+    name: str
+
+    def run(
+        self,
+        topology: TopologyArg,
+        inputs: Sequence[Input],
+        outputs: Sequence[str],
+        config: Mapping[str, Any] | None = None,
+        *,
+        partitions: Mapping[str, int] | None = None,
+        one_at_a_time: bool = False,
+        compare: bool | Compare = False,
+    ) -> Outputs: ...
+
+
+def describe(topology: TopologyArg) -> TopologyDescription:
+    if isinstance(topology, TopologyDescription):
+        return topology
+    if isinstance(topology, StreamsBuilder):
+        return topology.build()
+    return TopologyDescription.from_dict(topology)
+
+
+def output_serdes(description: TopologyDescription, application_id: str, topic: str) -> tuple[Serde, Serde]:
+    """The serdes the topology writes ``topic`` with; AssertionError when it declares none or several."""
+    pairs = declared_serdes(description, application_id, topic, reading=False)
+    assert len(pairs) == 1, f"output topic '{topic}': the topology declares serdes {sorted(pairs)}"
+    key, value = pairs.pop()
+    return serde_for(key), serde_for(value)
+
+
+def input_serdes(description: TopologyDescription, topic: str) -> tuple[Serde, Serde]:
+    pairs = declared_serdes(description, DRIVER_APPLICATION_ID, topic, reading=True)
+    assert len(pairs) == 1, f"input topic '{topic}': the topology declares serdes {sorted(pairs)}"
+    key, value = pairs.pop()
+    return serde_for(key), serde_for(value)
+
+
+def check_inputs(inputs: Sequence[Input]) -> None:
+    """Refuse inputs both engines cannot reproduce: timestamps must be positive (librdkafka stamps a record
+    produced with timestamp 0 with the current time)."""
+    for topic, key, _, timestamp_ms in inputs:
+        if not isinstance(timestamp_ms, int) or timestamp_ms <= 0:
+            raise ValueError(
+                f"input ({topic!r}, {key!r}, ...): timestamp_ms must be a positive int, got {timestamp_ms!r}"
+            )
+
+
+def final_values(records: Sequence[OutputRecord]) -> dict[Any, Any]:
+    """The last value per key of a topic's records (a table's final state; tombstones remove the key)."""
+    table: dict[Any, Any] = {}
+    for key, value, _ in records:
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    return table
+
+
+def assert_same_outputs(driver: Outputs, broker: Outputs, mode: Compare = "records") -> None:
+    """Assert two engines' outputs are identical.
+
+    ``mode="records"``: record for record (key, value, timestamp), naming the first that differs;
+    ``mode="final"``: the same last value per key in every topic (for inputs spread over several partitions,
+    whose interleaving across partitions may differ between engines).
+    """
+    for topic in sorted(set(driver) | set(broker)):
+        left, right = driver.get(topic, []), broker.get(topic, [])
+        if mode == "final":
+            assert final_values(left) == final_values(right), (
+                f"topic '{topic}': final values differ: driver {final_values(left)!r} != broker {final_values(right)!r}"
+            )
+            continue
+        for i, (a, b) in enumerate(zip(left, right, strict=False)):
+            assert a == b, f"topic '{topic}' record {i}: driver {a!r} != broker {b!r}"
+        assert len(left) == len(right), (
+            f"topic '{topic}': driver wrote {len(left)} records, broker {len(right)}: {left!r} vs {right!r}"
+        )
+
+
+# -- the driver --------------------------------------------------------------------------------------
+
+
+class DriverEngine:
+    """Runs on ``streamapp.testing.TopologyTestDriver`` (application id ``conformance``)."""
+
+    name = "driver"
+
+    def run(
+        self,
+        topology: TopologyArg,
+        inputs: Sequence[Input],
+        outputs: Sequence[str],
+        config: Mapping[str, Any] | None = None,
+        *,
+        partitions: Mapping[str, int] | None = None,
+        one_at_a_time: bool = False,
+        compare: bool | Compare = False,
+    ) -> Outputs:
+        check_inputs(inputs)
+        settings = {**(config or {}), "application.id": DRIVER_APPLICATION_ID}
+        with TopologyTestDriver(describe(topology), settings, partitions=partitions) as driver:
+            topics = {}
+            for topic, key, value, timestamp_ms in inputs:
+                if topic not in topics:
+                    topics[topic] = driver.create_input_topic(topic)
+                topics[topic].pipe_input(key, value, timestamp_ms)
+            result: Outputs = {}
+            for name in outputs:
+                records = driver.create_output_topic(name.format(application_id=DRIVER_APPLICATION_ID))
+                ordered = sorted(records.read_records_to_list(), key=lambda r: r.partition or 0)
+                result[name] = [(r.key, r.value, r.timestamp_ms or 0) for r in ordered]
+            return result
+
+
+# -- the broker --------------------------------------------------------------------------------------
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rename_topics(document: dict[str, Any], rename: Callable[[str], str]) -> dict[str, Any]:
+    """A copy of a description document with every external topic name (``topic``/``topics``) renamed."""
+    nodes = []
+    for node in document["nodes"]:
+        node = dict(node)
+        if isinstance(node.get("topics"), list):
+            node["topics"] = [rename(t) for t in node["topics"]]
+        if isinstance(node.get("topic"), str):
+            node["topic"] = rename(node["topic"])
+        nodes.append(node)
+    return {**document, "nodes": nodes}
+
+
+class BrokerEngine:
+    """Runs a ``streamapp run`` process against the broker at ``bootstrap`` (see the module docstring)."""
+
+    name = "broker"
+
+    def __init__(
+        self, bootstrap: str, workdir: Path, timeout_s: float = 120.0, quiet_s: float = 1.0, delete_topics: bool = True
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.workdir = workdir
+        self.timeout_s = timeout_s
+        self.quiet_s = quiet_s
+        self.delete_topics = delete_topics
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def run(
+        self,
+        topology: TopologyArg,
+        inputs: Sequence[Input],
+        outputs: Sequence[str],
+        config: Mapping[str, Any] | None = None,
+        *,
+        partitions: Mapping[str, int] | None = None,
+        one_at_a_time: bool = False,
+        compare: bool | Compare = False,
+    ) -> Outputs:
+        check_inputs(inputs)
+        description = describe(topology)
+        run = _BrokerRun(self, description, dict(config or {}), dict(partitions or {}))
+        try:
+            result = run.execute(inputs, outputs, one_at_a_time)
+        finally:
+            run.cleanup()
+        if compare:
+            expected = DriverEngine().run(description, inputs, outputs, config, partitions=partitions)
+            assert_same_outputs(expected, result, "records" if compare is True else compare)
+        return result
+
+
+class _BrokerRun:
+    """One broker run: topics, the instance, inputs, the wait, the outputs."""
+
+    def __init__(
+        self, engine: BrokerEngine, description: TopologyDescription, config: dict[str, Any], partitions: dict[str, int]
+    ) -> None:
+        self.engine = engine
+        self.description = description
+        self.prefix = unique("cf")
+        self.app_id = f"{self.prefix}-app"
+        self.workdir = engine.workdir / self.prefix
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.external = sorted(set(description.external_source_topics()) | set(description.sink_topics()))
+        self.partitions = partitions
+        self.config = {
+            "commit.interval.ms": 100,
+            **config,
+            "application.id": self.app_id,
+            "bootstrap.servers": engine.bootstrap,
+            "num.stream.threads": 1,
+            "state.dir": str(self.workdir / "state"),
+        }
+        self.transactional = str(self.config.get("processing.guarantee", "")).startswith("exactly_once")
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = free_port()
+        self.log_file = self.workdir / "streamapp.log"
+        self.created: list[str] = []
+        self._last_data_offset: dict[tuple[TopicPartition, int], int] = {}
+        self._partition_counts: dict[str, int] = {}
+        self._probe: Any = None
+
+    def topic(self, name: str) -> str:
+        """The broker-side name of one of the topology's topics (external ones get the run's prefix)."""
+        return f"{self.prefix}.{name}" if name in self.external else name.format(application_id=self.app_id)
+
+    # -- steps ---------------------------------------------------------------------------------------
+
+    def execute(self, inputs: Sequence[Input], outputs: Sequence[str], one_at_a_time: bool) -> Outputs:
+        self.create_topics()
+        self.start()
+        self.wait_ready()
+        producer = Producer(
+            {"bootstrap.servers": self.engine.bootstrap, "partitioner": "murmur2_random", "linger.ms": 0}
+        )
+        serdes: dict[str, tuple[Serde, Serde]] = {}
+        for topic, key, value, timestamp_ms in inputs:
+            if topic not in serdes:
+                serdes[topic] = input_serdes(self.description, topic)
+            key_serde, value_serde = serdes[topic]
+            producer.produce(
+                self.topic(topic),
+                key=key_serde.serialize(key),
+                value=value_serde.serialize(value),
+                timestamp=timestamp_ms,
+            )
+            if one_at_a_time:
+                assert producer.flush(30) == 0, "inputs were not delivered"
+                self.wait_processed(quiet=False)
+        assert producer.flush(30) == 0, "inputs were not delivered"
+        self.wait_processed()
+        code = self.stop()
+        assert code == 0, f"streamapp exited with {code}; log:\n{self.log_tail()}"
+        return {name: self.read(name) for name in outputs}
+
+    def create_topics(self) -> None:
+        sources = {t: self.partitions.get(t, 1) for t in self.description.external_source_topics()}
+        wanted: dict[str, tuple[int, dict[str, str]]] = {
+            self.topic(t): (self.partitions.get(t, 1), {}) for t in self.external
+        }
+        for internal in self.description.internal_topics(self.app_id, sources):
+            wanted[internal.name] = (internal.partitions, dict(internal.config))
+        futures = self.engine.admin.create_topics(
+            [NewTopic(name, count, 1, config=config) for name, (count, config) in wanted.items()]
+        )
+        for name, future in futures.items():
+            future.result()
+            self.created.append(name)
+
+    def start(self) -> None:
+        topology_file = self.workdir / "topology.yaml"
+        config_file = self.workdir / "streams.yaml"
+        document = rename_topics(self.description.to_dict(), lambda t: self.topic(t))
+        topology_file.write_text(yaml.safe_dump(document))
+        config_file.write_text(yaml.safe_dump({**self.config, "http.port": self.port}))
+        env = {**os.environ, "STREAMAPP_HTTP_HOST": "127.0.0.1"}
+        env.pop("STREAMAPP_INSTANCE_ID", None)
+        paths = [str(TESTS_DIR), str(Path(__file__).resolve().parent), *sys.path]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p and Path(p).is_dir())
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(
+                [str(STREAMAPP), "run", "--topology", str(topology_file), "--config", str(config_file)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+
+    def wait_ready(self) -> None:
+        self._wait(lambda: self._http("/readyz") == 200, "the instance to be ready")
+
+    def wait_processed(self, quiet: bool = True) -> None:
+        """Wait until every consumed partition is committed to its end (and, with ``quiet``, nothing moved for
+        ``quiet_s`` after that).
+
+        Sound without the quiet period: committed offsets are read *before* end offsets, and a task commits
+        an input offset only after everything it produced is acknowledged, so "committed >= end" for every
+        consumed partition means no record is in flight. The quiet period guards what that cannot see
+        (output without input, e.g. wall-clock punctuation).
+        """
+        consumed = [self.topic(t) for t in self.description.external_source_topics()] + [
+            self.description.repartition_topic(self.app_id, node.name)
+            for node in self.description.nodes
+            if node.type == "repartition"
+        ]
+        watched = [
+            *consumed,
+            *(self.topic(t) for t in self.description.sink_topics()),
+            *(self.description.changelog_topic(self.app_id, s.name) for s in self.description.stores),
+        ]
+        deadline = time.monotonic() + self.engine.timeout_s
+        while True:
+            self._assert_running()
+            if self._caught_up(consumed):
+                if not quiet:
+                    return
+                snapshot = self._end_offsets(watched)
+                time.sleep(self.engine.quiet_s)
+                if self._end_offsets(watched) == snapshot and self._caught_up(consumed):
+                    return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"the instance did not process every input within {self.engine.timeout_s:.0f}s; "
+                    f"log:\n{self.log_tail()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, timeout_s: float = 60.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"streamapp did not stop within {timeout_s:.0f}s; log:\n{self.log_tail()}") from None
+
+    def read(self, name: str) -> list[OutputRecord]:
+        """Every committed record of output ``name``: partition 0 in offset order, then 1, ..."""
+        topic = self.topic(name)
+        key_serde, value_serde = output_serdes(
+            self.description, self.app_id, topic if name not in self.external else name
+        )
+        ends = self._end_offsets([topic])
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.engine.bootstrap,
+                "group.id": unique("reader"),
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        records: dict[int, list[tuple[int, OutputRecord]]] = {}
+        try:
+            partitions = [TopicPartition(topic, tp.partition, OFFSET_BEGINNING) for tp, end in ends.items() if end > 0]
+            if partitions:
+                consumer.assign(partitions)
+            remaining = {tp.partition for tp in partitions}
+            deadline = time.monotonic() + 30
+            idle_since = time.monotonic()
+            while remaining and time.monotonic() < deadline:
+                message = consumer.poll(0.2)
+                if message is None:
+                    positions = consumer.position([TopicPartition(topic, p) for p in remaining])
+                    remaining -= {
+                        tp.partition for tp in positions if tp.offset >= ends[TopicPartition(topic, tp.partition)]
+                    }
+                    if time.monotonic() - idle_since > 3:  # only transaction markers left
+                        break
+                    continue
+                if message.error():
+                    continue
+                idle_since = time.monotonic()
+                p, offset = int(message.partition() or 0), int(message.offset() or 0)
+                _, timestamp = message.timestamp()
+                value = (key_serde.deserialize(message.key()), value_serde.deserialize(message.value()), timestamp)
+                records.setdefault(p, []).append((offset, value))
+                if offset + 1 >= ends[TopicPartition(topic, p)]:
+                    remaining.discard(p)
+        finally:
+            consumer.close()
+        return [record for p in sorted(records) for _, record in sorted(records[p], key=lambda r: r[0])]
+
+    def cleanup(self) -> None:
+        self.kill()
+        if self._probe is not None:
+            self._probe.close()
+        if self.engine.delete_topics and self.created:
+            with contextlib.suppress(Exception):
+                for future in self.engine.admin.delete_topics(self.created).values():
+                    future.result()
+
+    def kill(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def log_tail(self, lines: int = 80) -> str:
+        if not self.log_file.exists():
+            return "(no log)"
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+    # -- internals -----------------------------------------------------------------------------------
+
+    def _wait(self, condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + self.engine.timeout_s
+        while time.monotonic() < deadline:
+            self._assert_running()
+            if condition():
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}; log:\n{self.log_tail()}")
+
+    def _assert_running(self) -> None:
+        assert self.process is not None
+        code = self.process.poll()
+        assert code is None, f"streamapp exited with {code}; log:\n{self.log_tail()}"
+
+    def _http(self, path: str) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+        except OSError:
+            return 0
+
+    def _end_offsets(self, topics: Sequence[str]) -> dict[TopicPartition, int]:
+        """High watermarks of every partition of ``topics`` (topics that do not exist are left out)."""
+        if self._probe is None:
+            self._probe = Consumer({"bootstrap.servers": self.engine.bootstrap, "group.id": unique("probe")})
+        ends: dict[TopicPartition, int] = {}
+        for topic in topics:
+            metadata = self._probe.list_topics(topic, timeout=10).topics.get(topic)
+            if metadata is None or metadata.error is not None:
+                continue
+            for p in metadata.partitions:
+                tp = TopicPartition(topic, p)
+                ends[tp] = int(self._probe.get_watermark_offsets(tp, timeout=10, cached=False)[1])
+        return ends
+
+    def _caught_up(self, consumed: Sequence[str]) -> bool:
+        """True when the group committed every consumed partition up to its end (committed offsets are read
+        first, end offsets second: see ``wait_processed``)."""
+        partitions = [TopicPartition(t, p) for t in consumed for p in range(self._partition_count(t))]
+        group = ConsumerGroupTopicPartitions(self.app_id, partitions)
+        result = self.engine.admin.list_consumer_group_offsets([group])[self.app_id].result()
+        committed = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+        for tp, end in self._end_offsets(consumed).items():
+            offset = committed.get((tp.topic, tp.partition), -1)
+            if end == 0 or offset >= end:
+                continue
+            # a transactional writer leaves commit markers after its last record: compare with that record
+            if not self.transactional or offset < 0 or offset < self._last_data_offset_plus_one(tp, end):
+                return False
+        return True
+
+    def _partition_count(self, topic: str) -> int:
+        counts = self._partition_counts.get(topic)
+        if counts is None:
+            counts = len(self._end_offsets([topic]))
+            self._partition_counts[topic] = counts
+        return counts
+
+    def _last_data_offset_plus_one(self, tp: TopicPartition, end: int) -> int:
+        cached = self._last_data_offset.get((tp, end))
+        if cached is not None:
+            return cached
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.engine.bootstrap,
+                "group.id": unique("probe"),
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        last = 0
+        try:
+            consumer.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING)])
+            idle = 0
+            while idle < 3:
+                message = consumer.poll(0.2)
+                if message is None or message.error():
+                    idle += 1
+                    continue
+                idle = 0
+                last = int(message.offset() or 0) + 1
+                if last >= end:
+                    break
+        finally:
+            consumer.close()
+        self._last_data_offset[(tp, end)] = last
+        return last
