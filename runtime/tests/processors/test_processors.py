@@ -8,8 +8,8 @@ import pytest
 from streamapp import processors
 from streamapp.processors import PROCESSOR_BUILDERS, BuildContext, build_task_processors
 from streamapp.processors.aggregate import CountProcessor
-from streamapp.processors.base import ProcessorMetrics
-from streamapp.processors.stateless import FilterProcessor, MapValuesProcessor, SelectKeyProcessor
+from streamapp.processors.base import Change, ProcessorMetrics
+from streamapp.processors.stateless import FilterProcessor, MapValuesProcessor, SelectKeyProcessor, ToStreamProcessor
 from streamapp.serdes import serde_for
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.stores import TypedKeyValueStore
@@ -48,14 +48,14 @@ def test_select_key_keeps_the_value() -> None:
     assert out.records == [("UA", {"c": "UA"}, 1)]
 
 
-def test_count_emits_the_new_count_per_key_and_skips_null_keys_and_values() -> None:
+def test_count_emits_the_change_of_the_count_per_key_and_skips_null_keys_and_values() -> None:
     out = Collect()
     metrics = ProcessorMetrics()
     store = TypedKeyValueStore(InMemoryStoreView(), serde_for("string"), serde_for("long"))
     p = CountProcessor(store, [out], metrics)
     for key, value in [("a", 1), ("b", 1), ("a", 1), (None, 1), ("a", None)]:
         p.process(key, value, 5)
-    assert out.records == [("a", 1, 5), ("b", 1, 5), ("a", 2, 5)]
+    assert out.records == [("a", Change(1, None), 5), ("b", Change(1, None), 5), ("a", Change(2, 1), 5)]
     assert store.get("a") == 2
     assert metrics.dropped_records == 2
 
@@ -135,3 +135,48 @@ def test_a_node_type_without_runtime_processor_is_an_error(monkeypatch: pytest.M
     upstream, _ = TOPOLOGY.subtopologies()
     with pytest.raises(TopologyError, match="node 'up': the runtime has no processor for type 'map_values'"):
         build_task_processors(TOPOLOGY, upstream, context([], processors.source_node_names(TOPOLOGY, upstream)))
+
+
+def test_to_stream_forwards_the_new_value_of_each_change_and_a_tombstone_for_a_delete() -> None:
+    out = Collect()
+    p = ToStreamProcessor([out])
+    p.process("a", Change(2, 1), 4)
+    p.process("a", Change(None, 2), 5)
+    assert out.records == [("a", 2, 4), ("a", None, 5)]
+
+
+MERGE = TopologyDescription.from_dict(
+    {
+        "nodes": [
+            {"name": "a", "type": "source", "topics": ["a"], "keySerde": "string", "valueSerde": "string"},
+            {"name": "b", "type": "source", "topics": ["b"], "keySerde": "string", "valueSerde": "string"},
+            {"name": "both", "type": "merge", "inputs": ["a", "b"]},
+            {
+                "name": "out",
+                "type": "sink",
+                "input": "both",
+                "topic": "out",
+                "keySerde": "string",
+                "valueSerde": "string",
+            },
+        ]
+    }
+)
+
+
+def test_merge_forwards_the_records_of_every_input_once() -> None:
+    (sub,) = MERGE.subtopologies()
+    sent: list[tuple[str, bytes | None, bytes | None, int]] = []
+    ctx = BuildContext(
+        application_id="app",
+        partition=0,
+        source_nodes=processors.source_node_names(MERGE, sub),
+        functions={},
+        topic_of=lambda node: node,
+        store=no_store,
+        send=lambda topic, key, value, ts: sent.append((topic, key, value, ts)),
+    )
+    sources = build_task_processors(MERGE, sub, ctx)
+    sources["a"].process(b"k1", b"x", 1)
+    sources["b"].process(b"k2", b"y", 2)
+    assert sent == [("out", b"k1", b"x", 1), ("out", b"k2", b"y", 2)]

@@ -1,4 +1,4 @@
-"""KStream, KGroupedStream and KTable: the fluent DSL over a StreamsBuilder.
+"""KStream: the fluent record-stream DSL over a StreamsBuilder (KGroupedStream and KTable live next door).
 
 Each method records one or more core nodes (``streamapp.topology.nodes``) and returns the next handle.
 Serdes are tracked along the chain: a step without an explicit serde keeps the current one (so pass
@@ -11,7 +11,13 @@ the count's store, so its topic is ``<applicationId>-<name>-repartition``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
+from streamapp.dsl.grouped import KGroupedStream
+from streamapp.dsl.tables import KTable
+
+__all__ = ["KGroupedStream", "KStream", "KTable"]
 
 
 class KStream:
@@ -72,6 +78,57 @@ class KStream:
             key_changed=self.key_changed,
         )
 
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """The records of this stream and ``other`` as one stream (Kafka's ``KStream.merge``).
+
+        Keeps this stream's serdes; the result counts as re-keyed when either input is. Both streams must
+        come from co-partitioned topics (else the topology is rejected when partition counts are known).
+        """
+        node = self._builder._add("merge", name, "KSTREAM-MERGE-", inputs=[self.node, other.node])
+        return self._next(node, key_changed=self.key_changed or other.key_changed)
+
+    def join(
+        self,
+        other: Any,
+        *args: Any,
+        name: str | None = None,
+        store: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Inner join (``streamapp.dsl.joins``): with a KStream ``join(other, joiner, windows)`` (JoinWindows),
+        with a KTable ``join(table, joiner)``, with a GlobalKTable ``join(global_table, key_selector, joiner)``.
+        ``joiner(left value, right value)``; a re-keyed stream is repartitioned first."""
+        from streamapp.dsl.joins import stream_join
+
+        return stream_join(self, other, "inner", *args, name=name, store=store, value_serde=value_serde)
+
+    def left_join(
+        self,
+        other: Any,
+        *args: Any,
+        name: str | None = None,
+        store: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Left join: like ``join``, and every record of this stream without a partner is joined with ``None``."""
+        from streamapp.dsl.joins import stream_join
+
+        return stream_join(self, other, "left", *args, name=name, store=store, value_serde=value_serde)
+
+    def outer_join(
+        self,
+        other: Any,
+        *args: Any,
+        name: str | None = None,
+        store: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Outer stream-stream join ``outer_join(other, joiner, windows)``: unmatched records of either side
+        are joined with ``None`` once their window closed."""
+        from streamapp.dsl.joins import stream_join
+
+        return stream_join(self, other, "outer", *args, name=name, store=store, value_serde=value_serde)
+
     def to(
         self,
         topic: str,
@@ -106,67 +163,3 @@ class KStream:
             value_serde=value_serde or self.value_serde,
             key_changed=self.key_changed if key_changed is None else key_changed,
         )
-
-
-class KGroupedStream:
-    """A stream grouped by key, ready for an aggregation (issue 2: ``count``)."""
-
-    def __init__(
-        self,
-        builder: StreamsBuilder,
-        node: str,
-        *,
-        name: str | None,
-        key_serde: str,
-        value_serde: str,
-        key_changed: bool,
-    ) -> None:
-        self._builder = builder
-        self._node = node
-        self._name = name
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self._key_changed = key_changed
-
-    def count(self, *, name: str | None = None, store: str | None = None) -> KTable:
-        """Count records per key into key-value store ``store``; returns the KTable of counts.
-
-        ``store`` defaults to ``<name>-store`` when ``name`` is given, else to a Kafka-style generated
-        name. Records with a null key are dropped (as in Kafka Streams).
-        """
-        if name is not None:
-            self._builder._claim(name)
-        if store is not None:
-            store_name = store
-        elif name is not None:
-            store_name = f"{name}-store"
-        else:
-            store_name = self._builder._new_name("KSTREAM-AGGREGATE-STATE-STORE-")
-        self._builder._add_store(store_name, self.key_serde, "long")
-        upstream = self._node
-        if self._key_changed:
-            upstream = self._builder._add(
-                "repartition",
-                self._name or store_name,
-                "KSTREAM-REPARTITION-",
-                input=upstream,
-                key_serde=self.key_serde,
-                value_serde=self.value_serde,
-            )
-        node = self._builder._add("count", name, "KSTREAM-AGGREGATE-", input=upstream, store=store_name)
-        return KTable(self._builder, node, key_serde=self.key_serde, value_serde="long")
-
-
-class KTable:
-    """A changelog stream: the latest value per key (here: the output of an aggregation)."""
-
-    def __init__(self, builder: StreamsBuilder, node: str, *, key_serde: str, value_serde: str) -> None:
-        self._builder = builder
-        self.node = node
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's updates as a KStream of ``(key, new value)`` records."""
-        node = self._builder._add("to_stream", name, "KTABLE-TOSTREAM-", input=self.node)
-        return KStream(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde, key_changed=False)

@@ -2,7 +2,15 @@
 
 Task ``<subtopology>_<p>`` reads partition ``p`` of every source topic of its sub-topology, owns one
 instance of each of the sub-topology's stores (folder ``<state.dir>/<application.id>/<taskId>/rocksdb/
-<store>``, changelog partition ``p``) and keeps its stream time (the largest record timestamp seen).
+<store>``, changelog partition ``p``) and keeps its stream time (the largest record timestamp processed).
+
+Input (Kafka's ``StreamTask.addRecords`` / ``process``): consumed records are buffered per input partition
+(``add_record``); ``process_ready`` takes them in timestamp order across partitions, waiting for empty
+partitions as ``max.task.idle.ms`` says (``streamapp.processing.partition_group``). A record's key and value
+are deserialized, and its timestamp extracted (the source node's ``timestampExtractor``), when it reaches the
+head of its queue. Failures go to the thread's exception handlers (``streamapp.processing.errors``): a
+deserialization error, a processor raising, a sink that cannot serialize or send. A handler that continues
+skips the record (its offset is still committed); one that fails raises ProcessingError naming the record.
 
 Lifecycle: ``CREATED`` (partitions assigned) → ``initialize()`` opens the stores and builds the processors
 → ``RESTORING`` (the changelog reader brings the stores up to date) → ``RUNNING`` (processes records) →
@@ -13,17 +21,23 @@ from __future__ import annotations
 
 import enum
 import logging
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streamapp.kafka.types import ConsumerRecord, ProducerClient, TopicPartition
+from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
+from streamapp.processing.errors import ExceptionHandlers, ProcessingError
+from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
+from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
+from streamapp.processors.io import RecordSerializationError
 from streamapp.serdes import serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
-from streamapp.topology import Subtopology, TopologyDescription
+from streamapp.state.windowed_access import WindowedStateAccess
+from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 
 __all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
 
@@ -55,8 +69,12 @@ class TaskState(enum.Enum):
     CLOSED = "closed"
 
 
-class ProcessingError(RuntimeError):
-    """Processing a record failed (a user function raised, a serde rejected a value, ...)."""
+Watermarks = Callable[[TopicPartition], tuple[int, int] | None]
+"""``(low, high)`` offsets of an input partition from the consumer's last fetch, or ``None``."""
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class StreamTask:
@@ -72,6 +90,11 @@ class StreamTask:
         producer: ProducerClient,
         functions: dict[str, dict[str, Callable[..., Any]]],
         store_factory: StoreFactory,
+        *,
+        handlers: ExceptionHandlers | None = None,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+        max_task_idle_ms: int = 0,
+        global_tables: Callable[[str], TypedKeyValueStore] | None = None,
     ) -> None:
         self.id = task_id
         self.description = description
@@ -81,7 +104,8 @@ class StreamTask:
         self.state = TaskState.CREATED
         self.input_partitions: set[TopicPartition] = set()
         self.stores: dict[str, ChangeLoggingKeyValueStore] = {}
-        self.stream_time = -1
+        self.windowed_state = WindowedStateAccess(description, self.stores)
+        """Typed views of the window / session / suppression stores (rebuilt by ``initialize``)."""
         self.records_processed = 0
         self.metrics = ProcessorMetrics()
         self.consumed_offsets: dict[TopicPartition, int] = {}
@@ -90,9 +114,16 @@ class StreamTask:
         self._producer = producer
         self._functions = functions
         self._store_factory = store_factory
+        self._global_tables = global_tables
         self._sources: dict[str, Processor] = {}
+        self._extractors: dict[str, TimestampExtractor] = {}
         self._timestamp = -1
         self._checkpoint = OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME)
+        self._handlers = handlers
+        self._clock_ms = clock_ms
+        self.input = PartitionGroup(max_task_idle_ms)
+        self._current: ConsumerRecord | None = None
+        """The source record being processed (what error handlers and dead letters refer to)."""
 
     def __repr__(self) -> str:
         return f"StreamTask({self.id}, {self.state.value})"
@@ -117,6 +148,7 @@ class StreamTask:
             self._close_stores()
             raise
         self._log_checkpoint_mismatch()
+        self.windowed_state = WindowedStateAccess(self.description, self.stores)
         ctx = BuildContext(
             application_id=self.application_id,
             partition=self.id.partition,
@@ -126,18 +158,36 @@ class StreamTask:
             store=self._typed_store,
             send=self._send,
             metrics=self.metrics,
+            kinds=self.description.output_kinds(),
+            global_tables=self._global_tables,
+            windowed=self.windowed_state,
         )
         self._sources = build_task_processors(self.description, self.subtopology, ctx)
+        self._extractors = self._build_extractors()
         self.state = TaskState.RESTORING
 
     def mark_running(self) -> None:
         self.state = TaskState.RUNNING
+
+    @property
+    def stream_time(self) -> int:
+        """The largest timestamp (epoch ms) of a record this task processed; -1 before the first."""
+        return self.input.stream_time
+
+    def set_input_positions(self, positions: Mapping[TopicPartition, int | None]) -> None:
+        """Where the consumer starts reading each input partition (the committed offsets; ``None``: unknown),
+        so an empty partition's lag is known before its first record (``max.task.idle.ms``)."""
+        for tp, offset in positions.items():
+            queue = self._queue(tp)
+            if queue.fetch_position is None and offset is not None:
+                queue.fetch_position = offset
 
     def close(self, clean: bool) -> None:
         """Close the stores. ``clean``: the task was just committed, so its checkpoint is written; otherwise
         buffered writes are dropped and the stores stay at their last applied batch."""
         if self.state is TaskState.CLOSED:
             return
+        self.discard_input()
         if clean and self.has_pending_writes():
             raise RuntimeError(f"task {self.id}: clean close with uncommitted store writes")
         if clean and self.stores:
@@ -148,26 +198,140 @@ class StreamTask:
 
     # -- processing --------------------------------------------------------------------------------
 
-    def process(self, record: ConsumerRecord, partition: TopicPartition | None = None) -> None:
-        """Run one consumed record through the processor graph. Raises ProcessingError.
+    def add_record(self, record: ConsumerRecord, partition: TopicPartition) -> int:
+        """Buffer a consumed record of input ``partition``; returns how many that partition has buffered."""
+        queue = self.input.queues.get(partition) or self._queue(partition)
+        queue.add(record)
+        return len(queue)
 
-        ``partition`` is ``record.topic_partition`` when the caller has it already.
+    def process_ready(self, watermarks: Watermarks, now_ms: int | None = None) -> int:
+        """Process buffered records while the task is ready (see the module docstring); returns how many.
+
+        Raises ProcessingError when a handler fails, KafkaClientError from the producer (fatal, fenced or an
+        aborted transaction: the caller closes the task dirty).
         """
+        group = self.input
+        processed = 0
+        if len(group.queues) == 1:
+            (queue,) = group.queues.values()
+            while queue.peek() is not None:
+                stamped = queue.pop()
+                if stamped.timestamp > group.stream_time:
+                    group.stream_time = stamped.timestamp
+                self._process_stamped(stamped)
+                processed += 1
+            return processed
+        now = self._clock_ms() if now_ms is None else now_ms
+        while group.ready(now, watermarks):
+            head = group.next_record()
+            if head is None:
+                break
+            self._process_stamped(head)
+            processed += 1
+        return processed
+
+    def process(self, record: ConsumerRecord, partition: TopicPartition | None = None) -> None:
+        """Buffer one consumed record and process everything buffered at once, without waiting for empty
+        partitions (a one-record step, e.g. for tests). Raises ProcessingError."""
+        tp = partition or record.topic_partition
+        self.add_record(record, tp)
+        while (stamped := self.input.next_record()) is not None:
+            self._process_stamped(stamped)
+
+    def discard_input(self) -> None:
+        """Drop the buffered, unprocessed records (the task is closed or rewound)."""
+        self.input.clear()
+
+    def remove_input_partition(self, partition: TopicPartition) -> None:
+        self.input.remove_queue(partition)
+
+    def _process_stamped(self, stamped: StampedRecord) -> None:
+        record = stamped.record
+        self._current = record
+        self._timestamp = stamped.timestamp
+        source = self._sources[record.topic]
+        try:
+            forward = getattr(source, "forward", None)
+            if forward is not None:
+                forward(stamped.key, stamped.value, stamped.timestamp)
+            else:
+                source.process(stamped.key, stamped.value, stamped.timestamp)
+        except (RecordSerializationError, DeliveryError) as exc:
+            self._on_error("production", record, exc)
+        except (KafkaClientError, ProcessingError):
+            raise
+        except Exception as exc:
+            self._on_error("processing", record, exc)
+        self.consumed_offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        self.records_processed += 1
+
+    def _stamp(self, queue: RecordQueue, record: ConsumerRecord) -> StampedRecord | None:
+        """Deserialize and time-stamp a head record (``RecordQueue``'s callback); ``None`` skips it."""
         source = self._sources.get(record.topic)
         if source is None:
             raise ProcessingError(f"task {self.id}: no source node reads topic {record.topic}")
-        self._timestamp = record.timestamp
-        if record.timestamp > self.stream_time:
-            self.stream_time = record.timestamp
+        deserialize = getattr(source, "deserialize", None)
+        key: Any = record.key
+        value: Any = record.value
+        if deserialize is not None:
+            try:
+                key, value = deserialize(record.key, record.value)
+            except Exception as exc:
+                self._on_error("deserialization", record, exc)
+                return None
         try:
-            source.process(record.key, record.value, record.timestamp)
-        except Exception as exc:
+            timestamp = self._extractors[record.topic].extract(key, value, record.timestamp, queue.partition_time)
+        except InvalidTimestampError as exc:
+            raise ProcessingError(
+                f"task {self.id}: record {record.topic}-{record.partition}@{record.offset}: {exc}"
+            ) from exc
+        if timestamp is None:
+            self.metrics.dropped_records += 1
+            return None
+        return StampedRecord(record, key, value, timestamp)
+
+    def _on_skipped(self, record: ConsumerRecord) -> None:
+        self.consumed_offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
+
+    def _on_error(self, stage: str, record: ConsumerRecord, exc: Exception) -> None:
+        """Let the handler of ``stage`` decide; without handlers (unit tests) every failure is fatal."""
+        handlers = self._handlers
+        if handlers is None:
             raise ProcessingError(
                 f"task {self.id}: failed to process record {record.topic}-{record.partition}@{record.offset}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        self.consumed_offsets[partition or record.topic_partition] = record.offset + 1
-        self.records_processed += 1
+        if stage == "deserialization":
+            handlers.deserialization_failed(record, exc, str(self.id))
+        elif stage == "production":
+            handlers.production_failed(record, exc, str(self.id))
+        else:
+            handlers.processing_failed(record, exc, str(self.id))
+        self.metrics.dropped_records += 1
+
+    def _queue(self, partition: TopicPartition) -> RecordQueue:
+        queue = self.input.queues.get(partition)
+        if queue is None:
+            queue = RecordQueue(partition, self._stamp, self._on_skipped)
+            self.input.add_queue(queue)
+        return queue
+
+    def _build_extractors(self) -> dict[str, TimestampExtractor]:
+        """The timestamp extractor of every topic this task reads (repartition topics: the record timestamp,
+        which the upstream task set to the extracted time)."""
+        extractors: dict[str, TimestampExtractor] = {}
+        record = build_extractor(None, self._clock_ms)
+        for topic in self._sources:
+            extractors[topic] = record
+        for name in source_node_names(self.description, self.subtopology):
+            node = self.description.node(name)
+            if isinstance(node, SourceNode):
+                spec = getattr(node, "timestamp_extractor", None)
+                if spec is not None:
+                    extractor = build_extractor(spec, self._clock_ms)
+                    for topic in node.topics:
+                        extractors[topic] = extractor
+        return extractors
 
     # -- commit ------------------------------------------------------------------------------------
 

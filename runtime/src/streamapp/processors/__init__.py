@@ -11,7 +11,22 @@ from collections.abc import Callable, Sequence
 from streamapp.processors.aggregate import build_count
 from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics, RecordSender
 from streamapp.processors.io import build_repartition, build_sink, build_source
-from streamapp.processors.stateless import build_filter, build_map_values, build_select_key, build_to_stream
+from streamapp.processors.join import (
+    build_global_table,
+    build_stream_global_join,
+    build_stream_table_join,
+    build_table_table_join,
+)
+from streamapp.processors.stateless import (
+    build_filter,
+    build_map_values,
+    build_merge,
+    build_select_key,
+    build_to_stream,
+)
+from streamapp.processors.stream_join import build_stream_stream_join
+from streamapp.processors.suppress import build_suppress
+from streamapp.processors.windowed import build_windowed_aggregation
 from streamapp.topology import NodeBase, RepartitionNode, SourceNode, Subtopology, TopologyDescription, TopologyError
 
 __all__ = [
@@ -35,6 +50,16 @@ PROCESSOR_BUILDERS: dict[str, ProcessorBuilder] = {
     "count": build_count,
     "to_stream": build_to_stream,
     "sink": build_sink,
+    "merge": build_merge,
+    "global_table": build_global_table,
+    "stream_global_join": build_stream_global_join,
+    "stream_table_join": build_stream_table_join,
+    "table_table_join": build_table_table_join,
+    "stream_stream_join": build_stream_stream_join,
+    "windowed_count": build_windowed_aggregation,
+    "windowed_reduce": build_windowed_aggregation,
+    "windowed_aggregate": build_windowed_aggregation,
+    "suppress": build_suppress,
 }
 
 
@@ -48,6 +73,13 @@ def source_node_names(description: TopologyDescription, subtopology: Subtopology
         if isinstance(node, SourceNode) or (isinstance(node, RepartitionNode) and node.input not in members):
             names.add(name)
     return names
+
+
+def _child(processor: Processor, parent: str) -> Processor:
+    """The processor ``parent`` forwards to: a multi-input processor (a join) may give each parent its own
+    entry point through ``for_input(parent_name) -> Processor``; others are shared by every parent."""
+    for_input = getattr(processor, "for_input", None)
+    return for_input(parent) if for_input is not None else processor
 
 
 def build_task_processors(
@@ -71,7 +103,9 @@ def build_task_processors(
                 f"supported types: {', '.join(PROCESSOR_BUILDERS)}"
             )
         writes_repartition = isinstance(node, RepartitionNode) and name not in ctx.source_nodes
-        children = [] if writes_repartition else [build(c) for c in description.children(name) if c in members]
+        children = (
+            [] if writes_repartition else [_child(build(c), name) for c in description.children(name) if c in members]
+        )
         built[name] = builder(node, children, ctx)
         return built[name]
 

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology import CountNode, NodeBase
 
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 class CountProcessor:
-    """Counts records per key in its store and forwards ``(key, new count)`` for every counted record.
+    """Counts records per key in its store; forwards ``(key, Change(new count, old count))`` per counted record.
 
     Records with a null key or a null value are skipped and counted as dropped, as Kafka Streams'
     ``KStreamAggregate`` does. The input must already be partitioned by the key (a repartition upstream
@@ -33,10 +33,11 @@ class CountProcessor:
             self._metrics.dropped_records += 1
             log.debug("Skipped record with null key or value in count on store %s", self._store.name)
             return
-        count = (self._store.get(key) or 0) + 1
-        self._store.put(key, count)
+        old = self._store.get(key)
+        change = Change((old or 0) + 1, old)
+        self._store.put(key, change.new_value)
         for child in self._children:
-            child.process(key, count, timestamp)
+            child.process(key, change, timestamp)
 
 
 def build_count(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:

@@ -7,13 +7,30 @@ processors receive the raw key and value bytes of a consumed record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import TypedKeyValueStore
+from streamapp.state.suppression_buffer import SuppressionBuffer
+from streamapp.state.window_store import LoggedBytesStore, WindowStore
+from streamapp.state.windowed_access import WindowedStateAccess
 
-__all__ = ["BuildContext", "Processor", "ProcessorMetrics", "RecordSender"]
+__all__ = ["BuildContext", "Change", "Processor", "ProcessorMetrics", "RecordSender"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """The value a table-valued node forwards: the key's new and previous value (Kafka's ``Change``).
+
+    ``None`` means absent: ``Change(v, None)`` inserts, ``Change(None, v)`` deletes (a tombstone),
+    ``Change(v2, v1)`` updates. Tables here always carry the old value (Kafka's ``sendOldValues``), so a
+    subtractor or a table join downstream can retract it.
+    """
+
+    new_value: Any
+    old_value: Any
 
 
 class Processor(Protocol):
@@ -43,6 +60,8 @@ class BuildContext:
     ``source_nodes``: names of the nodes that act as sources in this sub-topology (source nodes and the
     repartition nodes it reads). ``functions``: resolved user functions, ``{node: {parameter: callable}}``.
     ``topic_of``: resolves a repartition node name to its topic. ``store``: the typed view of a store.
+    ``kinds``: the output kind of every node (``TopologyDescription.output_kinds()``); a node missing from it
+    counts as a stream.
     """
 
     application_id: str
@@ -53,7 +72,47 @@ class BuildContext:
     store: Callable[[str], TypedKeyValueStore]
     send: RecordSender
     metrics: ProcessorMetrics = field(default_factory=ProcessorMetrics)
+    kinds: Mapping[str, str | None] = field(default_factory=dict)
+    global_tables: Callable[[str], TypedKeyValueStore] | None = None
+    """The worker's global tables by ``global_table`` node name (``None``: the topology has none)."""
+    windowed: WindowedStateAccess | None = None
+    """The task's window / session / suppression store views (``streamapp.state.windowed_access``)."""
 
     def function(self, node: str, parameter: str) -> Callable[..., Any]:
         """The resolved user function of ``node``'s ``parameter``; KeyError if it was not resolved."""
         return self.functions[node][parameter]
+
+    def global_store(self, node: str) -> TypedKeyValueStore:
+        """The worker's copy of the ``global_table`` node ``node``; KeyError when there is none."""
+        if self.global_tables is None:
+            raise KeyError(f"global table '{node}': this task has no global state (no global consumer)")
+        return self.global_tables(node)
+
+    def window_store(self, name: str) -> WindowStore:
+        """The task's ``window`` store ``name``; KeyError when the task has none."""
+        return self._windowed().window_store(name)
+
+    def session_store(self, name: str) -> SessionStore:
+        """The task's ``session`` store ``name``; KeyError when the task has none."""
+        return self._windowed().session_store(name)
+
+    def suppression_buffer(self, name: str) -> SuppressionBuffer:
+        """The suppression buffer kept in the task's ``key_value`` store ``name``."""
+        return self._windowed().suppression_buffer(name)
+
+    def logged_store(self, name: str) -> LoggedBytesStore:
+        """The task's buffered, changelogged bytes store ``name`` (custom layouts, e.g. join buffers)."""
+        return self._windowed().logged_store(name)
+
+    def close_grace(self, node: str) -> int:
+        """The window close grace (ms) the suppress node ``node`` waits for (from its upstream window)."""
+        return self._windowed().close_grace(node)
+
+    def _windowed(self) -> WindowedStateAccess:
+        if self.windowed is None:
+            raise KeyError("this task offers no windowed state (BuildContext.windowed is not set)")
+        return self.windowed
+
+    def kind_of(self, node: str) -> str:
+        """The output kind of ``node``: ``"stream"``, ``"table"`` or ``"grouped_table"``."""
+        return self.kinds.get(node) or "stream"

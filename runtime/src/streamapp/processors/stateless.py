@@ -1,14 +1,14 @@
-"""Record-at-a-time processors without state: filter, map_values, select_key, to_stream."""
+"""Record-at-a-time processors without state: filter, map_values, select_key, merge, to_stream."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Processor
-from streamapp.topology import FilterNode, MapValuesNode, NodeBase, SelectKeyNode, ToStreamNode
+from streamapp.processors.base import BuildContext, Change, Processor
+from streamapp.topology import FilterNode, MapValuesNode, MergeNode, NodeBase, SelectKeyNode, ToStreamNode
 
-__all__ = ["build_filter", "build_map_values", "build_select_key", "build_to_stream"]
+__all__ = ["build_filter", "build_map_values", "build_merge", "build_select_key", "build_to_stream"]
 
 
 class FilterProcessor:
@@ -51,7 +51,7 @@ class SelectKeyProcessor:
 
 
 class ForwardProcessor:
-    """Forwards every record unchanged (``to_stream``: a table's updates as a stream)."""
+    """Forwards every record unchanged (``merge``: Kafka's ``KStreamPassThrough``)."""
 
     def __init__(self, children: Sequence[Processor]) -> None:
         self._children = tuple(children)
@@ -59,6 +59,18 @@ class ForwardProcessor:
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         for child in self._children:
             child.process(key, value, timestamp)
+
+
+class ToStreamProcessor:
+    """Forwards ``(key, change.new_value)`` of each table update: a tombstone when the key was deleted
+    (Kafka's ``KTableImpl.toStream``)."""
+
+    def __init__(self, children: Sequence[Processor]) -> None:
+        self._children = tuple(children)
+
+    def process(self, key: Any, value: Change, timestamp: int) -> None:
+        for child in self._children:
+            child.process(key, value.new_value, timestamp)
 
 
 def build_filter(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
@@ -78,4 +90,9 @@ def build_select_key(node: NodeBase, children: Sequence[Processor], ctx: BuildCo
 
 def build_to_stream(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     assert isinstance(node, ToStreamNode)
+    return ToStreamProcessor(children)
+
+
+def build_merge(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, MergeNode)
     return ForwardProcessor(children)

@@ -28,7 +28,7 @@ from streamapp.topology.nodes import (
     node_to_dict,
 )
 from streamapp.topology.subtopologies import Subtopology, split_subtopologies
-from streamapp.topology.validation import validate_graph
+from streamapp.topology.validation import output_kinds, validate_graph
 
 _TOP_LEVEL_KEYS = ("nodes", "stores")
 
@@ -131,6 +131,11 @@ class TopologyDescription(BaseModel):
             if store.name == name:
                 return store
         raise KeyError(name)
+
+    def output_kinds(self) -> dict[str, str | None]:
+        """The kind of every node's output: ``"stream"``, ``"table"``, ``"grouped_table"``, or ``None`` for a
+        terminal node (see ``streamapp.topology.node_base``)."""
+        return output_kinds(self.nodes)
 
     def subtopologies(self) -> list[Subtopology]:
         """Sub-topologies split at repartition nodes, numbered 0.. (see ``streamapp.topology.subtopologies``)."""

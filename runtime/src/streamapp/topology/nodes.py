@@ -23,66 +23,53 @@ sink          input, topic, keySerde, valueSerde                     writes to a
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from streamapp.serdes import SERDE_NAMES
+from streamapp.topology.node_base import (
+    DescriptionModel,
+    FunctionRef,
+    Kind,
+    NodeBase,
+    SerdeName,
+    changelog_topic_suffix,
+    node_to_dict,
+    repartition_topic_suffix,
+)
+from streamapp.topology.node_base import check_serde as _check_serde
+from streamapp.topology.joins import (
+    GlobalTableNode,
+    StreamGlobalJoinNode,
+    StreamStreamJoinNode,
+    StreamTableJoinNode,
+    TableTableJoinNode,
+)
+from streamapp.topology.stream_nodes import MergeNode
+from streamapp.topology.windows import SuppressNode, WindowedAggregateNode, WindowedCountNode, WindowedReduceNode
 
-_FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-def _check_function_ref(value: str) -> str:
-    if not _FUNCTION_REF.match(value):
-        raise ValueError(f"must be a function reference 'package.module:function', got '{value}'")
-    return value
-
-
-FunctionRef = Annotated[str, AfterValidator(_check_function_ref)]
-"""A user function referenced by import path: ``"package.module:qualname"``."""
-
-SerdeName = Annotated[str, Field(min_length=1)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
-
-def _check_serde(value: str) -> str:
-    if value not in SERDE_NAMES:
-        raise ValueError(f"unknown serde '{value}'; known serdes: {', '.join(SERDE_NAMES)}")
-    return value
-
-
-class NodeBase(_Model):
-    """Fields every node has. ``type`` is the discriminator; subclasses narrow it to one literal."""
-
-    name: str
-    type: str
-
-    produces_table: ClassVar[bool] = False
-    """True for nodes whose output is a KTable (changelog stream of a store), e.g. ``count``."""
-    accepts_table: ClassVar[bool] = False
-    """True for nodes whose input must be a KTable (``to_stream``); all others need a KStream."""
-    changes_key: ClassVar[bool] = False
-    """True when the node's output key differs from its input key (repartition needed before grouping)."""
-    requires_copartitioned_input: ClassVar[bool] = False
-    """True for stateful nodes that need their input partitioned by the current key (``count``)."""
-
-    def inputs(self) -> list[str]:
-        """Names of the upstream nodes (empty for a source). Multi-input nodes (merge, join) override."""
-        upstream = getattr(self, "input", None)
-        return [upstream] if upstream else []
-
-    def stores(self) -> list[str]:
-        """Names of the state stores this node reads or writes."""
-        return []
-
-    def functions(self) -> dict[str, str]:
-        """User-function references of this node, by parameter name."""
-        return {}
+__all__ = [
+    "NODE_TYPES",
+    "CountNode",
+    "FilterNode",
+    "FunctionRef",
+    "Kind",
+    "MapValuesNode",
+    "MergeNode",
+    "Node",
+    "NodeBase",
+    "RepartitionNode",
+    "SelectKeyNode",
+    "SerdeName",
+    "SinkNode",
+    "SourceNode",
+    "StoreSpec",
+    "ToStreamNode",
+    "changelog_topic_suffix",
+    "node_to_dict",
+    "repartition_topic_suffix",
+]
 
 
 class SourceNode(NodeBase):
@@ -153,15 +140,16 @@ class RepartitionNode(NodeBase):
 
 
 class CountNode(NodeBase):
-    """Counts records per key in a key-value store; emits ``(key, new count)`` per input record.
+    """Counts records per key in a key-value store; the output is a KTable of counts.
 
-    Records with a null key are dropped (Kafka Streams does the same). The output is a KTable.
+    Emits ``Change(new count, old count)`` per counted record (old ``None`` for a new key). Records with a
+    null key or value are dropped and counted in the dropped-records metric (Kafka's ``KStreamAggregate``).
     """
 
     type: Literal["count"] = "count"
     input: str
     store: str
-    produces_table: ClassVar[bool] = True
+    output: ClassVar[str | None] = "table"
     requires_copartitioned_input: ClassVar[bool] = True
 
     def stores(self) -> list[str]:
@@ -169,11 +157,12 @@ class CountNode(NodeBase):
 
 
 class ToStreamNode(NodeBase):
-    """Turns a KTable's updates into a KStream of ``(key, new value)`` records."""
+    """Turns a KTable's updates into a KStream of ``(key, new value)`` records (a tombstone ``(key, None)``
+    when the key was deleted), Kafka's ``KTableImpl.toStream``."""
 
     type: Literal["to_stream"] = "to_stream"
     input: str
-    accepts_table: ClassVar[bool] = True
+    accepts: ClassVar[frozenset[str]] = frozenset({"table"})
 
 
 class SinkNode(NodeBase):
@@ -181,6 +170,7 @@ class SinkNode(NodeBase):
 
     type: Literal["sink"] = "sink"
     input: str
+    output: ClassVar[str | None] = None
     topic: str
     key_serde: SerdeName = "bytes"
     value_serde: SerdeName = "bytes"
@@ -188,7 +178,26 @@ class SinkNode(NodeBase):
     _serdes = field_validator("key_serde", "value_serde")(_check_serde)
 
 
-Node = SourceNode | FilterNode | MapValuesNode | SelectKeyNode | RepartitionNode | CountNode | ToStreamNode | SinkNode
+Node = (
+    SourceNode
+    | FilterNode
+    | MapValuesNode
+    | SelectKeyNode
+    | RepartitionNode
+    | CountNode
+    | ToStreamNode
+    | SinkNode
+    | MergeNode
+    | GlobalTableNode
+    | StreamGlobalJoinNode
+    | StreamTableJoinNode
+    | TableTableJoinNode
+    | StreamStreamJoinNode
+    | WindowedCountNode
+    | WindowedReduceNode
+    | WindowedAggregateNode
+    | SuppressNode
+)
 
 NODE_TYPES: dict[str, type[NodeBase]] = {
     "source": SourceNode,
@@ -199,35 +208,52 @@ NODE_TYPES: dict[str, type[NodeBase]] = {
     "count": CountNode,
     "to_stream": ToStreamNode,
     "sink": SinkNode,
+    "merge": MergeNode,
+    "global_table": GlobalTableNode,
+    "stream_global_join": StreamGlobalJoinNode,
+    "stream_table_join": StreamTableJoinNode,
+    "table_table_join": TableTableJoinNode,
+    "stream_stream_join": StreamStreamJoinNode,
+    "windowed_count": WindowedCountNode,
+    "windowed_reduce": WindowedReduceNode,
+    "windowed_aggregate": WindowedAggregateNode,
+    "suppress": SuppressNode,
 }
 """The closed set of core node types, by their ``type`` value."""
 
 
-class StoreSpec(_Model):
+class StoreSpec(DescriptionModel):
     """A state store owned by the node(s) that name it.
 
     Its changelog topic is ``<applicationId>-<name>-changelog`` (compacted), with one partition per task of
     the sub-topology that owns it.
+
+    ``window`` and ``session`` stores (``streamapp.state.window_store`` / ``session_store``) need
+    ``retentionMs`` (how long windows are kept after the store's stream time passes them, ms); their
+    changelogs are ``compact,delete`` with ``retention.ms`` = retention + 1 day. A window store also has
+    ``windowSizeMs`` (the ``end - start`` of its windows) and may ``retainDuplicates`` (join buffers).
     """
 
     name: str
-    type: Literal["key_value"] = "key_value"
+    type: Literal["key_value", "window", "session"] = "key_value"
     key_serde: SerdeName = "bytes"
     value_serde: SerdeName = "bytes"
+    retention_ms: int | None = Field(default=None, ge=1)
+    window_size_ms: int | None = Field(default=None, ge=0)
+    retain_duplicates: bool | None = None
 
     _serdes = field_validator("key_serde", "value_serde")(_check_serde)
 
-
-def repartition_topic_suffix(node_name: str) -> str:
-    """``<node>-repartition``: the repartition topic's name without the application id."""
-    return f"{node_name}-repartition"
-
-
-def changelog_topic_suffix(store_name: str) -> str:
-    """``<store>-changelog``: the changelog topic's name without the application id."""
-    return f"{store_name}-changelog"
-
-
-def node_to_dict(node: NodeBase) -> dict[str, Any]:
-    """The camelCase document form of a node (``None`` fields left out)."""
-    return node.model_dump(by_alias=True, exclude_none=True, mode="json")
+    @model_validator(mode="after")
+    def _check_windowed_fields(self) -> StoreSpec:
+        if self.type == "key_value":
+            extra = [f for f in ("retention_ms", "window_size_ms", "retain_duplicates") if getattr(self, f) is not None]
+            if extra:
+                raise ValueError(f"'{to_camel(extra[0])}' applies only to window and session stores")
+        elif self.retention_ms is None:
+            raise ValueError(f"a {self.type} store needs 'retentionMs'")
+        if self.type == "window" and self.window_size_ms is None:
+            raise ValueError("a window store needs 'windowSizeMs'")
+        if self.type == "session" and (self.window_size_ms is not None or self.retain_duplicates is not None):
+            raise ValueError("'windowSizeMs' and 'retainDuplicates' apply only to window stores")
+        return self

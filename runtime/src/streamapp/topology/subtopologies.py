@@ -3,9 +3,11 @@
 Kafka Streams groups processors into sub-topologies connected only through topics
 (``InternalTopologyBuilder.makeNodeGroups``). Here a sub-topology is a connected component of the node
 graph after cutting at every ``repartition`` node: the repartition node is the *sink* of the upstream
-sub-topology (it writes the repartition topic) and the *source* of each downstream one (its readers
-consume the topic). It is therefore listed in both; in a sub-topology it is a source exactly when its
-``input`` is not in that sub-topology.
+sub-topology (it writes the repartition topic) and the *source* of the downstream one (its readers
+consume the topic; all readers of one topic are in one sub-topology, as in Kafka Streams). It is therefore
+listed in both; in a sub-topology it is a source exactly when its ``input`` is not in that sub-topology.
+Edges of multi-input nodes (``inputs``) connect every parent. Global-table nodes (output kind
+``global_table``) belong to no sub-topology and their edges connect nothing.
 
 Sub-topologies are numbered 0.. in the order of their first own node in the description's ``nodes``.
 """
@@ -65,18 +67,36 @@ def split_subtopologies(nodes: Sequence[NodeBase]) -> list[Subtopology]:
             name = parent[name]
         return name
 
+    def union(x: str, y: str) -> None:
+        a, b = root(x), root(y)
+        if a != b:
+            parent[max(a, b, key=index.__getitem__)] = min(a, b, key=index.__getitem__)
+
+    first_reader: dict[str, str] = {}
     for node in nodes:
+        if _is_global(node):
+            continue
         for upstream in node.inputs():
-            if not isinstance(by_name[upstream], RepartitionNode):
-                a, b = root(node.name), root(upstream)
-                if a != b:
-                    parent[max(a, b, key=index.__getitem__)] = min(a, b, key=index.__getitem__)
+            upstream_node = by_name[upstream]
+            if _is_global(upstream_node):
+                continue
+            if isinstance(upstream_node, RepartitionNode):
+                # every reader of one repartition topic lives in one sub-topology (Kafka's node groups)
+                union(node.name, first_reader.setdefault(upstream, node.name))
+            else:
+                union(node.name, upstream)
 
     components: dict[str, list[str]] = {}
     for node in nodes:
-        components.setdefault(root(node.name), []).append(node.name)
+        if not _is_global(node):
+            components.setdefault(root(node.name), []).append(node.name)
     ordered = sorted(components.values(), key=lambda members: index[members[0]])
     return [_subtopology(i, members, by_name, index) for i, members in enumerate(ordered)]
+
+
+def _is_global(node: NodeBase) -> bool:
+    """Global-table nodes belong to no sub-topology: every worker reads all partitions of their topic."""
+    return node.output == "global_table"
 
 
 def _subtopology(sub_id: int, members: list[str], by_name: dict[str, NodeBase], index: dict[str, int]) -> Subtopology:

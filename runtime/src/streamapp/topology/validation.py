@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from streamapp.topology.errors import TopologyError
 from streamapp.topology.names import check_name
+from streamapp.topology.node_base import describe_kinds
 from streamapp.topology.nodes import NodeBase, RepartitionNode, SinkNode, SourceNode, StoreSpec
 
 
@@ -18,7 +19,8 @@ def validate_graph(nodes: Sequence[NodeBase], stores: Sequence[StoreSpec]) -> No
 
     Checks, in order: legal and unique names; every input exists; no cycle; stream/table kinds match;
     stateful nodes see input partitioned by its current key; stores exist and are used; a topic is read
-    by at most one source node; every repartition node is read by some node.
+    by at most one source node; every repartition node is read by some node; each node's own graph rule
+    (``NodeBase.check_graph``).
     """
     if not nodes:
         raise TopologyError("topology has no nodes")
@@ -29,6 +31,11 @@ def validate_graph(nodes: Sequence[NodeBase], stores: Sequence[StoreSpec]) -> No
     _check_keys_partitioned(nodes, by_name)
     _check_stores(nodes, stores)
     _check_topics(nodes)
+    stores_by_name = {store.name: store for store in stores}
+    for node in nodes:
+        problem = node.check_graph(by_name, stores_by_name)
+        if problem is not None:
+            raise TopologyError(f"node '{node.name}': {problem}")
 
 
 def _unique_nodes(nodes: Sequence[NodeBase]) -> dict[str, NodeBase]:
@@ -72,26 +79,51 @@ def _visit(name: str, by_name: dict[str, NodeBase], done: set[str], path: list[s
     done.add(name)
 
 
-def _check_kinds(nodes: Sequence[NodeBase], by_name: dict[str, NodeBase]) -> None:
+def output_kinds(nodes: Sequence[NodeBase]) -> dict[str, str | None]:
+    """The kind each node outputs (``"stream"``, ``"table"``, ``"grouped_table"``; ``None`` for a terminal node).
+
+    Expects a graph whose inputs exist and that has no cycle (``validate_graph`` checks both first).
+    """
+    by_name = {node.name: node for node in nodes}
+    kinds: dict[str, str | None] = {}
+
+    def kind(name: str) -> str | None:
+        if name not in kinds:
+            node = by_name[name]
+            kinds[name] = node.output_kind([kind(upstream) or "stream" for upstream in node.inputs()])
+        return kinds[name]
+
     for node in nodes:
-        if isinstance(node, SourceNode):
-            continue
+        kind(node.name)
+    return kinds
+
+
+def _check_kinds(nodes: Sequence[NodeBase], by_name: dict[str, NodeBase]) -> None:
+    kinds = output_kinds(nodes)
+    for node in nodes:
+        if isinstance(node, SourceNode) or not node.accepts:
+            continue  # a source reads topics; a node accepting no kind (global_table) has no inputs
         if not node.inputs():
             raise TopologyError(f"node '{node.name}': a {node.type} node needs an input")
-        for upstream_name in node.inputs():
+        input_kinds: list[str] = []
+        for position, upstream_name in enumerate(node.inputs()):
             upstream = by_name[upstream_name]
-            if isinstance(upstream, SinkNode):
-                raise TopologyError(f"node '{node.name}': input '{upstream_name}' is a sink, which has no output")
-            if node.accepts_table and not upstream.produces_table:
+            upstream_kind = kinds[upstream_name]
+            if upstream_kind is None:
                 raise TopologyError(
-                    f"node '{node.name}': a {node.type} node needs a table as input, "
-                    f"but '{upstream_name}' ({upstream.type}) is a stream"
+                    f"node '{node.name}': input '{upstream_name}' is a {upstream.type}, which has no output"
                 )
-            if not node.accepts_table and upstream.produces_table:
+            accepted = node.accepted_kinds(position)
+            if upstream_kind not in accepted:
+                hint = "; put a to_stream node in between" if upstream_kind == "table" and "stream" in accepted else ""
                 raise TopologyError(
-                    f"node '{node.name}': a {node.type} node needs a stream as input, "
-                    f"but '{upstream_name}' ({upstream.type}) is a table; put a to_stream node in between"
+                    f"node '{node.name}': a {node.type} node needs {describe_kinds(accepted)} as input, "
+                    f"but '{upstream_name}' ({upstream.type}) is {describe_kinds({upstream_kind})}{hint}"
                 )
+            input_kinds.append(upstream_kind)
+        problem = node.check_input_kinds(input_kinds)
+        if problem is not None:
+            raise TopologyError(f"node '{node.name}': {problem}")
 
 
 def _check_keys_partitioned(nodes: Sequence[NodeBase], by_name: dict[str, NodeBase]) -> None:

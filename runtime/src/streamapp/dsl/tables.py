@@ -1,0 +1,61 @@
+"""KTable: a changelog stream, the latest value per key (Kafka's ``KTableImpl``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamapp.dsl.builder import StreamsBuilder, UserFunction
+
+if TYPE_CHECKING:
+    from streamapp.dsl.streams import KStream
+    from streamapp.dsl.windows import Suppressed
+
+__all__ = ["KTable"]
+
+
+class KTable:
+    """A changelog stream: the latest value per key (here: the output of an aggregation)."""
+
+    def __init__(self, builder: StreamsBuilder, node: str, *, key_serde: str, value_serde: str) -> None:
+        self._builder = builder
+        self.node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Only the final result of each window of this windowed table, once its window closes
+        (``Suppressed.until_window_closes()``, Kafka's ``KTable.suppress``)."""
+        from streamapp.dsl.windowed import suppress
+
+        return suppress(self, suppressed)
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The table's updates as a KStream of ``(key, new value)`` records."""
+        from streamapp.dsl.streams import KStream
+
+        node = self._builder._add("to_stream", name, "KTABLE-TOSTREAM-", input=self.node)
+        return KStream(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde, key_changed=False)
+
+    def join(
+        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+    ) -> KTable:
+        """Inner table-table join on the key: ``joiner(left, right)`` while both sides have a value."""
+        from streamapp.dsl.joins import table_join
+
+        return table_join(self, other, "inner", joiner, name=name, value_serde=value_serde)
+
+    def left_join(
+        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+    ) -> KTable:
+        """Left table-table join: every key of this table, ``joiner(left, right or None)``."""
+        from streamapp.dsl.joins import table_join
+
+        return table_join(self, other, "left", joiner, name=name, value_serde=value_serde)
+
+    def outer_join(
+        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+    ) -> KTable:
+        """Outer table-table join: every key of either table, ``None`` for the missing side."""
+        from streamapp.dsl.joins import table_join
+
+        return table_join(self, other, "outer", joiner, name=name, value_serde=value_serde)
