@@ -218,7 +218,7 @@ class TopologyTestDriver:
         if ms < 0:
             raise ValueError(f"wall-clock time cannot go back (advance by {ms} ms)")
         self._wall_clock_ms += ms
-        self._run_until_idle(force_iteration=True)
+        self._run_until_idle()
 
     def tasks(self) -> list[StreamTask]:
         """The running tasks, ordered by task id."""
@@ -252,26 +252,29 @@ class TopologyTestDriver:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _run_until_idle(self, force_iteration: bool = False) -> None:
-        """Run the stream thread until every task runs and no consumed topic has an unprocessed record."""
+    def _run_until_idle(self) -> None:
+        """Run the stream thread until every task runs, no consumed topic has an unfetched record and an
+        iteration processed nothing (records a task buffers may wait for ``max.task.idle.ms``: then only
+        more input or ``advance_wall_clock_time`` lets them through, as in Kafka's driver)."""
         idle_iterations = 0
-        while force_iteration or self._consumer.has_fetchable() or not self._thread.tasks.all_running():
-            force_iteration = False
+        while True:
             before = self._thread.metrics.records_processed_total
             try:
                 self._thread.run_once()
             except BaseException:
                 self._failed = True
                 raise
-            if self._thread.metrics.records_processed_total == before:
-                idle_iterations += 1
-                if idle_iterations > _MAX_IDLE_ITERATIONS:
-                    raise RuntimeError(
-                        "TopologyTestDriver made no progress: tasks "
-                        f"{[repr(t) for t in self._thread.tasks.tasks.values()]} never became ready"
-                    )
-            else:
+            if self._thread.metrics.records_processed_total != before:
                 idle_iterations = 0
+                continue
+            if not self._consumer.has_fetchable() and self._thread.tasks.all_running():
+                return
+            idle_iterations += 1
+            if idle_iterations > _MAX_IDLE_ITERATIONS:
+                raise RuntimeError(
+                    "TopologyTestDriver made no progress: tasks "
+                    f"{[repr(t) for t in self._thread.tasks.tasks.values()]} never became ready"
+                )
 
     def _create_topics(self, partitions: dict[str, int]) -> None:
         sources = {topic: partitions.get(topic, 1) for topic in self.description.external_source_topics()}
