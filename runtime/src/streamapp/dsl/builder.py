@@ -19,12 +19,13 @@ from streamapp.topology import TopologyDescription, TopologyError, function_refe
 from streamapp.topology.names import check_name
 
 if TYPE_CHECKING:
+    from streamapp.dsl.joins import GlobalKTable
     from streamapp.dsl.streams import KStream
 
 UserFunction = Callable[..., Any] | str
 """A module-level function, or its ``"module:attr"`` reference."""
 
-_FUNCTION_PARAMS = ("predicate", "mapper")
+_FUNCTION_PARAMS = ("predicate", "mapper", "joiner", "key_selector")
 
 
 @dataclass
@@ -66,6 +67,21 @@ class StreamsBuilder:
             "source", name, "KSTREAM-SOURCE-", topics=topic_list, key_serde=key_serde, value_serde=value_serde
         )
         return KStream(self, node, key_serde=key_serde, value_serde=value_serde, key_changed=False)
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        store: str | None = None,
+        key_serde: str = "bytes",
+        value_serde: str = "bytes",
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """A GlobalKTable of every partition of ``topic`` (Kafka's ``StreamsBuilder.globalTable``); see
+        ``streamapp.dsl.joins.global_table``. Only a KStream can join it."""
+        from streamapp.dsl.joins import global_table
+
+        return global_table(self, topic, store=store, key_serde=key_serde, value_serde=value_serde, name=name)
 
     def build(self) -> TopologyDescription:
         """The validated TopologyDescription of everything built so far; raises TopologyError."""

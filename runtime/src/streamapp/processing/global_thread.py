@@ -22,13 +22,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from streamapp.kafka.types import ConsumerRecord, KafkaClientError, TopicPartition
-from streamapp.state.global_store import GlobalStateManager
+from streamapp.state.global_store import GlobalStateManager, GlobalStoreFactory, GlobalStoreSpec, global_state_dir
 from streamapp.state.rocksdb import StoreLockedError
+from streamapp.topology import TopologyDescription
+from streamapp.topology.joins import GlobalTableNode
 
-__all__ = ["GlobalConsumerClient", "GlobalStreamThread"]
+__all__ = ["GlobalConsumerClient", "GlobalStreamThread", "build_global_thread", "global_store_specs"]
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +183,36 @@ class GlobalStreamThread:
         if reached_end:
             self.global_state.advance(self._consumer.positions(sorted(reached_end)))
         return applied
+
+
+def global_store_specs(description: TopologyDescription) -> list[GlobalStoreSpec]:
+    """The global stores a topology declares (one per ``global_table`` node); empty when it has none."""
+    specs: list[GlobalStoreSpec] = []
+    for node in description.nodes:
+        if isinstance(node, GlobalTableNode):
+            specs.append(GlobalStoreSpec(node.store, node.topic, node.key_serde, node.value_serde, node=node.name))
+    return specs
+
+
+def build_global_thread(
+    description: TopologyDescription,
+    application_state_dir: Path,
+    thread_index: int,
+    store_factory: GlobalStoreFactory,
+    consumer: GlobalConsumerClient | None,
+    commit_interval_ms: int,
+) -> GlobalStreamThread | None:
+    """The global stream thread of one worker, or ``None`` when the topology has no global tables.
+
+    Raises ValueError when it has global tables but no global consumer was given.
+    """
+    specs = global_store_specs(description)
+    if not specs:
+        return None
+    if consumer is None:
+        raise ValueError("the topology has global tables but the stream thread got no global consumer")
+    state = GlobalStateManager(specs, global_state_dir(application_state_dir, thread_index), store_factory)
+    return GlobalStreamThread(state, consumer, commit_interval_ms)
 
 
 def _describe(starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> str:

@@ -47,12 +47,14 @@ class ReadOnlyStoreError(RuntimeError):
 
 @dataclass(frozen=True)
 class GlobalStoreSpec:
-    """One global store: its name, the topic it mirrors and the serdes of that topic's keys and values."""
+    """One global store: its name, the topic it mirrors, the serdes of that topic's keys and values, and the
+    ``global_table`` node that declares it (processors ask for a global table by node name)."""
 
     name: str
     topic: str
     key_serde: str
     value_serde: str
+    node: str = ""
 
 
 class GlobalStore:
@@ -134,6 +136,13 @@ class GlobalStateManager:
     def typed_store(self, name: str) -> TypedKeyValueStore:
         """``store(name)`` seen through its serdes: what join processors read."""
         return self.stores[name].typed()
+
+    def table(self, node: str) -> TypedKeyValueStore:
+        """The typed store of the ``global_table`` node called ``node``; KeyError for an unknown node."""
+        for spec in self.specs.values():
+            if spec.node == node:
+                return self.typed_store(spec.name)
+        raise KeyError(f"no global table '{node}' in this worker")
 
     def apply(self, records: Iterable[ConsumerRecord]) -> int:
         """Write consumed records to their stores (one atomic batch per store); returns how many applied.

@@ -1,0 +1,322 @@
+"""Join processors: stream-table, stream-global and table-table (stream-stream: ``processors.stream_join``).
+
+A join node has two inputs. Its processor object is built once and offers one side processor per input
+through ``for_input(parent)``: the task's graph builder gives each parent the side processor for that
+edge, so a record's side is known without inspecting it. Each class names the Kafka Streams processor
+whose behaviour (null handling, what triggers output, timestamps) it follows.
+
+Records are ``(key, value, timestamp)`` with timestamps in epoch ms; table-valued inputs and outputs carry
+``Change(new_value, old_value)`` values. Dropped records (null keys or values Kafka Streams skips) count
+in the task's ``dropped_records`` metric.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
+from streamapp.state.stores import TypedKeyValueStore
+from streamapp.topology.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
+from streamapp.topology.node_base import NodeBase
+
+__all__ = [
+    "JoinProcessor",
+    "build_global_table",
+    "build_stream_global_join",
+    "build_stream_table_join",
+    "build_table_table_join",
+]
+
+log = logging.getLogger(__name__)
+
+Joiner = Callable[[Any, Any], Any]
+
+
+class _Side:
+    """The processor one input of a join sees: forwards every record to ``receive``."""
+
+    __slots__ = ("process",)
+
+    def __init__(self, receive: Callable[[Any, Any, int], None]) -> None:
+        self.process = receive
+
+
+class JoinProcessor:
+    """Base of the two-input join processors.
+
+    ``for_input(parent)`` returns the side processor for the edge from ``parent``; ``process`` itself is
+    not used (a join has no single input) and raises.
+    """
+
+    def __init__(self, left: str, right: str, children: Sequence[Processor], metrics: ProcessorMetrics) -> None:
+        self._children = tuple(children)
+        self._metrics = metrics
+        self._sides = {left: _Side(self.process_left), right: _Side(self.process_right)}
+
+    def for_input(self, parent: str) -> Processor:
+        """The side processor for records from ``parent``; KeyError for a node that is not an input."""
+        return self._sides[parent]
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        raise TypeError("a join processor receives records through for_input(parent), not process()")
+
+    def process_left(self, key: Any, value: Any, timestamp: int) -> None:
+        raise NotImplementedError
+
+    def process_right(self, key: Any, value: Any, timestamp: int) -> None:
+        raise NotImplementedError
+
+    def _forward(self, key: Any, value: Any, timestamp: int) -> None:
+        for child in self._children:
+            child.process(key, value, timestamp)
+
+    def _drop(self, reason: str, key: Any) -> None:
+        self._metrics.dropped_records += 1
+        log.debug("Skipped record with %s in a join (key %r)", reason, key)
+
+
+class StreamTableJoinProcessor(JoinProcessor):
+    """Kafka's ``KStreamKTableJoin`` / ``KStreamKTableJoinProcessor`` (non-versioned table, no grace).
+
+    Left (stream): a null value is dropped; a null key is dropped by ``inner`` and joined with ``None`` by
+    ``left``; otherwise the table value is read from the store and ``(key, joiner(value, table value))``
+    is forwarded unless ``inner`` found none. Right (table ``Change``): the new value is written to the
+    store (``None`` deletes); nothing is forwarded.
+    """
+
+    def __init__(
+        self,
+        left: str,
+        right: str,
+        joiner: Joiner,
+        left_join: bool,
+        table: TypedKeyValueStore,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        super().__init__(left, right, children, metrics)
+        self._joiner = joiner
+        self._left_join = left_join
+        self._table = table
+
+    def process_left(self, key: Any, value: Any, timestamp: int) -> None:
+        if value is None or (key is None and not self._left_join):
+            self._drop("a null key or value", key)
+            return
+        table_value = None if key is None else self._table.get(key)
+        if table_value is not None or self._left_join:
+            self._forward(key, self._joiner(value, table_value), timestamp)
+
+    def process_right(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None:
+            self._drop("a null key", key)
+            return
+        self._table.put(key, _new_value(value))
+
+
+class StreamGlobalJoinProcessor:
+    """Kafka's ``KStreamGlobalKTableJoin`` (a ``KStreamKTableJoinProcessor`` with a key mapper).
+
+    Only stream records arrive (the global table is updated by the worker's global consumer, outside the
+    graph). ``global_key = key_selector(key, value)``; a null value, or a null global key (unless ``left``
+    and the record key is null), drops the record; ``(key, joiner(value, global value))`` is forwarded
+    unless ``inner`` found no global value.
+    """
+
+    def __init__(
+        self,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Joiner,
+        left_join: bool,
+        table: TypedKeyValueStore,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        self._key_selector = key_selector
+        self._joiner = joiner
+        self._left_join = left_join
+        self._table = table
+        self._children = tuple(children)
+        self._metrics = metrics
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        global_key = self._key_selector(key, value)
+        keep_null_key = self._left_join and key is None and value is not None
+        if not keep_null_key and (global_key is None or value is None):
+            self._metrics.dropped_records += 1
+            log.debug("Skipped record with a null global key or value in a global-table join (key %r)", key)
+            return
+        global_value = None if global_key is None else self._table.get(global_key)
+        if global_value is not None or self._left_join:
+            joined = self._joiner(value, global_value)
+            for child in self._children:
+                child.process(key, joined, timestamp)
+
+
+class TableTableJoinProcessor(JoinProcessor):
+    """Kafka's ``KTableKTableInnerJoin`` / ``LeftJoin`` / ``OuterJoin`` (and ``RightJoin`` for the right side of
+    a left join), always sending old values.
+
+    An update ``Change(new, old)`` of one side is written to that side's store, then joined with the other
+    side's current value ``other``:
+
+    - inner: nothing when ``other`` is absent; else ``Change(j(new, other) if new, j(old, other) if old)``;
+    - left, left side: nothing when ``other``, ``new`` and ``old`` are all absent; else
+      ``Change(j(new, other) if new, j(old, other) if old)``;
+    - left, right side: nothing when the left value is absent; else ``Change(j(left, new), j(left, old))``
+      (the left row stays, joined with ``None``, when the right value goes);
+    - outer, either side: nothing when all three are absent; else a result wherever ``other`` or the
+      changed side's value is present (see ``_join_change``).
+
+    ``j`` is the joiner with (left, right) argument order. Null keys are dropped.
+    """
+
+    def __init__(
+        self,
+        left: str,
+        right: str,
+        joiner: Joiner,
+        join: str,
+        stores: tuple[TypedKeyValueStore, TypedKeyValueStore],
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        super().__init__(left, right, children, metrics)
+        self._joiner = joiner
+        self._join = join
+        self._left_store, self._right_store = stores
+
+    def process_left(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None:
+            self._drop("a null key", key)
+            return
+        change = _as_change(value)
+        self._left_store.put(key, change.new_value)
+        other = self._right_store.get(key)
+        mode = {"inner": "inner", "left": "preserved_this", "outer": "outer"}[self._join]
+        result = _join_change(change, other, mode, self._joiner)
+        if result is not None:
+            self._forward(key, result, timestamp)
+
+    def process_right(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None:
+            self._drop("a null key", key)
+            return
+        change = _as_change(value)
+        self._right_store.put(key, change.new_value)
+        other = self._left_store.get(key)
+        mode = {"inner": "inner", "left": "preserved_other", "outer": "outer"}[self._join]
+        result = _join_change(change, other, mode, _reversed(self._joiner))
+        if result is not None:
+            self._forward(key, result, timestamp)
+
+
+def _join_change(change: Change, other: Any, mode: str, joiner: Joiner) -> Change | None:
+    """The joined ``Change`` for an update ``change`` of this side against ``other`` (None = absent).
+
+    ``joiner(this value, other value)``. Modes (Kafka class):
+
+    - ``inner`` (``KTableKTableInnerJoin``): nothing without ``other``; a side value that is absent gives
+      an absent result;
+    - ``preserved_this`` (``KTableKTableLeftJoin``, left join's left side): nothing when all three values
+      are absent; this side's absent values give absent results, ``other`` may be ``None``;
+    - ``preserved_other`` (``KTableKTableRightJoin``, left join's right side): nothing without ``other``
+      (the left value); otherwise both results are joined, with ``None`` for an absent right value;
+    - ``outer`` (``KTableKTableOuterJoin``): nothing when all three are absent; a result is absent only
+      when both its inputs are.
+    """
+    new, old = change.new_value, change.old_value
+    if mode in ("inner", "preserved_other") and other is None:
+        return None
+    if mode in ("preserved_this", "outer") and other is None and new is None and old is None:
+        return None
+    if mode == "preserved_other":
+        return Change(joiner(new, other), joiner(old, other))
+    if mode == "outer":
+        return Change(
+            joiner(new, other) if new is not None or other is not None else None,
+            joiner(old, other) if old is not None or other is not None else None,
+        )
+    return Change(None if new is None else joiner(new, other), None if old is None else joiner(old, other))
+
+
+def _reversed(joiner: Joiner) -> Joiner:
+    def reversed_joiner(this: Any, other: Any) -> Any:
+        return joiner(other, this)
+
+    return reversed_joiner
+
+
+def _as_change(value: Any) -> Change:
+    """A table update as a ``Change`` (a bare value from a producer that sends no old values: ``Change(v, None)``)."""
+    return value if isinstance(value, Change) else Change(value, None)
+
+
+def _new_value(value: Any) -> Any:
+    return value.new_value if isinstance(value, Change) else value
+
+
+# -- builders (PROCESSOR_BUILDERS entries) -------------------------------------------------------
+
+
+def build_stream_table_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, StreamTableJoinNode)
+    return StreamTableJoinProcessor(
+        node.left,
+        node.right,
+        ctx.function(node.name, "joiner"),
+        node.join == "left",
+        ctx.store(node.store),
+        children,
+        ctx.metrics,
+    )
+
+
+def build_stream_global_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, StreamGlobalJoinNode)
+    return _GlobalJoinEntry(
+        node.left,
+        StreamGlobalJoinProcessor(
+            ctx.function(node.name, "key_selector"),
+            ctx.function(node.name, "joiner"),
+            node.join == "left",
+            ctx.global_store(node.right),
+            children,
+            ctx.metrics,
+        ),
+    )
+
+
+def build_table_table_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    assert isinstance(node, TableTableJoinNode)
+    return TableTableJoinProcessor(
+        node.left,
+        node.right,
+        ctx.function(node.name, "joiner"),
+        node.join,
+        (ctx.store(node.left_store), ctx.store(node.right_store)),
+        children,
+        ctx.metrics,
+    )
+
+
+def build_global_table(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """A ``global_table`` has no processor in a task (the global consumer updates its store); building one
+    is a bug in the caller."""
+    raise TypeError(f"node '{node.name}': a global_table belongs to no sub-topology and has no task processor")
+
+
+class _GlobalJoinEntry:
+    """A stream-global join as its stream input sees it (``for_input`` of the stream parent)."""
+
+    def __init__(self, stream: str, processor: StreamGlobalJoinProcessor) -> None:
+        self._stream = stream
+        self._processor = processor
+        self.process = processor.process
+
+    def for_input(self, parent: str) -> Processor:
+        if parent != self._stream:
+            raise KeyError(parent)
+        return self._processor

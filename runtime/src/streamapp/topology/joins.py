@@ -1,0 +1,289 @@
+"""Join node types and the GlobalKTable node of a topology description.
+
+Every join names its two parents in ``inputs`` (ordered: ``[left, right]``; for stream-table and
+stream-global joins the stream comes first). ``join`` picks the variant. User functions are
+``"module:qualname"`` references; the joiner's arguments are always ``(left value, right value)``, with
+``None`` for a missing side of a left/outer join.
+
+=================== ============================================================ ==========================
+type                parameters                                                   Kafka Streams class
+=================== ============================================================ ==========================
+global_table        topic, store, keySerde, valueSerde (no inputs)               GlobalKTableImpl
+stream_global_join  inputs [stream, global_table], keySelector                   KStreamGlobalKTableJoin
+                    ``fn(key, value) -> global key``, joiner
+                    ``fn(value, global value)``, join inner|left
+stream_table_join   inputs [stream, table], joiner ``fn(value, table value)``,   KStreamKTableJoin
+                    join inner|left, store (materializes the table side)
+table_table_join    inputs [table, table], joiner ``fn(left, right)``,            KTableKTable{Inner,Left,
+                    join inner|left|outer, leftStore, rightStore                 Outer}Join
+stream_stream_join  inputs [stream, stream], joiner ``fn(left, right)``,          KStreamKStreamJoin
+                    join inner|left|outer, windows {beforeMs, afterMs, graceMs},
+                    leftStore, rightStore (window stores), outerStore (left and
+                    outer joins: records waiting for their window to close)
+=================== ============================================================ ==========================
+
+A ``global_table`` belongs to no sub-topology: every worker reads all partitions of its topic into a
+global store (no changelog: the topic is the changelog), bootstrapped before any task processes. Stream
+and table joins need both inputs partitioned by the same key (``requires_copartitioned_input``): a side
+whose key changed since its last source or repartition must be repartitioned first (the DSL inserts
+``<name>-left-repartition`` / ``<name>-right-repartition``, as Kafka Streams does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from streamapp.topology.errors import TopologyError
+from streamapp.topology.names import check_name
+from streamapp.topology.node_base import FunctionRef, NodeBase, SerdeName, check_serde
+from streamapp.topology.windows import JoinWindowsSpec
+
+__all__ = [
+    "GLOBAL_TABLE_KIND",
+    "GlobalTableNode",
+    "JoinType",
+    "StreamGlobalJoinNode",
+    "StreamStreamJoinNode",
+    "StreamTableJoinNode",
+    "TableTableJoinNode",
+]
+
+GLOBAL_TABLE_KIND = "global_table"
+"""The output kind of a ``global_table`` node; only ``stream_global_join`` reads it (at position 1)."""
+
+JoinType = Literal["inner", "left", "outer"]
+"""``inner``: both sides present; ``left``: every left record, right ``None`` when absent; ``outer``: either."""
+
+
+class GlobalTableNode(NodeBase):
+    """A GlobalKTable: the latest value per key of every partition of ``topic``, in global store ``store``.
+
+    Kafka's ``StreamsBuilder.globalTable``. A null key is skipped, a null value deletes the key.
+    """
+
+    type: Literal["global_table"] = "global_table"
+    topic: str
+    store: str
+    key_serde: SerdeName = "bytes"
+    value_serde: SerdeName = "bytes"
+    output: ClassVar[str | None] = GLOBAL_TABLE_KIND
+    accepts: ClassVar[frozenset[str]] = frozenset()
+
+    _serdes = field_validator("key_serde", "value_serde")(check_serde)
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        try:
+            check_name("topic", self.topic)
+        except TopologyError as exc:
+            return str(exc)
+        for other in nodes.values():
+            if other.name == self.name:
+                continue
+            if self.topic in _topics_read(other):
+                return f"topic '{self.topic}' is already read by {other.type} node '{other.name}'"
+            if self.store in other.stores():
+                return f"global store '{self.store}' is also used by node '{other.name}'; join the global table instead"
+        spec = stores.get(self.store)
+        if spec is not None:
+            problem = _store_type(spec, "key_value")
+            if problem is None and (spec.key_serde, spec.value_serde) != (self.key_serde, self.value_serde):
+                problem = (
+                    f"store '{self.store}' has serdes {spec.key_serde}/{spec.value_serde} but the global table's "
+                    f"topic has {self.key_serde}/{self.value_serde}"
+                )
+            return problem
+        return None
+
+
+class _TwoInputs(NodeBase):
+    inputs_: list[str] = Field(alias="inputs", min_length=2, max_length=2)
+    joiner: FunctionRef
+
+    def inputs(self) -> list[str]:
+        return list(self.inputs_)
+
+    @property
+    def left(self) -> str:
+        return self.inputs_[0]
+
+    @property
+    def right(self) -> str:
+        return self.inputs_[1]
+
+
+class StreamGlobalJoinNode(_TwoInputs):
+    """Joins each stream record with the global table's value at ``key_selector(key, value)``.
+
+    Emits ``(key, joiner(value, global value))`` with the stream record's key and timestamp. ``inner`` drops
+    records without a global value; ``left`` joins them with ``None``. Records with a null value, or whose
+    selected key is null, are dropped (counted), except that ``left`` keeps null-key records (Kafka's
+    ``KStreamKTableJoinProcessor``). No co-partitioning is needed: every worker holds the whole table.
+    """
+
+    type: Literal["stream_global_join"] = "stream_global_join"
+    key_selector: FunctionRef
+    join: Literal["inner", "left"] = "inner"
+
+    def accepted_kinds(self, position: int) -> frozenset[str]:
+        return frozenset({"stream"}) if position == 0 else frozenset({GLOBAL_TABLE_KIND})
+
+    def functions(self) -> dict[str, str]:
+        return {"key_selector": self.key_selector, "joiner": self.joiner}
+
+
+class StreamTableJoinNode(_TwoInputs):
+    """Joins each stream record with the table's current value for the same key (Kafka's ``KStreamKTableJoin``).
+
+    Only stream records trigger output; table updates are written to ``store`` (the table side,
+    materialized: key → latest value, with the table's serdes) and emit nothing. Emits
+    ``(key, joiner(value, table value))`` at the stream record's timestamp; ``inner`` drops records
+    without a table value, ``left`` joins them with ``None``. Null-value stream records are dropped; a
+    null-key record is dropped by ``inner`` and joined with ``None`` by ``left``.
+    """
+
+    type: Literal["stream_table_join"] = "stream_table_join"
+    join: Literal["inner", "left"] = "inner"
+    store: str
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    def accepted_kinds(self, position: int) -> frozenset[str]:
+        return frozenset({"stream"}) if position == 0 else frozenset({"table"})
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        return _check_own_stores(self, nodes, stores, {self.store: "key_value"})
+
+    def functions(self) -> dict[str, str]:
+        return {"joiner": self.joiner}
+
+
+class TableTableJoinNode(_TwoInputs):
+    """Joins two tables on their key; the output is a table (Kafka's ``KTableKTable{Inner,Left,Outer}Join``).
+
+    Each side's updates are written to its store (``leftStore`` / ``rightStore``: key → latest value) and
+    joined with the other side's current value. An update forwards ``Change(joiner(new, other),
+    joiner(old, other))`` where a side that is absent makes the result absent (inner), or is passed as
+    ``None`` to the joiner (left: right side may be absent; outer: either may be). Output timestamp: the
+    triggering update's.
+    """
+
+    type: Literal["table_table_join"] = "table_table_join"
+    join: JoinType = "inner"
+    left_store: str
+    right_store: str
+    output: ClassVar[str | None] = "table"
+    accepts: ClassVar[frozenset[str]] = frozenset({"table"})
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    def stores(self) -> list[str]:
+        return [self.left_store, self.right_store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        if self.left_store == self.right_store:
+            return "leftStore and rightStore must be different stores"
+        return _check_own_stores(self, nodes, stores, {self.left_store: "key_value", self.right_store: "key_value"})
+
+    def functions(self) -> dict[str, str]:
+        return {"joiner": self.joiner}
+
+
+class StreamStreamJoinNode(_TwoInputs):
+    """A windowed join of two streams on their key (Kafka's ``KStreamKStreamJoin``, ``KStream.join(KStream,
+    ValueJoiner, JoinWindows)``).
+
+    A left record at ``t`` joins right records with the same key in ``[t - beforeMs, t + afterMs]``; each
+    pair emits ``joiner(left, right)`` at the larger timestamp. ``left`` also emits every left record
+    that found no partner as ``joiner(left, None)``, ``outer`` also every such right record as
+    ``joiner(None, right)``, once its window has closed (``t + afterMs + graceMs`` behind stream time for
+    a left record, ``t + beforeMs + graceMs`` for a right one). ``leftStore`` / ``rightStore``: window
+    stores (``retainDuplicates``, retention at least ``beforeMs + afterMs + graceMs``) holding each side's
+    recent records; ``outerStore`` (left and outer joins only): a key-value store of the records waiting
+    to be emitted unmatched. Records with a null key or value are dropped (a null-key record of a
+    preserved side is emitted unmatched at once).
+    """
+
+    type: Literal["stream_stream_join"] = "stream_stream_join"
+    join: JoinType = "inner"
+    windows: JoinWindowsSpec
+    left_store: str
+    right_store: str
+    outer_store: str | None = None
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _outer_store_for_outer_joins(self) -> StreamStreamJoinNode:
+        if self.join == "inner" and self.outer_store is not None:
+            raise ValueError("an inner join has no outerStore")
+        if self.join != "inner" and self.outer_store is None:
+            raise ValueError(f"a {self.join} join needs an outerStore (records waiting for their window to close)")
+        if len({self.left_store, self.right_store, self.outer_store} - {None}) != len(self.stores()):
+            raise ValueError("leftStore, rightStore and outerStore must be different stores")
+        return self
+
+    def stores(self) -> list[str]:
+        return [self.left_store, self.right_store, *([self.outer_store] if self.outer_store else [])]
+
+    def functions(self) -> dict[str, str]:
+        return {"joiner": self.joiner}
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        types = {self.left_store: "window", self.right_store: "window"}
+        if self.outer_store is not None:
+            types[self.outer_store] = "key_value"
+        problem = _check_own_stores(self, nodes, stores, types)
+        if problem is not None:
+            return problem
+        needed = self.windows.store_retention_ms()
+        for name in (self.left_store, self.right_store):
+            spec = stores.get(name)
+            if spec is None:
+                continue
+            if not getattr(spec, "retain_duplicates", False):
+                return f"window store '{name}' must set retainDuplicates: true (a join keeps every record)"
+            retention = getattr(spec, "retention_ms", None)
+            if retention is not None and retention < needed:
+                return (
+                    f"window store '{name}' keeps {retention} ms but the join needs at least "
+                    f"beforeMs + afterMs + graceMs = {needed} ms"
+                )
+        return None
+
+
+def _topics_read(node: NodeBase) -> list[str]:
+    """External topics a node reads (source and table nodes: ``topics``; a global table: ``topic``)."""
+    topics = getattr(node, "topics", None)
+    if isinstance(topics, list):
+        return topics
+    topic = getattr(node, "topic", None)
+    return [topic] if isinstance(node, GlobalTableNode) and isinstance(topic, str) else []
+
+
+def _store_type(spec: Any, expected: str) -> str | None:
+    actual = getattr(spec, "type", "key_value")
+    if actual != expected:
+        return f"store '{spec.name}' must be a {expected} store, not {actual}"
+    return None
+
+
+def _check_own_stores(
+    node: NodeBase, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any], types: Mapping[str, str]
+) -> str | None:
+    """Each of a join's stores has the expected type and belongs to this join alone."""
+    for name, expected in types.items():
+        spec = stores.get(name)
+        if spec is not None:
+            problem = _store_type(spec, expected)
+            if problem is not None:
+                return problem
+        for other in nodes.values():
+            if other.name != node.name and name in other.stores():
+                return f"store '{name}' is also used by node '{other.name}'; a join's stores are its own"
+    return None

@@ -1,0 +1,58 @@
+"""Builds stream-stream join processors over in-memory logged stores, for unit and property tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamapp.kafka.types import TopicPartition
+from streamapp.processors.base import ProcessorMetrics
+from streamapp.processors.stream_join import OuterJoinBuffer, StreamStreamJoinProcessor
+from streamapp.serdes import serde_for
+from streamapp.state.changelogging import ChangeLoggingKeyValueStore
+from streamapp.state.memory import InMemoryKeyValueStore
+from streamapp.state.window_store import WindowStore
+from streamapp.topology.windows import JoinWindowsSpec
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.records: list[tuple[Any, Any, int]] = []
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        self.records.append((key, value, timestamp))
+
+
+def pair(left: Any, right: Any) -> list[Any]:
+    return [left, right]
+
+
+def logged(name: str) -> ChangeLoggingKeyValueStore:
+    return ChangeLoggingKeyValueStore(InMemoryKeyValueStore(name), TopicPartition(f"{name}-changelog", 0), lambda: 0)
+
+
+def stream_stream_join(
+    join: str, before: int, after: int, grace: int = 0
+) -> tuple[StreamStreamJoinProcessor, Collect, ProcessorMetrics]:
+    """A join of sides ``"l"`` and ``"r"`` (string keys, JSON values) emitting ``[left, right]`` into a Collect."""
+    windows = JoinWindowsSpec(before_ms=before, after_ms=after, grace_ms=grace)
+    retention = max(1, windows.store_retention_ms())
+
+    def window_store(name: str) -> WindowStore:
+        return WindowStore(
+            logged(name),
+            serde_for("string"),
+            serde_for("json"),
+            retention_ms=retention,
+            window_size_ms=windows.size,
+            retain_duplicates=True,
+        )
+
+    outer = None
+    if join != "inner":
+        json = serde_for("json")
+        outer = OuterJoinBuffer(logged("outer"), serde_for("string"), json, json)
+    out, metrics = Collect(), ProcessorMetrics()
+    processor = StreamStreamJoinProcessor(
+        "l", "r", pair, join, windows, (window_store("left"), window_store("right")), outer, [out], metrics
+    )
+    return processor, out, metrics
