@@ -60,6 +60,7 @@ class FakeProducer:
         timestamp: int,
         partition: int | None = None,
         on_delivery: Callable[[TopicPartition, int], None] | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         if partition is None:
             count = len(self.cluster.topics[topic])
@@ -157,6 +158,12 @@ class FakeConsumer:
 
     def group_joined(self) -> bool:
         return True
+
+    def group_metadata(self) -> object:
+        return ("fake-group", id(self))
+
+    def fetched_watermarks(self, partition: TopicPartition) -> tuple[int, int] | None:
+        return (0, self.cluster.end_offset(partition))
 
     def close(self) -> None:
         self.closed = True

@@ -51,7 +51,11 @@ def test_application_state_dir_is_state_dir_slash_application_id() -> None:
     [
         ({"application.id": "a"}, "'bootstrap.servers' is required"),
         ({**REQUIRED, "num.stream.thread": 2}, "unknown key 'num.stream.thread'"),
-        ({**REQUIRED, "processing.guarantee": "exactly_once_v2"}, "exactly_once_v2 is not implemented yet"),
+        (
+            {**REQUIRED, "default.deserialization.exception.handler": "dead_letter_queue"},
+            "needs errors.dead.letter.queue.topic.name",
+        ),
+        ({**REQUIRED, "max.task.idle.ms": -2}, "'max.task.idle.ms'"),
         ({**REQUIRED, "processing.guarantee": "at_most_once"}, "'processing.guarantee'"),
         ({**REQUIRED, "num.stream.threads": 0}, "'num.stream.threads'"),
         ({**REQUIRED, "application.id": "has space"}, "'application.id'"),
@@ -74,3 +78,12 @@ def test_a_file_that_is_not_a_map_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="must be a YAML map"):
         StreamsConfig.load(path)
+
+
+def test_commit_interval_defaults_to_kafka_streams_value_per_guarantee() -> None:
+    assert StreamsConfig.from_mapping(REQUIRED).commit_interval_ms == 30_000
+    eos = StreamsConfig.from_mapping({**REQUIRED, "processing.guarantee": "exactly_once_v2"})
+    assert eos.commit_interval_ms == 100 and eos.exactly_once
+    assert StreamsConfig.from_mapping(eos.to_mapping()) == eos
+    explicit = {**REQUIRED, "processing.guarantee": "exactly_once_v2", "commit.interval.ms": 500}
+    assert StreamsConfig.from_mapping(explicit).commit_interval_ms == 500

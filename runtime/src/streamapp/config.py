@@ -7,41 +7,66 @@ unknown one when the client is created. Any other unknown key is an error, so a 
 
 Keys and defaults (Kafka Streams' unless marked *streamapp*):
 
-==============================  ==================  =================================================
-key                             default             meaning
-==============================  ==================  =================================================
-application.id                  required            consumer group id, internal-topic and state prefix
-bootstrap.servers               required            Kafka brokers, ``host:port[,host:port]``
-num.stream.threads              1                   stream threads (worker processes) per instance
-processing.guarantee            at_least_once       ``exactly_once_v2`` is not implemented yet
-commit.interval.ms              30000               how often a stream thread commits
-poll.ms                         100                 longest a poll blocks
-max.poll.records                1000                records a stream thread takes per poll
-state.dir                       /tmp/streamapp      ``<state.dir>/<application.id>/<taskId>/``
-statestore.cache.max.bytes      10485760            per-thread bound on buffered store writes; a
-                                                    thread commits early when it is reached
-replication.factor              -1                  internal topics; -1 = the broker's default
-group.protocol                  consumer            *streamapp*: ``consumer`` (KIP-848, broker-side
-                                                    ``range`` assignor) or ``classic`` (eager
-                                                    ``range``); docs/adr/0001-assignment.md
-http.port                       8080                *streamapp*: health, metrics and status port
-rocksdb.block.cache.bytes       67108864            *streamapp*: one block cache per thread shared by
-                                                    all its stores; memtables are charged to it
-rocksdb.write.buffer.bytes      16777216            *streamapp*: memtable budget per thread (part of
-                                                    the block cache)
-==============================  ==================  =================================================
+=======================================  ==================  ========================================================
+key                                      default             meaning
+=======================================  ==================  ========================================================
+application.id                           required            consumer group id, internal-topic and state prefix
+bootstrap.servers                        required            Kafka brokers, ``host:port[,host:port]``
+num.stream.threads                       1                   stream threads (worker processes) per instance
+processing.guarantee                     at_least_once       or ``exactly_once_v2``: one transactional producer per
+                                                             thread, offsets in the transaction, ``read_committed``
+commit.interval.ms                       30000 / 100 (EOS)   how often a stream thread commits (Kafka's defaults:
+                                                             100 under ``exactly_once_v2`` unless set)
+poll.ms                                  100                 longest a poll blocks
+max.poll.records                         1000                records a stream thread takes per poll
+buffered.records.per.partition           1000                records a task buffers per input partition; the
+                                                             partition is paused above it
+max.task.idle.ms                         0                   how long a task with several input partitions waits
+                                                             for an empty partition with no lag before it processes
+                                                             the others (-1: never wait; Kafka's PartitionGroup)
+state.dir                                /tmp/streamapp      ``<state.dir>/<application.id>/<taskId>/``
+state.cleanup.delay.ms                   600000              age of the state of a task no longer owned here
+                                                             (neither active nor standby) before it is deleted
+num.standby.replicas                     0                   warm copies of each stateful task's stores on other
+                                                             stream threads (docs/adr/0004-standby-replicas.md)
+statestore.cache.max.bytes               10485760            per-thread bound on buffered store writes; a
+                                                             thread commits early when it is reached
+default.deserialization.exception.\
+handler                                  log_and_fail        ``log_and_fail``, ``log_and_continue`` or
+                                                             ``dead_letter_queue`` (a record that cannot be read)
+default.production.exception.handler     fail                ``fail``, ``continue`` or ``dead_letter_queue`` (a
+                                                             record that cannot be serialized or sent)
+processing.exception.handler             log_and_fail        ``log_and_fail``, ``log_and_continue`` or
+                                                             ``dead_letter_queue`` (a processor raised; KIP-1033)
+errors.dead.letter.queue.topic.name      none                the dead-letter topic (KIP-1034); it must exist. When
+                                                             set, every handler also copies the failed record there
+replication.factor                       -1                  internal topics; -1 = the broker's default
+group.protocol                           consumer            *streamapp*: ``consumer`` (KIP-848, broker-side
+                                                             ``range`` assignor) or ``classic`` (eager
+                                                             ``range``); docs/adr/0001-assignment.md
+http.port                                8080                *streamapp*: health, metrics and status port
+rocksdb.block.cache.bytes                67108864            *streamapp*: one block cache per thread shared by
+                                                             all its stores; memtables are charged to it
+rocksdb.write.buffer.bytes               16777216            *streamapp*: memtable budget per thread (part of
+                                                             the block cache)
+=======================================  ==================  ========================================================
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["ConfigError", "StreamsConfig"]
+__all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "ConfigError", "StreamsConfig"]
+
+AT_LEAST_ONCE: Final = "at_least_once"
+EXACTLY_ONCE_V2: Final = "exactly_once_v2"
+_EOS_COMMIT_INTERVAL_MS = 100
+_ALOS_COMMIT_INTERVAL_MS = 30_000
 
 _CLIENT_PREFIXES = ("consumer.", "producer.")
 
@@ -58,12 +83,30 @@ class StreamsConfig(BaseModel):
     application_id: str = Field(alias="application.id", min_length=1, pattern=r"^[a-zA-Z0-9._-]+$")
     bootstrap_servers: str = Field(alias="bootstrap.servers", min_length=1)
     num_stream_threads: int = Field(1, alias="num.stream.threads", ge=1, le=64)
-    processing_guarantee: Literal["at_least_once"] = Field("at_least_once", alias="processing.guarantee")
-    commit_interval_ms: int = Field(30_000, alias="commit.interval.ms", ge=0)
+    processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = Field(
+        AT_LEAST_ONCE, alias="processing.guarantee"
+    )
+    commit_interval_ms: int = Field(_ALOS_COMMIT_INTERVAL_MS, alias="commit.interval.ms", ge=0)
     poll_ms: int = Field(100, alias="poll.ms", ge=0)
     max_poll_records: int = Field(1000, alias="max.poll.records", ge=1)
+    buffered_records_per_partition: int = Field(1000, alias="buffered.records.per.partition", ge=1)
+    max_task_idle_ms: int = Field(0, alias="max.task.idle.ms", ge=-1)
     state_dir: str = Field("/tmp/streamapp", alias="state.dir", min_length=1)
+    state_cleanup_delay_ms: int = Field(600_000, alias="state.cleanup.delay.ms", ge=0)
+    num_standby_replicas: int = Field(0, alias="num.standby.replicas", ge=0)
     statestore_cache_max_bytes: int = Field(10 * 1024 * 1024, alias="statestore.cache.max.bytes", ge=0)
+    default_deserialization_exception_handler: Literal["log_and_fail", "log_and_continue", "dead_letter_queue"] = Field(
+        "log_and_fail", alias="default.deserialization.exception.handler"
+    )
+    default_production_exception_handler: Literal["fail", "continue", "dead_letter_queue"] = Field(
+        "fail", alias="default.production.exception.handler"
+    )
+    processing_exception_handler: Literal["log_and_fail", "log_and_continue", "dead_letter_queue"] = Field(
+        "log_and_fail", alias="processing.exception.handler"
+    )
+    errors_dead_letter_queue_topic_name: str | None = Field(
+        None, alias="errors.dead.letter.queue.topic.name", min_length=1
+    )
     replication_factor: int = Field(-1, alias="replication.factor")
     group_protocol: Literal["consumer", "classic"] = Field("consumer", alias="group.protocol")
     http_port: int = Field(8080, alias="http.port", ge=0, le=65535)
@@ -74,12 +117,32 @@ class StreamsConfig(BaseModel):
     producer: dict[str, str] = Field(default_factory=dict)
     """librdkafka producer settings from ``producer.*`` keys (prefix removed)."""
 
-    @field_validator("processing_guarantee", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _only_at_least_once(cls, value: Any) -> Any:
-        if value == "exactly_once_v2":
-            raise ValueError("exactly_once_v2 is not implemented yet; use at_least_once")
-        return value
+    def _guarantee_defaults(cls, values: Any) -> Any:
+        """``commit.interval.ms`` defaults to 100 under ``exactly_once_v2`` (Kafka Streams' rule)."""
+        if isinstance(values, dict) and "commit.interval.ms" not in values and "commit_interval_ms" not in values:
+            guarantee = values.get("processing.guarantee", values.get("processing_guarantee"))
+            if guarantee == EXACTLY_ONCE_V2:
+                return {**values, "commit.interval.ms": _EOS_COMMIT_INTERVAL_MS}
+        return values
+
+    @model_validator(mode="after")
+    def _dead_letter_queue_needs_a_topic(self) -> StreamsConfig:
+        handlers = {
+            "default.deserialization.exception.handler": self.default_deserialization_exception_handler,
+            "default.production.exception.handler": self.default_production_exception_handler,
+            "processing.exception.handler": self.processing_exception_handler,
+        }
+        for key, handler in handlers.items():
+            if handler == "dead_letter_queue" and self.errors_dead_letter_queue_topic_name is None:
+                raise ValueError(f"{key}=dead_letter_queue needs errors.dead.letter.queue.topic.name")
+        return self
+
+    @property
+    def exactly_once(self) -> bool:
+        """True under ``processing.guarantee=exactly_once_v2``."""
+        return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 HERE = Path(__file__).resolve().parent
@@ -110,6 +110,41 @@ class KafkaTestClient:
                     out.append((p, offset, message.key(), message.value()))
                 if offset + 1 >= ends[p]:
                     remaining.discard(p)
+            assert not remaining, f"could not read {topic} to its end"
+        finally:
+            consumer.close()
+        return out
+
+    def read_committed(self, topic: str, timeout_s: float = 60) -> list[tuple[int, int, bytes | None, bytes | None]]:
+        """Every committed record of ``topic`` up to its last stable offset, as a ``read_committed`` consumer
+        sees it: ``(partition, offset, key, value)`` in offset order per partition. Aborted records and
+        transaction markers are skipped (the end is found by partition-EOF events, since the last offsets of
+        a transactional topic are markers, not records)."""
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": unique("committed-reader"),
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+            }
+        )
+        out: list[tuple[int, int, bytes | None, bytes | None]] = []
+        try:
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+            remaining = set(partitions)
+            deadline = time.monotonic() + timeout_s
+            while remaining and time.monotonic() < deadline:
+                message = consumer.poll(1.0)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        remaining.discard(int(message.partition() or 0))
+                    continue
+                out.append((int(message.partition() or 0), int(message.offset() or 0), message.key(), message.value()))
             assert not remaining, f"could not read {topic} to its end"
         finally:
             consumer.close()

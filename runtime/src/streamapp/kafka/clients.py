@@ -1,4 +1,5 @@
-"""confluent-kafka clients of a stream thread: configs and the adapters behind ``streamapp.kafka.types``.
+"""confluent-kafka clients of a stream thread: configs and the consumer adapters behind ``streamapp.kafka.types``
+(the producer is in ``streamapp.kafka.producer``, re-exported here).
 
 This package is the only importer of ``confluent_kafka``. Every producer uses ``partitioner=murmur2_random``
 so keys land on the partitions Java clients, Kafka Streams and Spark choose (librdkafka's default is
@@ -9,17 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from streamapp.config import StreamsConfig
+from streamapp.kafka.producer import KafkaProducer
 from streamapp.kafka.types import (
     CommitFailedError,
     ConsumerRecord,
-    DeliveryError,
     KafkaClientError,
     RebalanceListener,
     TopicPartition,
@@ -31,8 +32,11 @@ __all__ = [
     "KafkaProducer",
     "KafkaRestoreConsumer",
     "consumer_config",
+    "isolation_level",
     "producer_config",
     "restore_consumer_config",
+    "to_record",
+    "transactional_id",
 ]
 
 log = logging.getLogger(__name__)
@@ -61,7 +65,10 @@ def consumer_config(config: StreamsConfig, thread_index: int, instance_id: str |
     group.id = application.id; ``group.instance.id`` = ``<instance_id>-<thread_index>`` when an instance id
     is given (static membership), none otherwise. ``group.protocol`` ``consumer`` selects KIP-848 with the
     broker's ``range`` assignor, ``classic`` the eager ``range`` assignor: both give a task partition p of
-    every co-partitioned topic (docs/adr/0001-assignment.md). ``consumer.*`` keys override everything.
+    every co-partitioned topic (docs/adr/0001-assignment.md). Under ``exactly_once_v2`` the consumer reads
+    ``read_committed`` (it never sees aborted records or open transactions, e.g. of a repartition topic; a
+    ``committed()`` call then also waits for pending transactional offsets: KIP-447's require_stable).
+    ``consumer.*`` keys override everything.
     """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
@@ -70,7 +77,7 @@ def consumer_config(config: StreamsConfig, thread_index: int, instance_id: str |
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
-        "isolation.level": "read_uncommitted",
+        "isolation.level": isolation_level(config),
         "statistics.interval.ms": 1000,
     }
     if config.group_protocol == "consumer":
@@ -84,7 +91,11 @@ def consumer_config(config: StreamsConfig, thread_index: int, instance_id: str |
 
 
 def restore_consumer_config(config: StreamsConfig, thread_index: int, instance_id: str | None) -> dict[str, Any]:
-    """The restore consumer's settings: no group membership, reads changelogs from explicit offsets."""
+    """The restore consumer's settings: no group membership, reads changelogs from explicit offsets.
+
+    Under ``exactly_once_v2`` it reads ``read_committed``: aborted changelog records and transaction markers are
+    skipped, and its end offset (``end_offset``) is the last stable offset, as Kafka Streams restores.
+    """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
         "group.id": f"{config.application_id}-restore-consumer",
@@ -93,14 +104,36 @@ def restore_consumer_config(config: StreamsConfig, thread_index: int, instance_i
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
-        "isolation.level": "read_uncommitted",
+        "isolation.level": isolation_level(config),
     }
     settings.update({k: v for k, v in config.consumer.items() if not k.startswith("group.")})
     return settings
 
 
-def producer_config(config: StreamsConfig, thread_index: int, instance_id: str | None) -> dict[str, Any]:
-    """The producer's settings: murmur2 partitioning, acks=all, idempotence off (at-least-once)."""
+def isolation_level(config: StreamsConfig) -> str:
+    """``read_committed`` under ``exactly_once_v2``, ``read_uncommitted`` otherwise (Kafka Streams' rule)."""
+    return "read_committed" if config.exactly_once else "read_uncommitted"
+
+
+def transactional_id(config: StreamsConfig, thread_index: int, process_id: str) -> str:
+    """``<application.id>-<process id>-<thread index + 1>``: one transactional producer per stream thread
+    (Kafka Streams' EOS-v2 ``StreamsProducer`` naming). ``process_id`` is the instance id (pod name) or, without
+    one, the id stored in the state directory, so the id is the same after a restart: the restarted thread's
+    ``init_transactions`` aborts what its crashed predecessor left open at once, instead of after
+    ``transaction.timeout.ms``."""
+    return f"{config.application_id}-{process_id}-{thread_index + 1}"
+
+
+def producer_config(
+    config: StreamsConfig, thread_index: int, instance_id: str | None, process_id: str | None = None
+) -> dict[str, Any]:
+    """The producer's settings: murmur2 partitioning, acks=all.
+
+    Under ``exactly_once_v2``: ``transactional.id`` = ``transactional_id(config, thread_index, process id)``
+    (``process_id`` defaults to ``instance_id``, then to ``local``), idempotence on and
+    ``transaction.timeout.ms`` 10000 (Kafka Streams' EOS default: a transaction left open by a dead producer
+    blocks ``read_committed`` readers at most that long). ``producer.*`` keys override, except the partitioner.
+    """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
         "client.id": client_id(config, thread_index, "producer", instance_id),
@@ -109,20 +142,30 @@ def producer_config(config: StreamsConfig, thread_index: int, instance_id: str |
         "linger.ms": 100,
         "compression.type": "lz4",
     }
+    if config.exactly_once:
+        settings.update(
+            {
+                "transactional.id": transactional_id(config, thread_index, process_id or instance_id or "local"),
+                "enable.idempotence": True,
+                "transaction.timeout.ms": 10_000,
+            }
+        )
     settings.update(config.producer)
     settings["partitioner"] = "murmur2_random"
     return settings
 
 
-def _to_record(message: Any) -> ConsumerRecord:
+def to_record(message: Any) -> ConsumerRecord:
+    """A confluent-kafka ``Message`` (without error) as a ``ConsumerRecord``."""
     _, timestamp = message.timestamp()
     return ConsumerRecord(
-        topic=message.topic(),
-        partition=message.partition(),
-        offset=message.offset(),
-        key=message.key(),
-        value=message.value(),
-        timestamp=timestamp,
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        message.key(),
+        message.value(),
+        timestamp,
+        message.headers(),
     )
 
 
@@ -164,7 +207,7 @@ class KafkaConsumer:
         for message in messages:
             error = message.error()
             if error is None:
-                records.append(_to_record(message))
+                records.append(to_record(message))
             elif error.fatal() or error.code() in (KafkaError._FATAL, _UNRELEASED_INSTANCE_ID):
                 raise _consumer_error(error)
             else:
@@ -210,6 +253,17 @@ class KafkaConsumer:
     def lags(self) -> dict[TopicPartition, int]:
         return dict(self._lags)
 
+    def group_metadata(self) -> object:
+        return self._consumer.consumer_group_metadata()
+
+    def fetched_watermarks(self, partition: TopicPartition) -> tuple[int, int] | None:
+        tp = confluent_kafka.TopicPartition(partition.topic, partition.partition)
+        try:
+            low, high = self._consumer.get_watermark_offsets(tp, cached=True)
+        except KafkaException:
+            return None
+        return (int(low), int(high)) if high >= 0 and low >= 0 else None
+
     def group_joined(self) -> bool:
         return self._group_state == "up"
 
@@ -236,67 +290,6 @@ def _consumer_error(error: KafkaError) -> KafkaClientError:
     if error.code() == _UNRELEASED_INSTANCE_ID or "instance ID is still used" in text:
         return UnreleasedInstanceIdError(f"group.instance.id is still held by a previous member: {text}")
     return KafkaClientError(f"consumer failed: {text}")
-
-
-class KafkaProducer:
-    """The stream thread's producer (implements ``ProducerClient``)."""
-
-    def __init__(self, settings: Mapping[str, Any]) -> None:
-        self._producer = confluent_kafka.Producer(dict(settings))
-        self._failure: str | None = None
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        partition: int | None = None,
-        on_delivery: Callable[[TopicPartition, int], None] | None = None,
-    ) -> None:
-        delivered: Callable[[KafkaError | None, Any], None] = self._check_delivery
-        if on_delivery is not None:
-
-            def delivered(error: KafkaError | None, message: Any) -> None:
-                self._check_delivery(error, message)
-                if error is None:
-                    on_delivery(TopicPartition(message.topic(), message.partition()), message.offset())
-
-        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
-        if timestamp >= 0:
-            kwargs["timestamp"] = timestamp
-        if partition is not None:
-            kwargs["partition"] = partition
-        while True:
-            try:
-                self._producer.produce(topic, **kwargs)
-                return
-            except BufferError:
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                raise DeliveryError(f"cannot produce to {topic}: {exc.args[0].str()}") from exc
-
-    def poll(self) -> None:
-        self._producer.poll(0)
-        self._raise_failure()
-
-    def _check_delivery(self, error: KafkaError | None, message: Any) -> None:
-        if error is not None and self._failure is None:
-            self._failure = f"record to {message.topic()} not delivered: {error.str()}"
-
-    def flush(self, timeout_s: float) -> None:
-        remaining = self._producer.flush(timeout_s)
-        self._raise_failure()
-        if remaining:
-            raise DeliveryError(f"{remaining} records not acknowledged within {timeout_s:.0f}s")
-
-    def close(self, timeout_s: float) -> None:
-        self._producer.flush(timeout_s)
-
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise DeliveryError(failure)
 
 
 class KafkaRestoreConsumer:
@@ -331,7 +324,7 @@ class KafkaRestoreConsumer:
         for message in messages:
             error = message.error()
             if error is None:
-                records.append(_to_record(message))
+                records.append(to_record(message))
             elif error.code() == KafkaError._PARTITION_EOF:
                 reached_end.add(TopicPartition(str(message.topic()), int(message.partition() or 0)))
             elif error.fatal():

@@ -19,16 +19,23 @@ __all__ = [
     "ConsumerClient",
     "ConsumerRecord",
     "DeliveryError",
+    "Headers",
     "KafkaClientError",
     "ProducerClient",
+    "ProducerFencedError",
     "RebalanceListener",
     "RestoreConsumerClient",
     "TopicPartition",
+    "TransactionAbortedError",
+    "TransactionalProducerClient",
     "UnreleasedInstanceIdError",
 ]
 
 OFFSET_BEGINNING = -2
 """Start offset meaning "the earliest offset still in the log" (librdkafka's ``OFFSET_BEGINNING``)."""
+
+Headers = list[tuple[str, bytes]]
+"""Record headers: ``(name, value bytes)`` pairs in order (names may repeat, as in Kafka)."""
 
 
 class TopicPartition(NamedTuple):
@@ -43,7 +50,8 @@ class TopicPartition(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ConsumerRecord:
-    """A record as read from Kafka: raw key and value bytes (``None`` = null), timestamp in epoch ms."""
+    """A record as read from Kafka: raw key and value bytes (``None`` = null), timestamp in epoch ms,
+    headers (``None`` when the record has none)."""
 
     topic: str
     partition: int
@@ -51,6 +59,7 @@ class ConsumerRecord:
     key: bytes | None
     value: bytes | None
     timestamp: int
+    headers: Headers | None = None
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -68,6 +77,19 @@ class DeliveryError(KafkaClientError):
 class CommitFailedError(KafkaClientError):
     """An offset commit was rejected because the group rebalanced: the partitions may belong to another
     member now (Kafka Streams' ``TaskMigratedException``). The tasks must be closed without committing."""
+
+
+class ProducerFencedError(KafkaClientError):
+    """The transactional producer was fenced: another producer with the same ``transactional.id`` initialised
+    transactions, or its epoch is stale (Kafka's ``ProducerFencedException`` / ``InvalidProducerEpochException``).
+    The client is unusable: the stream thread closes its tasks without commit, creates a new producer and
+    revives its tasks from the last commit (Kafka Streams' ``TaskMigratedException`` handling)."""
+
+
+class TransactionAbortedError(KafkaClientError):
+    """The open transaction had to be aborted (a record was not delivered, the coordinator asked for an abort,
+    or the offsets were rejected): nothing since the last commit is visible to ``read_committed`` readers,
+    so the tasks restart from their committed offsets and stores (Kafka Streams' ``TaskCorruptedException``)."""
 
 
 class UnreleasedInstanceIdError(KafkaClientError):
@@ -122,6 +144,18 @@ class ConsumerClient(Protocol):
         """True once the consumer has found its group coordinator and joined (or is joining) the group."""
         ...
 
+    def group_metadata(self) -> object:
+        """The consumer's group metadata (group id, member id, generation) for
+        ``TransactionalProducerClient.send_offsets_to_transaction``: the broker rejects offsets of a member
+        that is no longer current (KIP-447 fencing)."""
+        ...
+
+    def fetched_watermarks(self, partition: TopicPartition) -> tuple[int, int] | None:
+        """``(low, high)`` offsets of ``partition`` as of the last fetch response, without a round trip
+        (``high`` is the last stable offset under ``read_committed``); ``None`` while nothing was fetched.
+        With the position the task tracks this gives Kafka's ``currentLag``."""
+        ...
+
     def close(self) -> None:
         """Leave the group (a static member leaves temporarily, keeping its assignment) and free the client."""
         ...
@@ -138,10 +172,12 @@ class ProducerClient(Protocol):
         timestamp: int,
         partition: int | None = None,
         on_delivery: Callable[[TopicPartition, int], None] | None = None,
+        headers: Headers | None = None,
     ) -> None:
         """Queue one record; without ``partition`` the key's murmur2 hash picks it.
 
         ``on_delivery(partition, offset)`` runs from ``poll``/``flush`` once the broker acknowledged it.
+        Raises DeliveryError when the record cannot even be queued (e.g. larger than ``message.max.bytes``).
         """
         ...
 
@@ -154,6 +190,33 @@ class ProducerClient(Protocol):
         ...
 
     def close(self, timeout_s: float) -> None: ...
+
+
+class TransactionalProducerClient(ProducerClient, Protocol):
+    """A producer with a ``transactional.id`` (``processing.guarantee=exactly_once_v2``).
+
+    Every method raises ProducerFencedError when the producer was fenced (it is then unusable),
+    TransactionAbortedError when the transaction can only be aborted, KafkaClientError otherwise.
+    """
+
+    def init_transactions(self, timeout_s: float) -> None:
+        """Register the ``transactional.id`` with its coordinator; aborts a transaction a previous producer
+        with the same id left open (a crashed worker) and fences that producer."""
+        ...
+
+    def begin_transaction(self) -> None: ...
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        """Add consumer offsets (next offset to read) to the transaction; they commit with it."""
+        ...
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        """Flush and commit the transaction. A retriable failure is retried inside the call."""
+        ...
+
+    def abort_transaction(self, timeout_s: float) -> None: ...
 
 
 class RestoreConsumerClient(Protocol):

@@ -1,21 +1,26 @@
-"""The at-least-once commit of a stream thread's tasks.
+"""The commit of a stream thread's tasks, under both guarantees.
 
 Order, and why:
 
 1. every task queues its buffered store writes to its changelog partitions;
-2. the producer is flushed: sink, repartition and changelog records are all acknowledged;
-3. the consumed offsets are committed synchronously;
+2. the producer is flushed: sink, repartition and changelog records are all acknowledged (their offsets known);
+3. the consumed offsets are committed: synchronously with the consumer under at-least-once; under
+   ``exactly_once_v2`` they are added to the thread's transaction, which is then committed, so the output,
+   the changelog records and the input offsets become visible together or not at all;
 4. only then each task applies its store batch to RocksDB atomically with the offset of its last changelog
    record, and rewrites its ``.checkpoint``.
 
 A crash before 3 reprocesses the records since the last commit (at-least-once; output may repeat). A
 crash between 3 and 4 loses nothing: the store is at the previous batch and restore replays the changelog
 tail that 2 made durable, so the store is again exactly at the committed input offsets (DESIGN.md §3:
-store writes are applied only after the commit succeeded). Under exactly-once (issue 3) steps 2-3 become
-one transaction and step 4 stays after it.
+store writes are applied only after the commit succeeded). Under exactly-once a crash before 3 completes
+leaves an open transaction that the restarted thread's producer (same ``transactional.id``) aborts; the
+stores hold only committed data, so a crash never needs a wipe or a full restore, and restore (from the
+store's changelog offset, ``read_committed``) never applies an aborted record.
 
-If 3 fails because the group rebalanced (CommitFailedError) the tasks' buffers and progress are discarded;
-the caller closes the tasks without committing (Kafka Streams' ``TaskMigratedException`` handling).
+If 3 fails (CommitFailedError: the group rebalanced; TransactionAbortedError / ProducerFencedError under
+exactly-once, the transaction is aborted) the tasks' buffers and progress are discarded; the caller closes the
+tasks without committing and revives them (Kafka Streams' ``TaskMigratedException`` / ``TaskCorruptedException``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamapp.kafka.types import CommitFailedError, ConsumerClient, ProducerClient, TopicPartition
+from streamapp.kafka.types import CommitFailedError, ConsumerClient, KafkaClientError, TopicPartition
+from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask
 
 __all__ = ["CommitResult", "commit_tasks"]
@@ -42,30 +48,40 @@ class CommitResult:
 def commit_tasks(
     tasks: Sequence[StreamTask],
     consumer: ConsumerClient,
-    producer: ProducerClient,
+    producer: StreamsProducer,
     flush_timeout_s: float,
 ) -> CommitResult:
-    """Commit every task that processed records since its last commit (see the module docstring).
+    """Commit every task that processed records since its last commit (see the module docstring); under
+    exactly-once also a transaction with no dirty task (e.g. records a punctuation sent).
 
     Raises DeliveryError when the producer cannot deliver (nothing is committed), CommitFailedError when
-    the group rebalanced (the tasks' uncommitted progress is discarded first), KafkaClientError otherwise.
+    the group rebalanced, TransactionAbortedError / ProducerFencedError (exactly-once; the transaction was
+    aborted), KafkaClientError otherwise. On any failure the dirty tasks' uncommitted progress is discarded.
     """
     started = time.monotonic()
     dirty = [task for task in tasks if task.commit_needed()]
-    if not dirty:
+    if not dirty and not producer.transaction_in_flight:
         return CommitResult(0, 0, 0.0)
-    for task in dirty:
-        task.send_changelog()
-    producer.flush(flush_timeout_s)
-    offsets: dict[TopicPartition, int] = {}
-    for task in dirty:
-        offsets.update(task.offsets_to_commit())
     try:
-        consumer.commit(offsets)
-    except CommitFailedError:
         for task in dirty:
-            task.discard_pending()
+            task.send_changelog()
+        producer.flush(flush_timeout_s)
+        offsets: dict[TopicPartition, int] = {}
+        for task in dirty:
+            offsets.update(task.offsets_to_commit())
+        producer.commit(offsets, consumer)
+    except CommitFailedError:
+        _discard(dirty)
+        raise
+    except KafkaClientError:
+        if producer.exactly_once:  # the transaction was aborted; at-least-once: a delivery failure is fatal
+            _discard(dirty)
         raise
     for task in dirty:
         task.complete_commit()
     return CommitResult(len(dirty), len(offsets), time.monotonic() - started)
+
+
+def _discard(tasks: Sequence[StreamTask]) -> None:
+    for task in tasks:
+        task.discard_pending()

@@ -4,11 +4,18 @@ Each iteration:
 
 1. poll the group consumer (rebalance callbacks run here and create or close tasks); while tasks
    restore, the poll does not block so restoration keeps going;
-2. route the records to their running tasks;
+2. buffer the records in their running tasks, which process what is ready (timestamp order across a task's
+   partitions, ``max.task.idle.ms``);
 3. open newly created tasks and advance restoration by one bounded batch;
-4. commit when ``commit.interval.ms`` has passed or the buffered store writes exceed
+4. run wall-clock punctuations that are due;
+5. commit when ``commit.interval.ms`` has passed or the buffered store writes exceed
    ``statestore.cache.max.bytes``;
-5. about once a second, report a ``WorkerStatus`` to the supervisor.
+6. about once a second, report a ``WorkerStatus`` to the supervisor.
+
+Under ``exactly_once_v2`` the thread's one producer is transactional (``streamapp.processing.streams_producer``).
+When the group moved on, a transaction had to be aborted or the producer was fenced, the iteration closes every
+task without commit and revives the assigned ones from their stores and committed offsets (a fenced producer
+is replaced first): Kafka Streams' ``TaskMigratedException`` / ``TaskCorruptedException`` handling.
 
 A thread runs in its own worker process (``streamapp.processing.worker``): stream threads are processes.
 """
@@ -26,10 +33,16 @@ from streamapp.config import StreamsConfig
 from streamapp.kafka.types import (
     CommitFailedError,
     ConsumerClient,
+    Headers,
     ProducerClient,
+    ProducerFencedError,
     RestoreConsumerClient,
+    TransactionAbortedError,
 )
+from streamapp.processing.errors import ExceptionHandlers
+from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
 from streamapp.processing.status import TaskStatus, ThreadMetrics, WorkerStatus
+from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
 from streamapp.state.restore import ChangelogReader
@@ -40,6 +53,15 @@ __all__ = ["StreamThread", "source_topic_subtopologies"]
 log = logging.getLogger(__name__)
 
 StatusSink = Callable[[WorkerStatus], None]
+
+_MIGRATED = (CommitFailedError, TransactionAbortedError, ProducerFencedError)
+"""Failures after which the tasks are closed dirty and revived (the thread itself goes on)."""
+
+
+def wall_clock_ms() -> int:
+    """The system wall clock in epoch ms (the default ``clock_ms`` of a stream thread)."""
+    return int(time.time() * 1000)
+
 
 _REPORT_INTERVAL_S = 1.0
 
@@ -77,16 +99,38 @@ class StreamThread:
         restore_consumer: RestoreConsumerClient,
         store_factory: StoreFactory,
         report: StatusSink,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        producer_factory: Callable[[], ProducerClient] | None = None,
+        global_consumer: GlobalConsumerClient | None = None,
     ) -> None:
+        """``producer`` is the thread's producer client (transactional under exactly-once);
+        ``producer_factory`` creates a replacement after fencing (default: fencing is fatal for the thread).
+        ``clock_ms`` is the wall clock (epoch ms) for wall-clock punctuation and ``max.task.idle.ms``."""
         self.index = index
         self._config = config
         self._consumer = consumer
-        self._producer = producer
+        self._clock_ms = clock_ms
+        first: list[ProducerClient] = [producer]
+
+        def make_producer() -> ProducerClient:
+            if first:
+                return first.pop()
+            if producer_factory is None:
+                raise ProducerFencedError("the producer was fenced and this thread cannot create another one")
+            return producer_factory()
+
+        self._producer = StreamsProducer(make_producer, config.exactly_once)
+        self.handlers = ExceptionHandlers(config, self._send_dead_letter)
         self._restore_consumer = restore_consumer
         self._report = report
         self._topics = source_topic_subtopologies(description, config.application_id)
         subtopologies = {sub.id: sub for sub in description.subtopologies()}
         state_dir = Path(config.state_dir) / config.application_id
+        self._global = build_global_thread(
+            description, state_dir, index, store_factory, global_consumer, config.commit_interval_ms
+        )
+        global_tables = self._global.global_state.table if self._global is not None else None
 
         def create_task(task_id: TaskId) -> StreamTask:
             return StreamTask(
@@ -95,13 +139,25 @@ class StreamThread:
                 subtopologies[task_id.subtopology],
                 config.application_id,
                 state_dir / str(task_id),
-                producer,
+                self._producer,
                 functions,
                 store_factory,
+                handlers=self.handlers,
+                clock_ms=clock_ms,
+                max_task_idle_ms=config.max_task_idle_ms,
+                global_tables=global_tables,
             )
 
         self._reader = ChangelogReader(restore_consumer)
-        self.tasks = TaskManager(self._topics, create_task, consumer, producer, self._reader)
+        self.tasks = TaskManager(
+            self._topics,
+            create_task,
+            consumer,
+            self._producer,
+            self._reader,
+            buffered_records_per_partition=config.buffered_records_per_partition,
+            clock_ms=clock_ms,
+        )
         self.metrics = ThreadMetrics()
         self.state = "starting"
         self._last_commit = time.monotonic()
@@ -113,7 +169,19 @@ class StreamThread:
 
         An exception (a processing error, lost deliveries) closes the tasks without commit, leaves the
         group and propagates: the supervisor restarts the worker, which resumes from the last commit.
+        Global tables are bootstrapped first: no task processes before they are up to date.
         """
+        if self._global is not None:
+            try:
+                bootstrapped = self._global.bootstrap(stopping)
+            except BaseException as exc:
+                self.state = "failed"
+                self._report_status(force=True, error=f"{type(exc).__name__}: {exc}")
+                self._close(clean=False)
+                raise
+            if not bootstrapped:
+                self._close(clean=False)
+                return
         self._consumer.subscribe(sorted(self._topics), self.tasks)
         self.state = "running"
         log.info("Stream thread %d subscribed to %s", self.index, ", ".join(sorted(self._topics)))
@@ -130,29 +198,61 @@ class StreamThread:
         self._close(clean=True)
 
     def run_once(self) -> None:
+        """One loop iteration (see the module docstring)."""
+        try:
+            self._iterate()
+        except _MIGRATED as exc:
+            self._recover(exc)
+        if self.tasks.producer_fenced:
+            self.tasks.producer_fenced = False
+            self._producer.reset()
+
+    def _iterate(self) -> None:
+        if self._global is not None:
+            self._global.poll(0.0)
         restoring = self.tasks.restoring
         records = self._consumer.poll(self._config.max_poll_records, 0.0 if restoring else self._poll_timeout_s)
         if records:
             self.metrics.records_processed_total += self.tasks.process(records)
+        else:
+            self.metrics.records_processed_total += self.tasks.process_buffered()
         self.tasks.maintain()
         if self.tasks.restoring:
             self.tasks.restore(0.0 if records else self._poll_timeout_s)
             self.metrics.restore_records_total = self._reader.records_restored
+        self.tasks.punctuate_wall_clock(self._clock_ms())
         self._producer.poll()
         self._maybe_commit()
         self._report_status()
 
     def commit(self) -> None:
-        """Commit now (a rebalance-caused failure closes and revives the tasks instead of raising)."""
+        """Commit now. A failure caused by the group moving on, an aborted transaction or a fenced producer
+        closes and revives the tasks instead of raising."""
         try:
             result = self.tasks.commit()
-        except CommitFailedError as exc:
-            log.warning("Commit failed because the group rebalanced; reprocessing from the last commit: %s", exc)
-            self.tasks.handle_commit_failure()
+        except _MIGRATED as exc:
+            self._recover(exc)
         else:
             if result.tasks:
                 self.metrics.observe_commit(result.seconds)
         self._last_commit = time.monotonic()
+
+    def _recover(self, exc: Exception) -> None:
+        """Close every task without commit and revive them (Kafka's TaskMigrated / TaskCorrupted handling)."""
+        if isinstance(exc, ProducerFencedError):
+            log.warning("The producer was fenced; closing the tasks dirty and reviving them: %s", exc)
+            self._producer.reset()
+        elif isinstance(exc, CommitFailedError):
+            log.warning("Commit failed because the group rebalanced; reprocessing from the last commit: %s", exc)
+        else:
+            log.warning("The transaction was aborted; reprocessing from the last commit: %s", exc)
+        self.tasks.handle_commit_failure()
+        self._last_commit = time.monotonic()
+
+    def _send_dead_letter(
+        self, topic: str, key: bytes | None, value: bytes | None, headers: Headers, timestamp: int
+    ) -> None:
+        self._producer.send(topic, key, value, timestamp, headers=headers)
 
     def _maybe_commit(self) -> None:
         due = (time.monotonic() - self._last_commit) * 1000 >= self._config.commit_interval_ms
@@ -178,6 +278,8 @@ class StreamThread:
                 close()
             except Exception:
                 log.exception("Failed to close the %s of stream thread %d", name, self.index)
+        if self._global is not None:
+            self._global.close()
 
     def status(self, error: str | None = None) -> WorkerStatus:
         """The thread's current state as plain data."""

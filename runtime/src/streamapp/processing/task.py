@@ -31,6 +31,7 @@ from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
+from streamapp.processors.api import ProcessorHooks, PunctuationError
 from streamapp.processors.io import RecordSerializationError
 from streamapp.serdes import serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
@@ -122,6 +123,10 @@ class StreamTask:
         self._handlers = handlers
         self._clock_ms = clock_ms
         self.input = PartitionGroup(max_task_idle_ms)
+        self.processor_hooks = ProcessorHooks(
+            str(task_id), application_id, lambda: self.stream_time, clock_ms, self._set_punctuation_timestamp
+        )
+        """Processor API state: process nodes' init/close and the punctuation queues (``processors.api``)."""
         self._current: ConsumerRecord | None = None
         """The source record being processed (what error handlers and dead letters refer to)."""
 
@@ -161,13 +166,28 @@ class StreamTask:
             kinds=self.description.output_kinds(),
             global_tables=self._global_tables,
             windowed=self.windowed_state,
+            processor_hooks=self.processor_hooks,
         )
         self._sources = build_task_processors(self.description, self.subtopology, ctx)
         self._extractors = self._build_extractors()
         self.state = TaskState.RESTORING
 
     def mark_running(self) -> None:
+        """The stores are restored: run the Processor API's ``init`` of every process node (Kafka's
+        ``StreamTask.initializeTopology`` after restoration), then process."""
+        self.processor_hooks.init_processors()
         self.state = TaskState.RUNNING
+
+    def punctuate_wall_clock(self, now_ms: int) -> bool:
+        """Run the wall-clock punctuations due at ``now_ms`` (epoch ms of the thread's clock); True when one
+        ran. The stream thread calls it for every RUNNING task each loop iteration (Kafka's
+        ``StreamTask.maybePunctuateSystemTime``). Raises ProcessingError when a punctuator fails."""
+        if self.state is not TaskState.RUNNING:
+            return False
+        try:
+            return self.processor_hooks.punctuate_wall_clock(now_ms)
+        except PunctuationError as exc:
+            raise ProcessingError(f"task {self.id}: {exc}") from exc
 
     @property
     def stream_time(self) -> int:
@@ -187,6 +207,7 @@ class StreamTask:
         buffered writes are dropped and the stores stay at their last applied batch."""
         if self.state is TaskState.CLOSED:
             return
+        self.processor_hooks.close_processors()
         self.discard_input()
         if clean and self.has_pending_writes():
             raise RuntimeError(f"task {self.id}: clean close with uncommitted store writes")
@@ -256,6 +277,7 @@ class StreamTask:
                 forward(stamped.key, stamped.value, stamped.timestamp)
             else:
                 source.process(stamped.key, stamped.value, stamped.timestamp)
+            self.processor_hooks.punctuate_stream_time()  # Kafka's maybePunctuateStreamTime
         except (RecordSerializationError, DeliveryError) as exc:
             self._on_error("production", record, exc)
         except (KafkaClientError, ProcessingError):
@@ -384,6 +406,9 @@ class StreamTask:
 
     def _current_timestamp(self) -> int:
         return self._timestamp
+
+    def _set_punctuation_timestamp(self, timestamp: int) -> None:
+        self._timestamp = timestamp
 
     def _send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
         self._producer.send(topic, key, value, timestamp)

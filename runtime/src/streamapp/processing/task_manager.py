@@ -3,10 +3,18 @@
 - Assigned partitions map to tasks (``TaskId(subtopology of the topic, partition)``); a new task starts
   ``CREATED`` and its partitions are paused until it is restored.
 - ``maintain`` opens created tasks' stores and registers them with the changelog reader; a store still
-  locked by its previous owner (another worker process closing it) is retried on the next call.
+  locked by its previous owner (another worker process closing it) is retried on the next call. Before a
+  task restores, the group's committed offsets of its partitions are read: they tell the task where its
+  input starts (lag of empty partitions) and, under ``read_committed``, the call waits until no transaction
+  of a previous owner is still pending on them (KIP-447), so restore sees that owner's final changelog.
 - ``restore`` advances restoration; a restored task turns ``RUNNING`` and its partitions are resumed.
+- ``process`` buffers polled records in their tasks and lets every running task process what is ready; an
+  input partition with ``buffered.records.per.partition`` records buffered is paused until its task caught up.
 - Revocation commits every running task (one commit, as Kafka Streams does), then closes the tasks that
   lost all their partitions. Lost partitions (the member was fenced) close their tasks without a commit.
+  A failed commit (group moved on, aborted transaction, fenced producer) closes every task without commit and
+  revives the tasks still assigned from their stores and committed offsets; ``producer_fenced`` then tells the
+  stream thread to replace its producer.
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ from streamapp.kafka.types import (
     CommitFailedError,
     ConsumerClient,
     ConsumerRecord,
-    ProducerClient,
+    KafkaClientError,
+    ProducerFencedError,
     TopicPartition,
+    TransactionAbortedError,
 )
 from streamapp.processing.commit import CommitResult, commit_tasks
+from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask, TaskId, TaskState
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.rocksdb import StoreLockedError
@@ -36,6 +47,11 @@ log = logging.getLogger(__name__)
 TaskFactory = Callable[[TaskId], StreamTask]
 
 _LOCK_RETRY_S = 0.5
+
+
+def _no_lag(partition: TopicPartition) -> tuple[int, int] | None:
+    """Watermarks for a consumer that cannot tell (a client without ``fetched_watermarks``): no lag."""
+    return (0, 0)
 
 
 @dataclass
@@ -54,9 +70,12 @@ class TaskManager:
         topic_subtopologies: dict[str, int],
         task_factory: TaskFactory,
         consumer: ConsumerClient,
-        producer: ProducerClient,
+        producer: StreamsProducer,
         changelog_reader: ChangelogReader,
         flush_timeout_s: float = 120.0,
+        *,
+        buffered_records_per_partition: int = 1000,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self._topic_subtopologies = topic_subtopologies
         self._task_factory = task_factory
@@ -71,6 +90,11 @@ class TaskManager:
         self.last_commit: CommitResult | None = None
         self.dropped_records_closed = 0
         """Records dropped by tasks closed since the thread started (keeps the thread's counter monotonic)."""
+        self.producer_fenced = False
+        """Set when a commit inside a rebalance callback found the producer fenced (the thread resets it)."""
+        self._max_buffered = buffered_records_per_partition
+        self._full: set[TopicPartition] = set()
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
 
     # -- RebalanceListener -------------------------------------------------------------------------
 
@@ -104,8 +128,9 @@ class TaskManager:
         affected = self._tasks_of(partitions)
         try:
             self.commit()
-        except CommitFailedError as exc:
+        except (CommitFailedError, TransactionAbortedError, ProducerFencedError) as exc:
             log.warning("Commit on revocation failed; closing all tasks without commit: %s", exc)
+            self.producer_fenced = self.producer_fenced or isinstance(exc, ProducerFencedError)
             revoked = set(partitions)
             kept = [tp for tp in self._by_partition if tp not in revoked]
             self._close_dirty_and_revive(kept)
@@ -136,6 +161,16 @@ class TaskManager:
                 if pending.attempts % 20 == 1:
                     log.info("Task %s waits for its state to be released: %s", task_id, exc)
                 continue
+            try:
+                task.set_input_positions(self._consumer.committed(sorted(task.input_partitions)))
+            except KafkaClientError as exc:
+                # e.g. a previous owner's transaction still pending on these offsets: try again soon
+                task.close(clean=False)
+                task.state = TaskState.CREATED
+                pending.attempts += 1
+                pending.not_before = now + _LOCK_RETRY_S
+                log.info("Task %s waits for stable committed offsets: %s", task_id, exc)
+                continue
             del self._pending[task_id]
             if self._reader.register(str(task_id), list(task.stores.values())):
                 self._start(task)
@@ -148,15 +183,16 @@ class TaskManager:
                 self._start(task)
 
     def process(self, records: Iterable[ConsumerRecord]) -> int:
-        """Route records to their running tasks; returns how many were processed.
+        """Buffer records in their running tasks, then process what every running task has ready; returns
+        how many records were processed.
 
         A record of a task that is not running yet (fetched just before its partition was paused) is not
-        processed: its partition is rewound to it and paused, so it is read again once the task runs.
+        buffered: its partition is rewound to it and paused, so it is read again once the task runs.
         """
-        processed = 0
         rewound: set[TopicPartition] = set()
+        full: list[TopicPartition] = []
         for record in records:
-            tp = record.topic_partition
+            tp = TopicPartition(record.topic, record.partition)
             task = self._by_partition.get(tp)
             if task is None or tp in rewound:
                 continue
@@ -165,9 +201,36 @@ class TaskManager:
                 self._consumer.pause([tp])
                 rewound.add(tp)
                 continue
-            task.process(record, tp)
-            processed += 1
+            if task.add_record(record, tp) >= self._max_buffered and tp not in self._full:
+                full.append(tp)
+        if full:
+            self._full.update(full)
+            self._consumer.pause(full)
+        return self.process_buffered()
+
+    def process_buffered(self) -> int:
+        """Let every running task process its ready records; resume partitions that have room again."""
+        processed = 0
+        now = self._clock_ms()
+        watermarks = getattr(self._consumer, "fetched_watermarks", _no_lag)
+        for task in self.tasks.values():
+            if task.state is TaskState.RUNNING:
+                processed += task.process_ready(watermarks, now)
+        if self._full:
+            room = [tp for tp in self._full if self._buffered(tp) < self._max_buffered]
+            if room:
+                self._full.difference_update(room)
+                self._consumer.resume(room)
         return processed
+
+    def punctuate_wall_clock(self, now_ms: int) -> None:
+        """Run the wall-clock punctuations due at ``now_ms`` of every running task (the Processor API's
+        ``PunctuationType.WALL_CLOCK_TIME`` schedules)."""
+        for task in self.tasks.values():
+            if task.state is TaskState.RUNNING:
+                punctuate = getattr(task, "punctuate_wall_clock", None)
+                if punctuate is not None:
+                    punctuate(now_ms)
 
     def commit(self) -> CommitResult:
         """Commit all running tasks (``streamapp.processing.commit``).
@@ -182,8 +245,10 @@ class TaskManager:
         return result
 
     def handle_commit_failure(self) -> None:
-        """After a CommitFailedError: close every task without commit and start over from the committed
-        offsets for the partitions still assigned (Kafka Streams closes dirty and revives the tasks)."""
+        """After a CommitFailedError, TransactionAbortedError or ProducerFencedError: close every task without
+        commit and start over from the stores and the committed offsets for the partitions still assigned
+        (Kafka Streams closes dirty and revives the tasks). Aborts the open transaction first."""
+        self._producer.abort()
         self._close_dirty_and_revive(list(self._by_partition))
 
     def close_all(self, clean: bool) -> None:
@@ -206,6 +271,11 @@ class TaskManager:
 
     # -- internals ---------------------------------------------------------------------------------
 
+    def _buffered(self, tp: TopicPartition) -> int:
+        task = self._by_partition.get(tp)
+        queue = task.input.queues.get(tp) if task is not None else None
+        return len(queue) if queue is not None else 0
+
     def _start(self, task: StreamTask) -> None:
         task.mark_running()
         self._consumer.resume(task.input_partitions)
@@ -223,8 +293,10 @@ class TaskManager:
         """After a successful commit: close the tasks left without partitions."""
         for tp in partitions:
             task = self._by_partition.pop(tp, None)
+            self._full.discard(tp)
             if task is not None:
                 task.input_partitions.discard(tp)
+                task.remove_input_partition(tp)
         for task in tasks:
             if not task.input_partitions:
                 self._close(task, clean=True)
@@ -245,6 +317,7 @@ class TaskManager:
     def _close(self, task: StreamTask, clean: bool) -> None:
         for tp in list(task.input_partitions):
             self._by_partition.pop(tp, None)
+            self._full.discard(tp)
         task.input_partitions.clear()
         self._reader.unregister(str(task.id))
         self._pending.pop(task.id, None)

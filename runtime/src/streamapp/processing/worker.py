@@ -31,9 +31,12 @@ from streamapp.kafka.clients import (
     producer_config,
     restore_consumer_config,
 )
+from streamapp.kafka.global_consumer import KafkaGlobalConsumer, global_consumer_config
 from streamapp.kafka.types import UnreleasedInstanceIdError
+from streamapp.processing.global_thread import global_store_specs
 from streamapp.processing.status import WorkerStatus
 from streamapp.processing.stream_thread import StreamThread
+from streamapp.state.directory import StateDirectory
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 from streamapp.topology import TopologyDescription
 
@@ -94,14 +97,31 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
     memory = RocksDBMemory(config.rocksdb_block_cache_bytes, config.rocksdb_write_buffer_bytes)
     index, instance = spec.thread_index, spec.instance_id
     log.info("Stream thread %d starting in process %d", index, os.getpid())
-    return StreamThread(
+    process_id = instance or StateDirectory(config.application_state_dir).process_id()
+    settings = producer_config(config, index, instance, process_id)
+    thread: StreamThread | None = None
+
+    def delivery_failed(topic: str, key: bytes | None, value: bytes | None, error: str) -> bool:
+        return thread is not None and thread.handlers.delivery_failed(topic, key, value, error)
+
+    def new_producer() -> KafkaProducer:
+        return KafkaProducer(settings, on_delivery_error=delivery_failed)
+
+    thread = StreamThread(
         index=index,
         config=config,
         description=description,
         functions=functions,
         consumer=KafkaConsumer(consumer_config(config, index, instance)),
-        producer=KafkaProducer(producer_config(config, index, instance)),
+        producer=new_producer(),
         restore_consumer=KafkaRestoreConsumer(restore_consumer_config(config, index, instance)),
         store_factory=lambda name, path: RocksDBStore(name, path, memory),
         report=report,
+        producer_factory=new_producer,
+        global_consumer=(
+            KafkaGlobalConsumer(global_consumer_config(config, index, instance))
+            if global_store_specs(description)
+            else None
+        ),
     )
+    return thread

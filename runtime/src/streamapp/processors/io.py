@@ -15,22 +15,39 @@ from streamapp.processors.base import BuildContext, Processor, RecordSender
 from streamapp.serdes import Serde, serde_for
 from streamapp.topology import NodeBase, RepartitionNode, SinkNode, SourceNode
 
-__all__ = ["build_repartition", "build_sink", "build_source"]
+__all__ = ["RecordSerializationError", "SourceProcessor", "build_repartition", "build_sink", "build_source"]
 
 
 class SourceProcessor:
-    """Deserializes a consumed record's key and value bytes and forwards them."""
+    """Deserializes a consumed record's key and value bytes and forwards them.
+
+    The task uses the two halves separately (Kafka's ``RecordDeserializer`` then ``SourceNode``): ``deserialize``
+    when the record reaches the head of its partition queue (its timestamp extractor may read the value, and a
+    failure goes to the deserialization exception handler), ``forward`` when it is processed.
+    """
 
     def __init__(self, key_serde: Serde, value_serde: Serde, children: Sequence[Processor]) -> None:
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._children = tuple(children)
 
-    def process(self, key: Any, value: Any, timestamp: int) -> None:
-        typed_key = self._key_serde.deserialize(key)
-        typed_value = self._value_serde.deserialize(value)
+    def deserialize(self, key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+        """The typed key and value. Raises the serde's error (SerdeError / ValueError)."""
+        return self._key_serde.deserialize(key), self._value_serde.deserialize(value)
+
+    def forward(self, key: Any, value: Any, timestamp: int) -> None:
+        """Pass an already deserialized record to the children."""
         for child in self._children:
-            child.process(typed_key, typed_value, timestamp)
+            child.process(key, value, timestamp)
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        typed_key, typed_value = self.deserialize(key, value)
+        self.forward(typed_key, typed_value, timestamp)
+
+
+class RecordSerializationError(ValueError):
+    """A sink could not serialize a record (handled by the production exception handler, as Kafka's
+    ``ProductionExceptionHandler.handleSerializationException``)."""
 
 
 class SinkProcessor:
@@ -43,7 +60,11 @@ class SinkProcessor:
         self._send = send
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
-        self._send(self.topic, self._key_serde.serialize(key), self._value_serde.serialize(value), timestamp)
+        try:
+            raw_key, raw_value = self._key_serde.serialize(key), self._value_serde.serialize(value)
+        except Exception as exc:
+            raise RecordSerializationError(f"cannot serialize a record for topic {self.topic}: {exc}") from exc
+        self._send(self.topic, raw_key, raw_value, timestamp)
 
 
 def build_source(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
@@ -52,7 +73,7 @@ def build_source(node: NodeBase, children: Sequence[Processor], ctx: BuildContex
 
 
 def build_sink(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, SinkNode)
+    assert isinstance(node, SinkNode) and node.topic is not None  # a topicExtractor sink: processors.routing
     return SinkProcessor(node.topic, serde_for(node.key_serde), serde_for(node.value_serde), ctx.send)
 
 
