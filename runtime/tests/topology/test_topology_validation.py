@@ -30,9 +30,9 @@ def _append(node: dict[str, Any]) -> Callable[[Doc], None]:
 INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "unknown_type",
-        _set("departed", type="flat_map"),
-        "node 'departed': unknown type 'flat_map'; allowed types: source, filter, map_values, select_key, "
-        "repartition, count, to_stream, sink",
+        _set("departed", type="fiter"),
+        "node 'departed': unknown type 'fiter'; allowed types: source, filter, map_values, select_key, "
+        "repartition, count, to_stream, sink, merge",
     ),
     ("missing_type", _drop_field("departed", "type"), "node 'departed': 'type' is required"),
     ("missing_input_node", _set("count", input="x"), "node 'count': input 'x' does not exist"),

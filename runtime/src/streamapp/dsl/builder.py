@@ -21,11 +21,26 @@ from streamapp.topology.names import check_name
 if TYPE_CHECKING:
     from streamapp.dsl.joins import GlobalKTable
     from streamapp.dsl.streams import KStream
+    from streamapp.dsl.tables import KTable
 
 UserFunction = Callable[..., Any] | str
 """A module-level function, or its ``"module:attr"`` reference."""
 
-_FUNCTION_PARAMS = ("predicate", "mapper", "joiner", "key_selector")
+_FUNCTION_PARAMS = (
+    "predicate",
+    "mapper",
+    "joiner",
+    "key_selector",
+    "action",
+    "selector",
+    "reducer",
+    "initializer",
+    "aggregator",
+    "adder",
+    "subtractor",
+    "topic_extractor",
+    "processor",
+)
 
 
 @dataclass
@@ -83,6 +98,36 @@ class StreamsBuilder:
 
         return global_table(self, topic, store=store, key_serde=key_serde, value_serde=value_serde, name=name)
 
+    def table(
+        self,
+        topic: str,
+        *,
+        store: str | None = None,
+        key_serde: str = "bytes",
+        value_serde: str = "bytes",
+        name: str | None = None,
+    ) -> KTable:
+        """A KTable of ``topic`` (Kafka's ``StreamsBuilder.table``), materialized in key-value store ``store``
+        (default ``<name>-store``, else Kafka's ``<topic>-STATE-STORE-<n>``) with its own changelog topic.
+
+        The latest value per key; a null value (tombstone) deletes the key; null keys are dropped.
+        """
+        from streamapp.dsl.tables import KTable
+
+        node_name = name if name is not None else self._new_name("KTABLE-SOURCE-")
+        store_name = store or (f"{name}-store" if name is not None else self._new_name(f"{topic}-STATE-STORE-"))
+        self._claim(node_name)
+        self._add_store(store_name, key_serde, value_serde)
+        self._add(
+            "table", node_name, "", topics=[topic], store=store_name, key_serde=key_serde, value_serde=value_serde
+        )
+        return KTable(self, node_name, key_serde=key_serde, value_serde=value_serde)
+
+    def add_state_store(self, name: str, *, key_serde: str = "bytes", value_serde: str = "bytes") -> None:
+        """Declare a key-value store for Processor API nodes (Kafka's ``addStateStore``); connect it with
+        ``stream.process(..., stores=[name])``. Its changelog is ``<applicationId>-<name>-changelog``."""
+        self._add_store(name, key_serde, value_serde)
+
     def build(self) -> TopologyDescription:
         """The validated TopologyDescription of everything built so far; raises TopologyError."""
         nodes = [self._export(step) for step in self._steps]
@@ -117,7 +162,7 @@ class StreamsBuilder:
     def _export(step: _Step) -> dict[str, Any]:
         params = dict(step.params)
         for key in _FUNCTION_PARAMS:
-            if key in params:
+            if params.get(key) is not None:
                 try:
                     params[key] = function_reference(params[key])
                 except TopologyError as exc:

@@ -11,11 +11,16 @@ the count's store, so its topic is ``<applicationId>-<name>-repartition``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
 from streamapp.dsl.grouped import KGroupedStream
 from streamapp.dsl.tables import KTable
+from streamapp.topology import TopologyError
+
+if TYPE_CHECKING:
+    from streamapp.dsl.branched import BranchedKStream
 
 __all__ = ["KGroupedStream", "KStream", "KTable"]
 
@@ -38,6 +43,99 @@ class KStream:
         """Keep the records for which ``predicate(key, value)`` is true."""
         node = self._builder._add("filter", name, "KSTREAM-FILTER-", input=self.node, predicate=predicate)
         return self._next(node)
+
+    def filter_not(self, predicate: UserFunction, *, name: str | None = None) -> KStream:
+        """Drop the records for which ``predicate(key, value)`` is true (Kafka's ``filterNot``)."""
+        node = self._builder._add("filter_not", name, "KSTREAM-FILTER-", input=self.node, predicate=predicate)
+        return self._next(node)
+
+    def map(
+        self,
+        mapper: UserFunction,
+        *,
+        name: str | None = None,
+        key_serde: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Replace each record by ``mapper(key, value) -> (key, value)``; a later grouping repartitions."""
+        node = self._builder._add("map", name, "KSTREAM-MAP-", input=self.node, mapper=mapper)
+        return self._next(node, key_serde=key_serde, value_serde=value_serde, key_changed=True)
+
+    def flat_map(
+        self,
+        mapper: UserFunction,
+        *,
+        name: str | None = None,
+        key_serde: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Replace each record by the pairs of ``mapper(key, value) -> iterable of (key, value)``; re-keys."""
+        node = self._builder._add("flat_map", name, "KSTREAM-FLATMAP-", input=self.node, mapper=mapper)
+        return self._next(node, key_serde=key_serde, value_serde=value_serde, key_changed=True)
+
+    def flat_map_values(
+        self, mapper: UserFunction, *, name: str | None = None, value_serde: str | None = None
+    ) -> KStream:
+        """Replace each record by ``(key, v)`` for every ``v`` of ``mapper(value)``; keeps the key."""
+        node = self._builder._add("flat_map_values", name, "KSTREAM-FLATMAPVALUES-", input=self.node, mapper=mapper)
+        return self._next(node, value_serde=value_serde)
+
+    def peek(self, action: UserFunction, *, name: str | None = None) -> KStream:
+        """Call ``action(key, value)`` for each record (a side effect) and pass the record on."""
+        node = self._builder._add("peek", name, "KSTREAM-PEEK-", input=self.node, action=action)
+        return self._next(node)
+
+    def foreach(self, action: UserFunction, *, name: str | None = None) -> None:
+        """Call ``action(key, value)`` for each record (a terminal step)."""
+        self._builder._add("foreach", name, "KSTREAM-FOREACH-", input=self.node, action=action)
+
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Route records to branches (Kafka's ``split(Named.as(name))``): chain ``.branch(predicate,
+        name=...)`` calls and end with ``.default_branch()`` or ``.no_default_branch()``, which return the
+        branches as ``{<split name><branch name or index>: KStream}``."""
+        from streamapp.dsl.branched import BranchedKStream
+
+        node = self._builder._add("split", name, "KSTREAM-BRANCH-", input=self.node)
+        return BranchedKStream(self, node)
+
+    def repartition(
+        self,
+        *,
+        name: str | None = None,
+        partitions: int | None = None,
+        key_serde: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Write to and read back from ``<applicationId>-<name>-repartition`` (Kafka's ``repartition``,
+        ``Repartitioned.as(name).withNumberOfPartitions(partitions)``): partitions the stream by its current
+        key, with ``partitions`` partitions (default: the upstream source topics' maximum)."""
+        node = self._builder._add(
+            "repartition",
+            name,
+            "KSTREAM-REPARTITION-",
+            input=self.node,
+            key_serde=key_serde or self.key_serde,
+            value_serde=value_serde or self.value_serde,
+            partitions=partitions,
+        )
+        return self._next(node, key_serde=key_serde, value_serde=value_serde, key_changed=False)
+
+    def process(
+        self,
+        processor: UserFunction,
+        *,
+        stores: Sequence[str] = (),
+        name: str | None = None,
+        key_serde: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Run a Processor API processor (a ``streamapp.processor.Processor`` subclass, module-level) on each
+        record, with the state stores named in ``stores`` (declare them with ``builder.add_state_store``).
+        Its output counts as re-keyed (Kafka's ``KStream.process``)."""
+        node = self._builder._add(
+            "process", name, "KSTREAM-PROCESSOR-", input=self.node, processor=processor, stores=list(stores)
+        )
+        return self._next(node, key_serde=key_serde, value_serde=value_serde, key_changed=True)
 
     def map_values(self, mapper: UserFunction, *, name: str | None = None, value_serde: str | None = None) -> KStream:
         """Replace each value by ``mapper(value)``; keeps the key, so no repartition is needed."""
@@ -131,19 +229,27 @@ class KStream:
 
     def to(
         self,
-        topic: str,
+        topic: str | Callable[..., Any] | None = None,
         *,
+        topic_extractor: UserFunction | None = None,
         name: str | None = None,
         key_serde: str | None = None,
         value_serde: str | None = None,
     ) -> None:
-        """Write every record to ``topic`` (a terminal step)."""
+        """Write every record to ``topic`` (a terminal step), or to the topic ``topic_extractor(key, value)``
+        names per record (Kafka's ``TopicNameExtractor``; a function may also be passed as ``topic``).
+        Extracted topics must exist. Raises TopologyError unless exactly one of them is given."""
+        if callable(topic):
+            topic, topic_extractor = None, topic
+        if (topic is None) == (topic_extractor is None):
+            raise TopologyError("to(): pass a topic name or a topic_extractor function, not both or neither")
         self._builder._add(
             "sink",
             name,
             "KSTREAM-SINK-",
             input=self.node,
             topic=topic,
+            topic_extractor=topic_extractor,
             key_serde=key_serde or self.key_serde,
             value_serde=value_serde or self.value_serde,
         )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
 
 if TYPE_CHECKING:
+    from streamapp.dsl.grouped import KGroupedTable
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.windows import Suppressed
 
@@ -14,7 +15,11 @@ __all__ = ["KTable"]
 
 
 class KTable:
-    """A changelog stream: the latest value per key (here: the output of an aggregation)."""
+    """A changelog stream: the latest value per key (``StreamsBuilder.table`` or an aggregation).
+
+    Its nodes forward ``Change(new, old)`` values (``streamapp.processors.base.Change``); ``to_stream``
+    turns them back into records.
+    """
 
     def __init__(self, builder: StreamsBuilder, node: str, *, key_serde: str, value_serde: str) -> None:
         self._builder = builder
@@ -29,8 +34,52 @@ class KTable:
 
         return suppress(self, suppressed)
 
+    def filter(self, predicate: UserFunction, *, name: str | None = None) -> KTable:
+        """The rows for which ``predicate(key, value)`` holds; a row that stops matching is deleted
+        (Kafka's ``KTableFilter``)."""
+        node = self._builder._add("filter", name, "KTABLE-FILTER-", input=self.node, predicate=predicate)
+        return KTable(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde)
+
+    def filter_not(self, predicate: UserFunction, *, name: str | None = None) -> KTable:
+        """The rows for which ``predicate(key, value)`` does not hold (Kafka's ``filterNot``)."""
+        node = self._builder._add("filter_not", name, "KTABLE-FILTER-", input=self.node, predicate=predicate)
+        return KTable(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde)
+
+    def map_values(self, mapper: UserFunction, *, name: str | None = None, value_serde: str | None = None) -> KTable:
+        """Every row's value replaced by ``mapper(value)`` (Kafka's ``KTableMapValues``)."""
+        node = self._builder._add("map_values", name, "KTABLE-MAPVALUES-", input=self.node, mapper=mapper)
+        return KTable(self._builder, node, key_serde=self.key_serde, value_serde=value_serde or self.value_serde)
+
+    def group_by(
+        self,
+        selector: UserFunction,
+        *,
+        name: str | None = None,
+        key_serde: str | None = None,
+        value_serde: str | None = None,
+    ) -> KGroupedTable:
+        """Re-key the rows by ``selector(key, value) -> (new key, new value)`` for an aggregation with adder
+        and subtractor (Kafka's ``KTable.groupBy``, ``KTableRepartitionMap``). With ``name`` (``Grouped.as``)
+        the group_by node is ``<name>-select`` and the repartition node (and topic suffix) ``<name>``."""
+        from streamapp.dsl.grouped import KGroupedTable
+
+        node = self._builder._add(
+            "group_by",
+            f"{name}-select" if name is not None else None,
+            "KTABLE-SELECT-",
+            input=self.node,
+            selector=selector,
+        )
+        return KGroupedTable(
+            self._builder,
+            node,
+            name=name,
+            key_serde=key_serde or self.key_serde,
+            value_serde=value_serde or self.value_serde,
+        )
+
     def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's updates as a KStream of ``(key, new value)`` records."""
+        """The table's updates as a KStream of ``(key, new value)`` records (``(key, None)`` for a delete)."""
         from streamapp.dsl.streams import KStream
 
         node = self._builder._add("to_stream", name, "KTABLE-TOSTREAM-", input=self.node)

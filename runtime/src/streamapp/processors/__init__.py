@@ -8,24 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from streamapp.processors.aggregate import build_count
+from streamapp.processors.aggregate import build_aggregate, build_count, build_reduce
+from streamapp.processors.api import build_process
 from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics, RecordSender
-from streamapp.processors.io import build_repartition, build_sink, build_source
+from streamapp.processors.io import build_source
 from streamapp.processors.join import (
     build_global_table,
     build_stream_global_join,
     build_stream_table_join,
     build_table_table_join,
 )
+from streamapp.processors.routing import build_any_sink, build_branch, build_split
 from streamapp.processors.stateless import (
     build_filter,
+    build_flat_map,
+    build_flat_map_values,
+    build_map,
     build_map_values,
     build_merge,
+    build_peek,
     build_select_key,
     build_to_stream,
 )
 from streamapp.processors.stream_join import build_stream_stream_join
 from streamapp.processors.suppress import build_suppress
+from streamapp.processors.tables import build_group_by, build_grouped_table_repartition, build_table_source
 from streamapp.processors.windowed import build_windowed_aggregation
 from streamapp.topology import NodeBase, RepartitionNode, SourceNode, Subtopology, TopologyDescription, TopologyError
 
@@ -46,11 +53,24 @@ PROCESSOR_BUILDERS: dict[str, ProcessorBuilder] = {
     "filter": build_filter,
     "map_values": build_map_values,
     "select_key": build_select_key,
-    "repartition": build_repartition,
+    "repartition": build_grouped_table_repartition,
     "count": build_count,
     "to_stream": build_to_stream,
-    "sink": build_sink,
+    "sink": build_any_sink,
     "merge": build_merge,
+    "filter_not": build_filter,
+    "map": build_map,
+    "flat_map": build_flat_map,
+    "flat_map_values": build_flat_map_values,
+    "peek": build_peek,
+    "foreach": build_peek,
+    "split": build_split,
+    "branch": build_branch,
+    "table": build_table_source,
+    "group_by": build_group_by,
+    "reduce": build_reduce,
+    "aggregate": build_aggregate,
+    "process": build_process,
     "global_table": build_global_table,
     "stream_global_join": build_stream_global_join,
     "stream_table_join": build_stream_table_join,

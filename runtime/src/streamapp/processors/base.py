@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.state.windowed_access import WindowedStateAccess
+
+if TYPE_CHECKING:
+    from streamapp.processors.api import ProcessorHooks
 
 __all__ = ["BuildContext", "Change", "Processor", "ProcessorMetrics", "RecordSender"]
 
@@ -77,6 +80,9 @@ class BuildContext:
     """The worker's global tables by ``global_table`` node name (``None``: the topology has none)."""
     windowed: WindowedStateAccess | None = None
     """The task's window / session / suppression store views (``streamapp.state.windowed_access``)."""
+    processor_hooks: ProcessorHooks | None = None
+    """The task's Processor API state (``streamapp.processors.api``): process nodes register there so their
+    ``init`` runs when the task starts running; ``None``: a bare graph, process nodes initialize at once."""
 
     def function(self, node: str, parameter: str) -> Callable[..., Any]:
         """The resolved user function of ``node``'s ``parameter``; KeyError if it was not resolved."""

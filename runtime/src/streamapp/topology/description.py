@@ -146,10 +146,11 @@ class TopologyDescription(BaseModel):
         return [t for node in self.nodes if isinstance(node, SourceNode) for t in node.topics]
 
     def sink_topics(self) -> list[str]:
-        """External topics written by sink nodes, in description order, without duplicates."""
+        """External topics written by sink nodes, in description order, without duplicates (topics a
+        ``topicExtractor`` picks per record are not known here)."""
         topics: list[str] = []
         for node in self.nodes:
-            if isinstance(node, SinkNode) and node.topic not in topics:
+            if isinstance(node, SinkNode) and node.topic is not None and node.topic not in topics:
                 topics.append(node.topic)
         return topics
 

@@ -63,7 +63,7 @@ def _node_lines(desc: TopologyDescription, sub: Subtopology, node: NodeBase, app
         head = f"Sink: {node.name} (topic: {app}-{node.topic_suffix})"
         downstream = []
     elif isinstance(node, SinkNode):
-        head = f"Sink: {node.name} (topic: {node.topic})"
+        head = f"Sink: {node.name} (topic: {node.topic or 'extracted by ' + str(node.topic_extractor)})"
     else:
         head = f"Processor: {node.name} (type: {node.type}, stores: [{', '.join(node.stores())}])"
     lines = [f"    {head}"]

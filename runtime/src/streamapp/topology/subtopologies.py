@@ -118,7 +118,7 @@ def _subtopology(sub_id: int, members: list[str], by_name: dict[str, NodeBase], 
         elif isinstance(node, RepartitionNode):
             ref = TopicRef(name=node.topic_suffix, internal=True)
             (sources if name in borrowed else sinks).append(ref)
-        elif isinstance(node, SinkNode) and TopicRef(name=node.topic) not in sinks:
+        elif isinstance(node, SinkNode) and node.topic is not None and TopicRef(name=node.topic) not in sinks:
             sinks.append(TopicRef(name=node.topic))
         if name in own:
             stores.extend(s for s in node.stores() if s not in stores)

@@ -183,7 +183,7 @@ def _check_topics(nodes: Sequence[NodeBase]) -> None:
                         f"node '{node.name}': topic '{topic}' is already read by source node '{readers[topic]}'"
                     )
                 readers[topic] = node.name
-        elif isinstance(node, SinkNode):
+        elif isinstance(node, SinkNode) and node.topic is not None:
             check_name("topic", node.topic)
         elif isinstance(node, RepartitionNode) and node.name not in consumed:
             raise TopologyError(f"node '{node.name}': repartition topic '{node.topic_suffix}' is not read by any node")

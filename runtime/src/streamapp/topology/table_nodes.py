@@ -1,0 +1,107 @@
+"""KTable and KGroupedTable node types, and the aggregations shared by grouped streams and grouped tables.
+
+A table's ``group_by`` (Kafka's ``KTableRepartitionMap``) re-keys its updates into a grouped table: for an
+update ``Change(new, old)`` of key ``k`` it emits ``selector(k, old)`` as a retraction and
+``selector(k, new)`` as an addition, through a repartition topic (whose records carry both values), into
+``count`` / ``reduce`` / ``aggregate``, which subtract the old value and add the new one (Kafka's
+``KTableAggregate`` / ``KTableReduce``). On a stream, ``reduce`` / ``aggregate`` follow ``KStreamReduce`` /
+``KStreamAggregate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Literal
+
+from streamapp.topology.node_base import FunctionRef, NodeBase
+
+__all__ = ["AggregateNode", "GroupByNode", "ReduceNode"]
+
+
+class GroupByNode(NodeBase):
+    """Re-keys a table's updates by ``selector(key, value) -> (new_key, new_value)`` into a grouped table
+    (Kafka's ``KTable.groupBy``, ``KTableRepartitionMap``).
+
+    Per ``Change(new, old)``: when both map to one key it emits ``Change(new', old')`` once; otherwise the
+    retraction ``Change(None, old')`` under the old pair's key first, then ``Change(new', None)`` under the
+    new one. A pair with a null key or value is skipped. A repartition node must follow (the DSL adds it).
+    """
+
+    type: Literal["group_by"] = "group_by"
+    input: str
+    selector: FunctionRef
+    output: ClassVar[str | None] = "grouped_table"
+    accepts: ClassVar[frozenset[str]] = frozenset({"table"})
+    changes_key: ClassVar[bool] = True
+
+    def functions(self) -> dict[str, str]:
+        return {"selector": self.selector}
+
+
+class _Aggregation(NodeBase):
+    """An aggregation into key-value store ``store``; outputs a table of ``Change(new aggregate, old)``."""
+
+    input: str
+    store: str
+    output: ClassVar[str | None] = "table"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "grouped_table"})
+    requires_copartitioned_input: ClassVar[bool] = True
+    _stream_fields: ClassVar[tuple[str, ...]] = ()
+    _table_fields: ClassVar[tuple[str, ...]] = ("adder", "subtractor")
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+    def functions(self) -> dict[str, str]:
+        fields = (*self._stream_fields, *self._table_fields, "initializer")
+        return {name: ref for name in fields if (ref := getattr(self, name, None)) is not None}
+
+    def check_input_kinds(self, input_kinds: Sequence[str]) -> str | None:
+        grouped_table = input_kinds[0] == "grouped_table"
+        needed, forbidden = (
+            (self._table_fields, self._stream_fields) if grouped_table else (self._stream_fields, self._table_fields)
+        )
+        what = "a grouped table" if grouped_table else "a grouped stream"
+        missing = [_camel(f) for f in needed if getattr(self, f) is None]
+        if missing:
+            return f"a {self.type} of {what} needs {' and '.join(repr(m) for m in missing)}"
+        extra = [_camel(f) for f in forbidden if getattr(self, f) is not None]
+        if extra:
+            return f"a {self.type} of {what} takes no {' or '.join(repr(e) for e in extra)}"
+        return None
+
+
+class ReduceNode(_Aggregation):
+    """Combines the values per key (Kafka's ``reduce``): on a grouped stream ``reducer(aggregate, value)``
+    (the first value is the initial aggregate, ``KStreamReduce``); on a grouped table
+    ``adder(aggregate, new_value)`` and ``subtractor(aggregate, old_value)`` (``KTableReduce``).
+
+    Stream records with a null key or value are dropped (dropped-records metric).
+    """
+
+    type: Literal["reduce"] = "reduce"
+    reducer: FunctionRef | None = None
+    adder: FunctionRef | None = None
+    subtractor: FunctionRef | None = None
+    _stream_fields: ClassVar[tuple[str, ...]] = ("reducer",)
+
+
+class AggregateNode(_Aggregation):
+    """Folds the values per key into an aggregate starting at ``initializer()`` (Kafka's ``aggregate``): on a
+    grouped stream ``aggregator(key, value, aggregate)`` (``KStreamAggregate``); on a grouped table
+    ``adder(key, new_value, aggregate)`` and ``subtractor(key, old_value, aggregate)`` (``KTableAggregate``).
+
+    The store's value serde holds the aggregate. Stream records with a null key or value are dropped.
+    """
+
+    type: Literal["aggregate"] = "aggregate"
+    initializer: FunctionRef
+    aggregator: FunctionRef | None = None
+    adder: FunctionRef | None = None
+    subtractor: FunctionRef | None = None
+    _stream_fields: ClassVar[tuple[str, ...]] = ("aggregator",)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
