@@ -30,10 +30,18 @@ class FakeCluster:
     def create_topic(self, name: str, partitions: int) -> None:
         self.topics.setdefault(name, [[] for _ in range(partitions)])
 
-    def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None, timestamp: int = 0) -> int:
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> int:
         log = self.topics[topic][partition]
         offset = len(log)
-        log.append(ConsumerRecord(topic, partition, offset, key, value, timestamp))
+        log.append(ConsumerRecord(topic, partition, offset, key, value, timestamp, headers))
         return offset
 
     def end_offset(self, tp: TopicPartition) -> int:
@@ -47,7 +55,15 @@ class FakeProducer:
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster
         self.queued: list[
-            tuple[str, int, bytes | None, bytes | None, int, Callable[[TopicPartition, int], None] | None]
+            tuple[
+                str,
+                int,
+                bytes | None,
+                bytes | None,
+                int,
+                Callable[[TopicPartition, int], None] | None,
+                list[tuple[str, bytes]] | None,
+            ]
         ] = []
         self.fail_next_flush = False
         self.closed = False
@@ -65,7 +81,7 @@ class FakeProducer:
         if partition is None:
             count = len(self.cluster.topics[topic])
             partition = partition_for_key(key, count) if key is not None else random.randrange(count)
-        self.queued.append((topic, partition, key, value, timestamp, on_delivery))
+        self.queued.append((topic, partition, key, value, timestamp, on_delivery, headers))
 
     def poll(self) -> None:
         pass
@@ -75,8 +91,8 @@ class FakeProducer:
         if self.fail_next_flush:
             self.fail_next_flush = False
             raise DeliveryError("broker unavailable (fake)")
-        for topic, partition, key, value, timestamp, on_delivery in queued:
-            offset = self.cluster.append(topic, partition, key, value, timestamp)
+        for topic, partition, key, value, timestamp, on_delivery, headers in queued:
+            offset = self.cluster.append(topic, partition, key, value, timestamp, headers)
             if on_delivery is not None:
                 on_delivery(TopicPartition(topic, partition), offset)
 
