@@ -17,7 +17,7 @@ import json
 import struct
 from typing import Any, Protocol
 
-__all__ = ["SERDE_NAMES", "Serde", "SerdeError", "serde_for"]
+__all__ = ["SERDE_NAMES", "Serde", "SerdeError", "is_serde_name", "serde_for"]
 
 
 class SerdeError(ValueError):
@@ -127,8 +127,27 @@ SERDE_NAMES: tuple[str, ...] = tuple(sorted(_SERDES))
 
 
 def serde_for(name: str) -> Serde:
-    """The serde called ``name``; raises SerdeError naming the known serdes for an unknown name."""
+    """The serde called ``name``; raises SerdeError naming the known serdes for an unknown name.
+
+    Besides ``SERDE_NAMES``, windowed key serdes are named ``windowed:<inner>[:<sizeMs>]`` and
+    ``session_windowed:<inner>`` (``streamapp.windowed``).
+    """
     try:
         return _SERDES[name]
     except KeyError:
-        raise SerdeError(f"unknown serde '{name}'; known serdes: {', '.join(SERDE_NAMES)}") from None
+        pass
+    from streamapp.windowed import windowed_serde_for  # windowed serdes wrap the plain ones
+
+    windowed = windowed_serde_for(name)
+    if windowed is not None:
+        return windowed
+    raise SerdeError(f"unknown serde '{name}'; known serdes: {', '.join(SERDE_NAMES)}, windowed:<serde>")
+
+
+def is_serde_name(name: str) -> bool:
+    """True when ``serde_for(name)`` returns a serde (a plain or a windowed serde name)."""
+    try:
+        serde_for(name)
+    except SerdeError:
+        return False
+    return True

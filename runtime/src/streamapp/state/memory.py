@@ -39,5 +39,11 @@ class InMemoryKeyValueStore:
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         yield from sorted(self._data.items())
 
+    def range(self, lower: bytes, upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Keys in ``[lower, upper)`` (``upper`` None: to the end) with their values, in key order."""
+        for key, value in sorted(self._data.items()):
+            if key >= lower and (upper is None or key < upper):
+                yield key, value
+
     def close(self) -> None:
         self.closed = True

@@ -115,6 +115,17 @@ class RocksDBStore:
         for key, value in self._db.items():
             yield cast(bytes, key), cast(bytes, value)
 
+    def range(self, lower: bytes, upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Keys in ``[lower, upper)`` (``upper`` None: to the end) with their values, in key order.
+
+        A forward scan with RocksDB's iterate upper bound (used by window and session stores, L3).
+        """
+        read_opt = rocksdict.ReadOptions()
+        if upper is not None:
+            read_opt.set_iterate_upper_bound(upper)
+        for key, value in self._db.items(from_key=lower, read_opt=read_opt):
+            yield cast(bytes, key), cast(bytes, value)
+
     def approximate_num_keys(self) -> int:
         """RocksDB's estimate of the number of keys (``rocksdb.estimate-num-keys``)."""
         value = self._db.property_int_value("rocksdb.estimate-num-keys")

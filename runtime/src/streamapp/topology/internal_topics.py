@@ -141,7 +141,20 @@ def internal_topics(
             InternalTopic(
                 name=f"{application_id}-{changelog_topic_suffix(store.name)}",
                 partitions=counts.tasks(owner[store.name]),
-                config=dict(CHANGELOG_TOPIC_CONFIG),
+                config=changelog_topic_config(store),
             )
         )
     return topics
+
+
+WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
+"""Kafka's ``windowstore.changelog.additional.retention.ms`` default: one day on top of the store's retention."""
+
+
+def changelog_topic_config(store: StoreSpec) -> dict[str, str]:
+    """Topic configs of a store's changelog: ``compact`` for key-value stores; ``compact,delete`` with
+    ``retention.ms`` = retention + 1 day for window and session stores (Kafka's ``WindowedChangelogTopicConfig``)."""
+    if store.type == "key_value" or store.retention_ms is None:
+        return dict(CHANGELOG_TOPIC_CONFIG)
+    retention = store.retention_ms + WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
+    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}

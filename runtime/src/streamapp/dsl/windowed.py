@@ -1,0 +1,241 @@
+"""Windowed grouped streams and ``suppress``: ``group_by_key().windowed_by(...)`` then count / reduce / aggregate.
+
+Kafka Streams' ``TimeWindowedKStream`` (tumbling, hopping and sliding windows) and ``SessionWindowedKStream``.
+Each aggregation records one windowed node (``streamapp.topology.windows``) and its store, inserting a
+repartition node first when the key changed (like ``KGroupedStream.count``), and returns a KTable whose keys are
+``streamapp.windowed.Windowed``; its key serde is the windowed serde (``windowed:<key serde>:<size>`` or
+``session_windowed:<key serde>``), so ``to_stream().to(topic)`` writes Kafka's windowed key layout.
+
+Stores default to ``<name>-store`` (or a Kafka-style generated name) with retention ``windows.min_retention_ms()``
+(Kafka's default: size + grace, 2 x time difference + grace, gap + grace); pass ``retention_ms`` to keep windows
+longer (it must not be smaller: ValueError). User functions must be module-level (TopologyError otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streamapp.dsl.builder import StreamsBuilder, UserFunction
+from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.topology import TopologyError, function_reference
+from streamapp.topology.windows import WindowSpec
+
+if TYPE_CHECKING:
+    from streamapp.dsl.grouped import KGroupedStream
+    from streamapp.dsl.tables import KTable
+
+__all__ = ["SessionWindowedKStream", "TimeWindowedKStream", "suppress", "windowed_by"]
+
+
+def windowed_by(
+    grouped: KGroupedStream, windows: TimeWindows | SlidingWindows | SessionWindows
+) -> TimeWindowedKStream | SessionWindowedKStream:
+    """``KGroupedStream.windowed_by``: the grouped stream cut into ``windows``."""
+    if isinstance(windows, SessionWindows):
+        return SessionWindowedKStream(grouped, windows.spec())
+    if isinstance(windows, TimeWindows | SlidingWindows):
+        return TimeWindowedKStream(grouped, windows.spec())
+    raise TypeError(f"windowed_by expects TimeWindows, SlidingWindows or SessionWindows, got {type(windows).__name__}")
+
+
+class _WindowedKStream:
+    """What time- and session-windowed streams share: store and node bookkeeping."""
+
+    def __init__(self, grouped: KGroupedStream, spec: WindowSpec) -> None:
+        self._grouped = grouped
+        self._builder: StreamsBuilder = grouped._builder
+        self.spec = spec
+        self.key_serde = grouped.key_serde
+        self.value_serde = grouped.value_serde
+
+    def _aggregation(
+        self,
+        node_type: str,
+        prefix: str,
+        *,
+        name: str | None,
+        store: str | None,
+        retention_ms: int | None,
+        value_serde: str,
+        functions: dict[str, UserFunction],
+    ) -> KTable:
+        from streamapp.dsl.tables import KTable
+
+        builder = self._builder
+        if name is not None:
+            builder._claim(name)
+        store_name = store or (f"{name}-store" if name is not None else builder._new_name(prefix + "STATE-STORE-"))
+        retention = self._retention(retention_ms)
+        builder._add_store(store_name, self.key_serde, value_serde)
+        extra: dict[str, Any] = {"type": self.spec.store_type(), "retention_ms": retention}
+        if self.spec.type != "session":
+            extra["window_size_ms"] = self.spec.size
+        builder._stores[-1].update(extra)
+        upstream = self._grouped._node
+        if self._grouped._key_changed:
+            upstream = builder._add(
+                "repartition",
+                self._grouped._name or store_name,
+                "KSTREAM-REPARTITION-",
+                input=upstream,
+                key_serde=self.key_serde,
+                value_serde=self.value_serde,
+            )
+        refs = {param: _reference(node_type, param, fn) for param, fn in functions.items()}
+        windows = self.spec.model_dump(exclude_none=True)
+        node = builder._add(node_type, name, prefix, input=upstream, store=store_name, windows=windows, **refs)
+        return KTable(builder, node, key_serde=self._windowed_key_serde(), value_serde=value_serde)
+
+    def _retention(self, retention_ms: int | None) -> int:
+        minimum = self.spec.min_retention_ms()
+        if retention_ms is None:
+            return minimum
+        if retention_ms < minimum:
+            raise ValueError(
+                f"retention ({retention_ms} ms) must be at least the window's size plus grace ({minimum} ms)"
+            )
+        return retention_ms
+
+    def _windowed_key_serde(self) -> str:
+        if self.spec.type == "session":
+            return f"session_windowed:{self.key_serde}"
+        return f"windowed:{self.key_serde}:{self.spec.size}"
+
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream cut into time (tumbling, hopping) or sliding windows (Kafka's ``TimeWindowedKStream``)."""
+
+    def count(self, *, name: str | None = None, store: str | None = None, retention_ms: int | None = None) -> KTable:
+        """Records per key and window (``long`` values)."""
+        return self._aggregation(
+            "windowed_count",
+            "KSTREAM-AGGREGATE-",
+            name=name,
+            store=store,
+            retention_ms=retention_ms,
+            value_serde="long",
+            functions={},
+        )
+
+    def reduce(
+        self,
+        reducer: UserFunction,
+        *,
+        name: str | None = None,
+        store: str | None = None,
+        retention_ms: int | None = None,
+        value_serde: str | None = None,
+    ) -> KTable:
+        """``reducer(aggregate, value) -> aggregate`` per key and window; the first value starts the window."""
+        return self._aggregation(
+            "windowed_reduce",
+            "KSTREAM-REDUCE-",
+            name=name,
+            store=store,
+            retention_ms=retention_ms,
+            value_serde=value_serde or self.value_serde,
+            functions={"reducer": reducer},
+        )
+
+    def aggregate(
+        self,
+        initializer: UserFunction,
+        aggregator: UserFunction,
+        *,
+        name: str | None = None,
+        store: str | None = None,
+        retention_ms: int | None = None,
+        value_serde: str | None = None,
+    ) -> KTable:
+        """``aggregator(key, value, aggregate) -> aggregate`` per key and window, from ``initializer()``."""
+        return self._aggregation(
+            "windowed_aggregate",
+            "KSTREAM-AGGREGATE-",
+            name=name,
+            store=store,
+            retention_ms=retention_ms,
+            value_serde=value_serde or self.value_serde,
+            functions={"initializer": initializer, "aggregator": aggregator},
+        )
+
+
+class SessionWindowedKStream(_WindowedKStream):
+    """A grouped stream cut into sessions (Kafka's ``SessionWindowedKStream``)."""
+
+    def count(self, *, name: str | None = None, store: str | None = None, retention_ms: int | None = None) -> KTable:
+        """Records per key and session (``long`` values)."""
+        return self._aggregation(
+            "windowed_count",
+            "KSTREAM-AGGREGATE-",
+            name=name,
+            store=store,
+            retention_ms=retention_ms,
+            value_serde="long",
+            functions={},
+        )
+
+    def reduce(
+        self,
+        reducer: UserFunction,
+        *,
+        name: str | None = None,
+        store: str | None = None,
+        retention_ms: int | None = None,
+        value_serde: str | None = None,
+    ) -> KTable:
+        """``reducer(aggregate, value) -> aggregate`` per key and session; merged sessions are reduced too."""
+        return self._aggregation(
+            "windowed_reduce",
+            "KSTREAM-REDUCE-",
+            name=name,
+            store=store,
+            retention_ms=retention_ms,
+            value_serde=value_serde or self.value_serde,
+            functions={"reducer": reducer},
+        )
+
+    def aggregate(
+        self,
+        initializer: UserFunction,
+        aggregator: UserFunction,
+        merger: UserFunction,
+        *,
+        name: str | None = None,
+        store: str | None = None,
+        retention_ms: int | None = None,
+        value_serde: str | None = None,
+    ) -> KTable:
+        """``aggregator(key, value, agg)`` per key and session; ``merger(key, agg1, agg2)`` joins sessions a
+        record bridges."""
+        return self._aggregation(
+            "windowed_aggregate",
+            "KSTREAM-AGGREGATE-",
+            name=name,
+            store=store,
+            retention_ms=retention_ms,
+            value_serde=value_serde or self.value_serde,
+            functions={"initializer": initializer, "aggregator": aggregator, "merger": merger},
+        )
+
+
+def suppress(table: KTable, suppressed: Suppressed) -> KTable:
+    """``KTable.suppress``: a ``suppress`` node with its buffer store ``<name>-store`` (Kafka's naming)."""
+    from streamapp.dsl.tables import KTable
+
+    if not isinstance(suppressed, Suppressed):
+        raise TypeError(f"suppress expects Suppressed.until_window_closes(), got {type(suppressed).__name__}")
+    builder: StreamsBuilder = table._builder
+    name = suppressed.name
+    if name is not None:
+        builder._claim(name)
+    store_name = f"{name}-store" if name is not None else builder._new_name("KTABLE-SUPPRESS-STATE-STORE-")
+    builder._add_store(store_name, table.key_serde, table.value_serde)
+    node = builder._add("suppress", name, "KTABLE-SUPPRESS-", input=table.node, store=store_name, until="window_closes")
+    return KTable(builder, node, key_serde=table.key_serde, value_serde=table.value_serde)
+
+
+def _reference(node_type: str, param: str, fn: UserFunction) -> str:
+    try:
+        return function_reference(fn)
+    except TopologyError as exc:
+        raise TopologyError(f"{node_type}: {param}: {exc}") from exc

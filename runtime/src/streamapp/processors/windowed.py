@@ -1,0 +1,392 @@
+"""Windowed aggregations: time (tumbling, hopping), sliding and session windows.
+
+Each processor receives ``(key, value, timestamp)`` records of a grouped stream and forwards
+``(Windowed(key, start, end), Change(new aggregate, old aggregate), timestamp)`` for every window it updates.
+Stream time is the largest timestamp the processor has seen (Kafka's per-processor ``observedStreamTime``, one
+per task); a record whose window is closed (see ``streamapp.topology.windows``) is dropped and counted in the
+task's ``dropped_records`` (Kafka's ``dropped-records`` sensor). Records with a negative timestamp are dropped
+too (Kafka's timestamp extractors refuse them before they reach a processor).
+
+Count and reduce are aggregates (Kafka's ``GroupedStreamAggregateBuilder``): count = ``(0, agg + 1, a + b)``;
+reduce = ``(None, value if agg is None else reducer(agg, value), ...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
+from streamapp.state.session_store import SessionStore
+from streamapp.state.window_store import WindowStore, WindowValue
+from streamapp.topology.node_base import NodeBase
+from streamapp.topology.windows import (
+    WindowedAggregateNode,
+    WindowedAggregationNode,
+    WindowedCountNode,
+    WindowedReduceNode,
+    WindowSpec,
+)
+from streamapp.windowed import Windowed
+
+__all__ = [
+    "SessionWindowAggregateProcessor",
+    "SlidingWindowAggregateProcessor",
+    "TimeWindowAggregateProcessor",
+    "build_windowed_aggregation",
+]
+
+log = logging.getLogger(__name__)
+
+Initializer = Callable[[], Any]
+Aggregator = Callable[[Any, Any, Any], Any]
+Merger = Callable[[Any, Any, Any], Any]
+
+
+class _WindowAggregateBase:
+    """What the three windowed aggregations share: functions, children, stream time, drop accounting."""
+
+    def __init__(
+        self,
+        name: str,
+        windows: WindowSpec,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        self.name = name
+        self.windows = windows
+        self.observed_stream_time = -1
+        """Largest record timestamp seen (ms), -1 before the first record."""
+        self._initializer = initializer
+        self._aggregator = aggregator
+        self._children = tuple(children)
+        self._metrics = metrics
+
+    def _forward(self, key: Windowed, change: Change, timestamp: int) -> None:
+        for child in self._children:
+            child.process(key, change, timestamp)
+
+    def _drop(self, reason: str, key: Any, timestamp: int) -> None:
+        self._metrics.dropped_records += 1
+        log.debug(
+            "Skipped record in %s (%s): key=%r timestamp=%d streamTime=%d",
+            self.name,
+            reason,
+            key,
+            timestamp,
+            self.observed_stream_time,
+        )
+
+
+class TimeWindowAggregateProcessor(_WindowAggregateBase):
+    """Tumbling and hopping windows, Kafka's ``KStreamWindowAggregate`` (emit on every update).
+
+    For each window ``[start, end)`` containing the record: if ``end > streamTime - grace`` the aggregate is
+    updated and forwarded with timestamp ``max(record timestamps in the window)``; otherwise the record is late
+    for that window and counted as dropped (once per closed window, as Kafka does). Null keys are dropped; null
+    values are aggregated (Kafka checks only the key here).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: WindowStore,
+        windows: WindowSpec,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        super().__init__(name, windows, initializer, aggregator, children, metrics)
+        self._store = store
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None:
+            self._drop("null key", key, timestamp)
+            return
+        if timestamp < 0:
+            self._drop("negative timestamp", key, timestamp)
+            return
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms
+        for start, end in self.windows.windows_for(timestamp):
+            if end <= close_time:
+                self._drop(f"expired window [{start},{end})", key, timestamp)
+                continue
+            old = self._store.fetch(key, start)
+            if old is None or old.value is None:
+                old_agg = self._initializer()
+                new_timestamp = timestamp
+            else:
+                old_agg = old.value
+                new_timestamp = max(timestamp, old.timestamp)
+            new_agg = self._aggregator(key, value, old_agg)
+            self._store.put(key, new_agg, start, new_timestamp)
+            self._forward(Windowed(key, start, end), Change(new_agg, old_agg), new_timestamp)
+
+
+class SlidingWindowAggregateProcessor(_WindowAggregateBase):
+    """Sliding windows, Kafka's ``KStreamSlidingWindowAggregate`` (reverse-iterator variant, as on RocksDB).
+
+    Windows ``[start, start + d]`` (inclusive) exist only where records are: each record creates its left window
+    ``[t - d, t]`` and, when later records fall within ``d`` after it, its right window ``[t + 1, t + 1 + d]``;
+    records with ``t < d`` share the window ``[0, d]``. A record is late when ``t + d < streamTime - grace``; a
+    window it would update is skipped (counted as dropped) when ``end < streamTime - grace``. Null keys and null
+    values are dropped.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: WindowStore,
+        windows: WindowSpec,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        super().__init__(name, windows, initializer, aggregator, children, metrics)
+        self._store = store
+        self._diff = windows.size
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None or value is None:
+            self._drop("null key or value", key, timestamp)
+            return
+        if timestamp < 0:
+            self._drop("negative timestamp", key, timestamp)
+            return
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms
+        if timestamp + self._diff < close_time:
+            self._drop(f"expired window [{timestamp},{timestamp + self._diff}]", key, timestamp)
+            return
+        if timestamp < self._diff:
+            self._process_early(key, value, timestamp, close_time)
+        else:
+            self._process_reverse(key, value, timestamp, close_time)
+
+    def _process_reverse(self, key: Any, value: Any, timestamp: int, close_time: int) -> None:
+        diff = self._diff
+        starts: set[int] = set()
+        left_agg: WindowValue | None = None
+        right_agg: WindowValue | None = None
+        left_created = right_created = False
+        previous_timestamp: int | None = None
+        windows = self._store.fetch_range(key, max(0, timestamp - 2 * diff), timestamp + 1)
+        for start, found in reversed(windows):
+            starts.add(start)
+            end = start + diff
+            if start == timestamp + 1:
+                right_created = True
+            elif end > timestamp:
+                if right_agg is None:
+                    right_agg = found
+                self._update(key, value, timestamp, start, found, close_time)
+            elif end == timestamp:
+                left_created = True
+                self._update(key, value, timestamp, start, found, close_time)
+                if found.timestamp < timestamp:
+                    previous_timestamp = found.timestamp
+                else:
+                    return  # every window this record belongs to exists already
+            else:  # end < timestamp: the closest earlier window holds the previous record
+                left_agg = found
+                previous_timestamp = found.timestamp
+                break
+        self._create_windows(
+            key,
+            value,
+            timestamp,
+            close_time,
+            starts,
+            right_agg,
+            left_agg,
+            left_created,
+            right_created,
+            previous_timestamp,
+        )
+
+    def _process_early(self, key: Any, value: Any, timestamp: int, close_time: int) -> None:
+        """Records with ``0 <= t < d`` go into the window ``[0, d]`` (no negative starts)."""
+        combined: WindowValue | None = None
+        right_agg: WindowValue | None = None
+        right_created = False
+        starts: set[int] = set()
+        previous_timestamp: int | None = None
+        for start, found in self._store.fetch_range(key, 0, timestamp + 1):
+            starts.add(start)
+            if start == 0:
+                combined = found
+                if found.timestamp < timestamp:
+                    previous_timestamp = found.timestamp
+            elif start <= timestamp:
+                right_agg = found
+                self._update(key, value, timestamp, start, found, close_time)
+            else:  # start == timestamp + 1
+                right_created = True
+        if right_agg is None and combined is not None and combined.timestamp > timestamp:
+            right_agg = combined
+        if not right_created and right_agg is not None and right_agg.timestamp > timestamp:
+            self._create_right_window(key, timestamp, right_agg)
+        if previous_timestamp is not None and previous_timestamp + 1 not in starts:
+            self._update(key, value, timestamp, previous_timestamp + 1, self._empty(timestamp), close_time)
+        self._update(key, value, timestamp, 0, combined or self._empty(timestamp), close_time)
+
+    def _create_windows(
+        self,
+        key: Any,
+        value: Any,
+        timestamp: int,
+        close_time: int,
+        starts: set[int],
+        right_agg: WindowValue | None,
+        left_agg: WindowValue | None,
+        left_created: bool,
+        right_created: bool,
+        previous_timestamp: int | None,
+    ) -> None:
+        diff = self._diff
+        if previous_timestamp is not None:
+            previous_right_start = previous_timestamp + 1
+            if previous_right_start not in starts and previous_right_start + diff >= timestamp:
+                self._update(key, value, timestamp, previous_right_start, self._empty(timestamp), close_time)
+        if not left_created:
+            if previous_timestamp is not None and left_agg is not None and timestamp - diff <= previous_timestamp:
+                left = WindowValue(left_agg.value, timestamp)
+            else:
+                left = self._empty(timestamp)
+            self._update(key, value, timestamp, timestamp - diff, left, close_time)
+        if not right_created and right_agg is not None and right_agg.timestamp > timestamp:
+            self._create_right_window(key, timestamp, right_agg)
+
+    def _create_right_window(self, key: Any, timestamp: int, right_agg: WindowValue) -> None:
+        """The record's right window ``[t + 1, t + 1 + d]`` holds what its right neighbours hold (no update)."""
+        start = timestamp + 1
+        self._store.put(key, right_agg.value, start, right_agg.timestamp)
+        self._forward(Windowed(key, start, start + self._diff), Change(right_agg.value, None), right_agg.timestamp)
+
+    def _empty(self, timestamp: int) -> WindowValue:
+        return WindowValue(self._initializer(), timestamp)
+
+    def _update(self, key: Any, value: Any, timestamp: int, start: int, current: WindowValue, close_time: int) -> None:
+        end = start + self._diff
+        if end < close_time:
+            self._drop(f"expired window [{start},{end}]", key, timestamp)
+            return
+        old_agg = current.value
+        new_agg = self._aggregator(key, value, old_agg)
+        new_timestamp = timestamp if old_agg is None else max(timestamp, current.timestamp)
+        self._store.put(key, new_agg, start, new_timestamp)
+        self._forward(Windowed(key, start, end), Change(new_agg, old_agg), new_timestamp)
+
+
+class SessionWindowAggregateProcessor(_WindowAggregateBase):
+    """Session windows, Kafka's ``KStreamSessionWindowAggregate`` (emit on every update).
+
+    A record at ``t`` merges every session of its key that ends at or after ``t - gap`` and starts at or before
+    ``t + gap`` into one session (aggregates combined with ``merger``, oldest end first). The merged session is
+    late, and the record dropped, when ``end < streamTime - grace - gap``. Replaced sessions are forwarded as
+    tombstones ``Change(None, old)``; the new session as ``Change(agg, None)``, all timestamped with the
+    session's end. Null keys are dropped.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: SessionStore,
+        windows: WindowSpec,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        merger: Merger,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        super().__init__(name, windows, initializer, aggregator, children, metrics)
+        self._store = store
+        self._merger = merger
+        assert windows.gap_ms is not None
+        self._gap = windows.gap_ms
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None:
+            self._drop("null key", key, timestamp)
+            return
+        if timestamp < 0:
+            self._drop("negative timestamp", key, timestamp)
+            return
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms - self._gap
+        start = end = timestamp
+        agg = self._initializer()
+        merged = self._store.find_sessions(key, timestamp - self._gap, timestamp + self._gap)
+        for session, session_agg in merged:
+            agg = self._merger(key, agg, session_agg)
+            start, end = min(start, session.start), max(end, session.end)
+        if end < close_time:
+            self._drop(f"expired session [{start},{end}]", key, timestamp)
+            return
+        if (start, end) != (timestamp, timestamp):
+            for session, session_agg in merged:
+                self._store.remove(session)
+                self._forward(session, Change(None, session_agg), session.end)
+        agg = self._aggregator(key, value, agg)
+        session_key = Windowed(key, start, end)
+        self._store.put(session_key, agg)
+        self._forward(session_key, Change(agg, None), end)
+
+
+# -- count / reduce / aggregate as (initializer, aggregator, merger) ----------------------------------------
+
+
+def _count_initializer() -> int:
+    return 0
+
+
+def _count_aggregator(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate + 1
+
+
+def _count_merger(key: Any, first: int, second: int) -> int:
+    return first + second
+
+
+def _reduce_functions(reducer: Callable[[Any, Any], Any]) -> tuple[Initializer, Aggregator, Merger]:
+    def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+        return value if aggregate is None else reducer(aggregate, value)
+
+    def merger(key: Any, first: Any, second: Any) -> Any:
+        return aggregator(key, second, first)
+
+    return (lambda: None), aggregator, merger
+
+
+def _functions(node: WindowedAggregationNode, ctx: BuildContext) -> tuple[Initializer, Aggregator, Merger | None]:
+    if isinstance(node, WindowedCountNode):
+        return _count_initializer, _count_aggregator, _count_merger
+    if isinstance(node, WindowedReduceNode):
+        return _reduce_functions(ctx.function(node.name, "reducer"))
+    assert isinstance(node, WindowedAggregateNode)
+    merger = ctx.function(node.name, "merger") if node.merger is not None else None
+    return ctx.function(node.name, "initializer"), ctx.function(node.name, "aggregator"), merger
+
+
+def build_windowed_aggregation(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """The processor of a ``windowed_count`` / ``windowed_reduce`` / ``windowed_aggregate`` node."""
+    assert isinstance(node, WindowedAggregationNode)
+    initializer, aggregator, merger = _functions(node, ctx)
+    windows = node.windows
+    if windows.type == "session":
+        assert merger is not None
+        return SessionWindowAggregateProcessor(
+            node.name, ctx.session_store(node.store), windows, initializer, aggregator, merger, children, ctx.metrics
+        )
+    store = ctx.window_store(node.store)
+    if windows.type == "sliding":
+        return SlidingWindowAggregateProcessor(
+            node.name, store, windows, initializer, aggregator, children, ctx.metrics
+        )
+    return TimeWindowAggregateProcessor(node.name, store, windows, initializer, aggregator, children, ctx.metrics)

@@ -1,0 +1,149 @@
+"""Session stores: one aggregate per key and session window over a logged bytes store, with retention.
+
+Follows Kafka Streams' ``RocksDBSessionStore`` (``SessionKeySchema``, segmented by session end):
+
+- **Key layout** (``SessionKeySchema.toBinary``, also the ``SessionWindowedSerializer`` layout):
+  ``key bytes + end (8-byte big-endian signed) + start (8-byte big-endian signed)``; a key's sessions sort by end,
+  then start. The store key is the changelog key (``<app>-<store>-changelog``, ``compact,delete``).
+- **Value**: the aggregate's bytes (session stores are not timestamped; a session's record timestamp is its end).
+- **Retention**: the observed stream time is the largest session end put. A session with
+  ``end < observed - retention`` is expired (one millisecond later than Kafka, see
+  ``streamapp.state.window_store``): ``find_sessions`` skips it, puts to it are dropped, and a scan
+  deletes expired sessions from the persistent store each time the horizon crosses a segment boundary
+  (``max(retention / 2, 60 s)``), unlogged, like Kafka dropping a segment.
+
+Reads see the writes buffered since the last commit (``streamapp.state.window_store.BufferedRangeReader``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from streamapp.serdes import Serde
+from streamapp.state.window_store import BufferedRangeReader, LoggedBytesStore, segment_interval_ms
+from streamapp.windowed import Windowed
+
+__all__ = ["SessionStore"]
+
+_END_START = struct.Struct(">qq")
+_SUFFIX = _END_START.size  # 16 bytes
+_MAX_TIME = 2**63 - 1
+
+
+class SessionStore:
+    """A session store (Kafka's ``SessionStore``) seen through key and value serdes.
+
+    Sessions are ``Windowed(key, start, end)`` with both bounds inclusive (ms). Raises ValueError for a null key.
+    """
+
+    def __init__(
+        self,
+        store: LoggedBytesStore,
+        key_serde: Serde,
+        value_serde: Serde,
+        *,
+        retention_ms: int,
+        segment_interval: int | None = None,
+    ) -> None:
+        if retention_ms < 1:
+            raise ValueError(f"session store '{store.name}': retention must be positive, got {retention_ms} ms")
+        self.name = store.name
+        self.retention_ms = retention_ms
+        self.observed_stream_time = -1
+        """Largest session end put (ms); -1 before the first put."""
+        self._store = store
+        self._reader = BufferedRangeReader(store)
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._segment_interval = segment_interval or segment_interval_ms(retention_ms)
+        self._expired_through_segment: int | None = None
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def put(self, session: Windowed, value: Any) -> None:
+        """Store ``value`` as the aggregate of ``session``; ``None`` removes it. Puts to expired sessions are
+        dropped."""
+        raw_key = self._raw_key(session.key)
+        self._observe(session.end)
+        if self._expired(session.end):
+            return
+        store_key = raw_key + _END_START.pack(session.end, session.start)
+        self._reader.forget_if_applied()
+        self._store.put(store_key, self._value_serde.serialize(value))
+        self._reader.note_write(raw_key, store_key)
+
+    def remove(self, session: Windowed) -> None:
+        """Delete ``session`` (Kafka's ``SessionStore.remove``)."""
+        self.put(session, None)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def find_sessions(
+        self, key: Any, earliest_session_end: int, latest_session_start: int
+    ) -> list[tuple[Windowed, Any]]:
+        """``key``'s live sessions with ``end >= earliest_session_end`` and ``start <= latest_session_start``,
+        ordered by end then start (Kafka's ``findSessions(key, earliestSessionEndTime, latestSessionStartTime)``).
+        """
+        raw_key = self._raw_key(key)
+        earliest_end = max(earliest_session_end, self._first_live_end())
+        lower = raw_key + _END_START.pack(max(earliest_end, 0), 0)
+        upper = raw_key + b"\xff" * (_SUFFIX + 1)
+        found: list[tuple[Windowed, Any]] = []
+        for store_key, raw in self._reader.range(raw_key, lower, upper):
+            if len(store_key) != len(raw_key) + _SUFFIX:
+                continue  # a longer key that starts with these bytes
+            end, start = _END_START.unpack_from(store_key, len(raw_key))
+            if start <= latest_session_start:
+                found.append((Windowed(key, start, end), self._value_serde.deserialize(raw)))
+        return found
+
+    def fetch_session(self, key: Any, start: int, end: int) -> Any:
+        """The aggregate of ``key``'s session ``[start, end]``, or ``None`` (absent or expired)."""
+        if self._expired(end):
+            return None
+        raw = self._store.get(self._raw_key(key) + _END_START.pack(end, start))
+        return self._value_serde.deserialize(raw)
+
+    def all(self) -> list[tuple[Windowed, Any]]:
+        """Every live session, by serialized key then end then start (tests, interactive queries)."""
+        first_live = self._first_live_end()
+        result: list[tuple[Windowed, Any]] = []
+        for store_key, raw in self._reader.all():
+            end, start = _END_START.unpack_from(store_key, len(store_key) - _SUFFIX)
+            if end < first_live:
+                continue
+            key = self._key_serde.deserialize(store_key[:-_SUFFIX])
+            result.append((Windowed(key, start, end), self._value_serde.deserialize(raw)))
+        return result
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _raw_key(self, key: Any) -> bytes:
+        raw = self._key_serde.serialize(key)
+        if raw is None:
+            raise ValueError(f"session store '{self.name}': keys must not be null")
+        return raw
+
+    def _first_live_end(self) -> int:
+        if self.observed_stream_time < 0:
+            return 0
+        return max(0, self.observed_stream_time - self.retention_ms)
+
+    def _expired(self, end: int) -> bool:
+        return self.observed_stream_time >= 0 and end < self.observed_stream_time - self.retention_ms
+
+    def _observe(self, end: int) -> None:
+        if end <= self.observed_stream_time:
+            return
+        self.observed_stream_time = end
+        horizon_segment = (end - self.retention_ms) // self._segment_interval
+        if self._expired_through_segment is None or horizon_segment > self._expired_through_segment:
+            self._expired_through_segment = horizon_segment
+            first_live = self._first_live_end()
+            expired = [
+                store_key
+                for store_key, _ in self._store.inner.items()
+                if _END_START.unpack_from(store_key, len(store_key) - _SUFFIX)[0] < first_live
+            ]
+            self._reader.delete_persisted(expired)

@@ -1,0 +1,292 @@
+"""Window stores: aggregates per key and window start over a logged bytes store, with retention.
+
+Follows Kafka Streams' ``RocksDBTimestampedWindowStore`` on ``RocksDBSegmentedBytesStore``:
+
+- **Key layout** (Kafka's ``WindowKeySchema.toStoreKeyBinary``): ``key bytes + start (8-byte big-endian signed)
+  + seqnum (4-byte big-endian)``; the seqnum is 0 unless duplicates are retained (stream-stream join buffers).
+  Keys of one record key sort by window start, so ``fetch(key, from, to)`` is one forward range scan.
+- **Value layout** (Kafka's ``ValueAndTimestampSerializer``): ``timestamp (8-byte big-endian) + value bytes``; the
+  timestamp is the largest record timestamp folded into the aggregate (ms). A ``None`` value deletes the window.
+- The store key *is* the changelog key, so the changelog (``<app>-<store>-changelog``, ``compact,delete``,
+  ``retention.ms = retention + 1 day``) holds Kafka's record layout.
+- **Retention**: the store's observed stream time is the largest window start put (Kafka's segmented store does
+  the same). A window with ``start < observed - retention`` is expired: reads do not see it and puts to it are
+  dropped. (Kafka hides ``start <= observed - retention``, one millisecond earlier; with the default retention a
+  sliding window with time difference 0, or a session ending exactly at the close time, is then accepted by the
+  processor but invisible to its next read, so a record is silently lost. Keeping the boundary window avoids
+  that; the late-record rule of the processors is Kafka's, unchanged.)
+- **Expiry**: expired windows are deleted from the persistent store (unlogged, like Kafka dropping a segment; the
+  changelog's ``delete`` policy ages them out) by a scan each time the expiry horizon crosses a segment boundary
+  (segment interval ``max(retention / 2, 60 s)``, Kafka's default), so the cost is amortised over the windows
+  written per segment interval. The first put after a restart (or restore) scans once too.
+
+Reads see uncommitted writes: writes go into the logged store's buffer (``ChangeLoggingKeyValueStore``), and
+range reads merge its persistent ``inner`` store's range with the keys written since the buffer was last
+applied (``BufferedRangeReader``). Negative timestamps are not supported (signed big-endian order), as in Kafka.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any, NamedTuple, Protocol
+
+from streamapp.serdes import Serde
+from streamapp.windowed import Windowed
+
+__all__ = [
+    "DEFAULT_MIN_SEGMENT_INTERVAL_MS",
+    "BufferedRangeReader",
+    "LoggedBytesStore",
+    "RangeBytesStore",
+    "WindowStore",
+    "WindowValue",
+    "segment_interval_ms",
+]
+
+DEFAULT_MIN_SEGMENT_INTERVAL_MS = 60_000
+"""Kafka's ``Stores.persistentWindowStore`` segment interval floor (ms)."""
+
+_START_SEQ = struct.Struct(">qi")
+_TIMESTAMP = struct.Struct(">q")
+_SUFFIX = _START_SEQ.size  # 12 bytes
+_MAX_TIME = 2**63 - 1
+
+
+class RangeBytesStore(Protocol):
+    """The persistent store under a logged store: key-ordered range scans and unlogged batch writes."""
+
+    def range(self, lower: bytes, upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]: ...
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]: ...
+
+    def write(self, batch: dict[bytes, bytes | None], changelog_offset: int | None) -> None: ...
+
+
+class LoggedBytesStore(Protocol):
+    """A buffered, changelogged bytes store (``streamapp.state.changelogging.ChangeLoggingKeyValueStore``)."""
+
+    name: str
+
+    @property
+    def inner(self) -> Any: ...
+
+    @property
+    def has_pending(self) -> bool: ...
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes | None) -> None: ...
+
+
+class WindowValue(NamedTuple):
+    """A window's aggregate and the largest record timestamp folded into it (ms)."""
+
+    value: Any
+    timestamp: int
+
+
+def segment_interval_ms(retention_ms: int) -> int:
+    """Kafka's default segment interval for a retention (ms): ``max(retention / 2, 60 s)``."""
+    return max(retention_ms // 2, DEFAULT_MIN_SEGMENT_INTERVAL_MS)
+
+
+class BufferedRangeReader:
+    """Range reads over a ``LoggedBytesStore`` that include its buffered (uncommitted) writes.
+
+    Every write through the store's owner is noted per *group* (the serialized record key); a range read of a
+    group merges the persistent store's range with the noted keys in that range, whose current values come from
+    the logged store (buffer first). Notes are dropped whenever the store has no buffered writes (after a
+    commit applied or discarded them), so they stay bounded by one commit interval's writes.
+    """
+
+    def __init__(self, store: LoggedBytesStore) -> None:
+        self._store = store
+        self._written: dict[bytes, set[bytes]] = {}
+
+    def note_write(self, group: bytes, key: bytes) -> None:
+        """Record that ``key`` (in ``group``) was just written through the logged store."""
+        self._written.setdefault(group, set()).add(key)
+
+    def forget_if_applied(self) -> None:
+        """Drop the notes when the store's buffer is empty; call before each write."""
+        if self._written and not self._store.has_pending:
+            self._written.clear()
+
+    def range(self, group: bytes, lower: bytes, upper: bytes) -> list[tuple[bytes, bytes]]:
+        """Current ``(key, value)`` pairs with ``lower <= key < upper`` in key order (all keys in ``group``)."""
+        self.forget_if_applied()
+        persisted = self._store.inner.range(lower, upper)
+        written = self._written.get(group)
+        if not written:
+            return list(persisted)
+        merged = {key: value for key, value in persisted if key not in written}
+        for key in written:
+            if lower <= key < upper:
+                value = self._store.get(key)
+                if value is not None:
+                    merged[key] = value
+        return sorted(merged.items())
+
+    def all(self) -> list[tuple[bytes, bytes]]:
+        """Every current ``(key, value)`` pair in key order."""
+        self.forget_if_applied()
+        written = {key for keys in self._written.values() for key in keys}
+        merged = {key: value for key, value in self._store.inner.items() if key not in written}
+        for key in written:
+            value = self._store.get(key)
+            if value is not None:
+                merged[key] = value
+        return sorted(merged.items())
+
+    def delete_persisted(self, keys: list[bytes]) -> None:
+        """Delete ``keys`` from the persistent store only, unlogged (expired data)."""
+        if keys:
+            self._store.inner.write(dict.fromkeys(keys), None)
+
+
+class WindowStore:
+    """A timestamped window store (Kafka's ``TimestampedWindowStore``) seen through key and value serdes.
+
+    ``window_size_ms`` gives the ``end`` of returned ``Windowed`` keys (``start + size``). ``retention_ms`` as
+    in the module docstring. ``retain_duplicates``: every put adds an entry (seqnum suffix), ``None`` puts are
+    ignored and point ``fetch`` is not available (Kafka's join window stores). Raises ValueError for a null key.
+    """
+
+    def __init__(
+        self,
+        store: LoggedBytesStore,
+        key_serde: Serde,
+        value_serde: Serde,
+        *,
+        retention_ms: int,
+        window_size_ms: int,
+        retain_duplicates: bool = False,
+        segment_interval: int | None = None,
+    ) -> None:
+        if retention_ms < 1:
+            raise ValueError(f"window store '{store.name}': retention must be positive, got {retention_ms} ms")
+        self.name = store.name
+        self.retention_ms = retention_ms
+        self.window_size_ms = window_size_ms
+        self.retain_duplicates = retain_duplicates
+        self.observed_stream_time = -1
+        """Largest window start put (ms); -1 before the first put."""
+        self._store = store
+        self._reader = BufferedRangeReader(store)
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._segment_interval = segment_interval or segment_interval_ms(retention_ms)
+        self._expired_through_segment: int | None = None
+        self._seqnum = 0
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
+        """Store ``value`` (with its ``timestamp``, ms) for ``key``'s window at ``window_start`` (ms);
+        ``None`` deletes it. A put to an expired window is dropped."""
+        raw_key = self._raw_key(key)
+        self._observe(window_start)
+        if self._expired(window_start):
+            return
+        if self.retain_duplicates:
+            if value is None:
+                return
+            self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
+        store_key = raw_key + _START_SEQ.pack(window_start, self._seqnum if self.retain_duplicates else 0)
+        raw_value = self._value_serde.serialize(value)
+        self._reader.forget_if_applied()
+        self._store.put(store_key, None if raw_value is None else _TIMESTAMP.pack(timestamp) + raw_value)
+        self._reader.note_write(raw_key, store_key)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    @property
+    def key_serde(self) -> Serde:
+        """The serde of record keys (the store key is these bytes + window start + seqnum)."""
+        return self._key_serde
+
+    @property
+    def value_serde(self) -> Serde:
+        """The serde of values (stored after an 8-byte timestamp)."""
+        return self._value_serde
+
+    def fetch(self, key: Any, window_start: int) -> WindowValue | None:
+        """The aggregate of ``key``'s window at ``window_start``, or ``None`` (absent or expired)."""
+        if self.retain_duplicates:
+            raise ValueError(f"window store '{self.name}' retains duplicates; use fetch_range")
+        if self._expired(window_start):
+            return None
+        raw = self._store.get(self._raw_key(key) + _START_SEQ.pack(window_start, 0))
+        return None if raw is None else self._decode_value(raw)
+
+    def fetch_range(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, WindowValue]]:
+        """``[(start, value)]`` of ``key``'s live windows with ``time_from <= start <= time_to``, by start."""
+        raw_key = self._raw_key(key)
+        time_from = max(time_from, self._first_live_start())
+        if time_from > time_to:
+            return []
+        lower = raw_key + _START_SEQ.pack(time_from, 0)
+        upper = raw_key + (_START_SEQ.pack(time_to + 1, 0) if time_to < _MAX_TIME else b"\xff" * (_SUFFIX + 1))
+        found: list[tuple[int, WindowValue]] = []
+        for store_key, raw in self._reader.range(raw_key, lower, upper):
+            if len(store_key) != len(raw_key) + _SUFFIX:
+                continue  # a longer key that starts with these bytes
+            start, _ = _START_SEQ.unpack_from(store_key, len(raw_key))
+            found.append((start, self._decode_value(raw)))
+        return found
+
+    def fetch_all(self, time_from: int, time_to: int) -> list[tuple[Windowed, WindowValue]]:
+        """Every live window with ``time_from <= start <= time_to``, by serialized key then start."""
+        return [(w, v) for w, v in self.all() if time_from <= w.start <= time_to]
+
+    def all(self) -> list[tuple[Windowed, WindowValue]]:
+        """Every live window, by serialized key then start (for tests and interactive queries)."""
+        first_live = self._first_live_start()
+        result: list[tuple[Windowed, WindowValue]] = []
+        for store_key, raw in self._reader.all():
+            start, _ = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)
+            if start < first_live:
+                continue
+            key = self._key_serde.deserialize(store_key[:-_SUFFIX])
+            result.append((Windowed(key, start, start + self.window_size_ms), self._decode_value(raw)))
+        return result
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _raw_key(self, key: Any) -> bytes:
+        raw = self._key_serde.serialize(key)
+        if raw is None:
+            raise ValueError(f"window store '{self.name}': keys must not be null")
+        return raw
+
+    def _decode_value(self, raw: bytes) -> WindowValue:
+        timestamp: int = _TIMESTAMP.unpack_from(raw)[0]
+        return WindowValue(self._value_serde.deserialize(raw[8:]), timestamp)
+
+    def _first_live_start(self) -> int:
+        """Smallest window start still visible: ``observed - retention`` (see the module docstring)."""
+        if self.observed_stream_time < 0:
+            return 0
+        return max(0, self.observed_stream_time - self.retention_ms)
+
+    def _expired(self, window_start: int) -> bool:
+        return self.observed_stream_time >= 0 and window_start < self.observed_stream_time - self.retention_ms
+
+    def _observe(self, window_start: int) -> None:
+        if window_start <= self.observed_stream_time:
+            return
+        self.observed_stream_time = window_start
+        horizon_segment = (window_start - self.retention_ms) // self._segment_interval
+        if self._expired_through_segment is None or horizon_segment > self._expired_through_segment:
+            self._expired_through_segment = horizon_segment
+            self._delete_expired()
+
+    def _delete_expired(self) -> None:
+        first_live = self._first_live_start()
+        expired = [
+            store_key
+            for store_key, _ in self._store.inner.items()
+            if _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)[0] < first_live
+        ]
+        self._reader.delete_persisted(expired)

@@ -1,0 +1,94 @@
+"""One task's typed views of its window, session and suppression stores (what windowed processors use).
+
+A task builds one ``WindowedStateAccess`` over its logged stores (``name -> ChangeLoggingKeyValueStore``) when it
+initializes, and hands it to its processors through ``BuildContext``. Views are created on first request and
+cached, so every processor of the task shares one view per store (a view holds the store's observed stream time
+and its notes of buffered writes). The test driver reads the same views (``StreamTask.windowed_state``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streamapp.serdes import serde_for
+from streamapp.state.session_store import SessionStore
+from streamapp.state.suppression_buffer import SuppressionBuffer
+from streamapp.state.window_store import LoggedBytesStore, WindowStore
+from streamapp.topology import TopologyDescription
+from streamapp.topology.windows import suppression_grace_ms
+
+__all__ = ["WindowedStateAccess"]
+
+
+class WindowedStateAccess:
+    """Typed views of a task's windowed stores, by store name; KeyError for a store the task does not own,
+    ValueError for a store of another type."""
+
+    def __init__(self, description: TopologyDescription, stores: Mapping[str, LoggedBytesStore]) -> None:
+        self._description = description
+        self._stores = stores
+        self._views: dict[str, Any] = {}
+
+    def window_store(self, name: str) -> WindowStore:
+        """The ``window`` store ``name`` (retention, window size and duplicates from its spec)."""
+        view = self._views.get(name)
+        if view is None:
+            spec = self._spec(name, "window")
+            assert spec.retention_ms is not None and spec.window_size_ms is not None
+            view = WindowStore(
+                self.logged_store(name),
+                serde_for(spec.key_serde),
+                serde_for(spec.value_serde),
+                retention_ms=spec.retention_ms,
+                window_size_ms=spec.window_size_ms,
+                retain_duplicates=bool(spec.retain_duplicates),
+            )
+            self._views[name] = view
+        assert isinstance(view, WindowStore)
+        return view
+
+    def session_store(self, name: str) -> SessionStore:
+        """The ``session`` store ``name``."""
+        view = self._views.get(name)
+        if view is None:
+            spec = self._spec(name, "session")
+            assert spec.retention_ms is not None
+            view = SessionStore(
+                self.logged_store(name),
+                serde_for(spec.key_serde),
+                serde_for(spec.value_serde),
+                retention_ms=spec.retention_ms,
+            )
+            self._views[name] = view
+        assert isinstance(view, SessionStore)
+        return view
+
+    def suppression_buffer(self, name: str) -> SuppressionBuffer:
+        """The buffer kept in ``key_value`` store ``name`` (its key serde serializes the table's keys)."""
+        view = self._views.get(name)
+        if view is None:
+            spec = self._spec(name, "key_value")
+            view = SuppressionBuffer(self.logged_store(name), serde_for(spec.key_serde), serde_for(spec.value_serde))
+            self._views[name] = view
+        assert isinstance(view, SuppressionBuffer)
+        return view
+
+    def logged_store(self, name: str) -> LoggedBytesStore:
+        """The task's buffered, changelogged bytes store ``name`` (raw access for custom layouts)."""
+        try:
+            return self._stores[name]
+        except KeyError:
+            raise KeyError(f"store '{name}' is not a store of this task") from None
+
+    def close_grace(self, node: str) -> int:
+        """How long (ms) after a window's end the suppress node ``node`` waits: its upstream window's grace
+        (plus gap for sessions). ValueError when no windowed aggregation is upstream."""
+        nodes = {n.name: n for n in self._description.nodes}
+        return suppression_grace_ms(nodes, node)
+
+    def _spec(self, name: str, store_type: str) -> Any:
+        spec = self._description.store(name)
+        if spec.type != store_type:
+            raise ValueError(f"store '{name}' is a {spec.type} store, not a {store_type} store")
+        return spec

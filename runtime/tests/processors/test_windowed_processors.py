@@ -1,0 +1,251 @@
+"""Windowed aggregations and suppress at the processor level: Kafka Streams' window semantics and late drops."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from streamapp.kafka.types import TopicPartition
+from streamapp.processors.base import Change, ProcessorMetrics
+from streamapp.processors.suppress import SuppressProcessor
+from streamapp.processors.windowed import (
+    SessionWindowAggregateProcessor,
+    SlidingWindowAggregateProcessor,
+    TimeWindowAggregateProcessor,
+)
+from streamapp.serdes import serde_for
+from streamapp.state.changelogging import ChangeLoggingKeyValueStore
+from streamapp.state.memory import InMemoryKeyValueStore
+from streamapp.state.session_store import SessionStore
+from streamapp.state.suppression_buffer import SuppressionBuffer
+from streamapp.state.window_store import WindowStore
+from streamapp.topology.windows import WindowSpec
+from streamapp.windowed import Windowed
+
+STRING = serde_for("string")
+LONG = serde_for("long")
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.records: list[tuple[Any, Any, int]] = []
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        self.records.append((key, value, timestamp))
+
+    def latest(self) -> dict[Any, Any]:
+        table: dict[Any, Any] = {}
+        for key, change, _ in self.records:
+            if change.new_value is None:
+                table.pop(key, None)
+            else:
+                table[key] = change.new_value
+        return table
+
+
+def logged(name: str = "store") -> ChangeLoggingKeyValueStore:
+    return ChangeLoggingKeyValueStore(
+        InMemoryKeyValueStore(name), TopicPartition(f"app-{name}-changelog", 0), lambda: 0
+    )
+
+
+def count(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def time_count(spec: WindowSpec, out: Collect, metrics: ProcessorMetrics) -> TimeWindowAggregateProcessor:
+    store = WindowStore(logged(), STRING, LONG, retention_ms=spec.min_retention_ms(), window_size_ms=spec.size)
+    return TimeWindowAggregateProcessor("count", store, spec, lambda: 0, count, [out], metrics)
+
+
+def test_seed_article_late_record_updates_its_window_within_grace_and_is_dropped_after_it() -> None:
+    """<1-5,3> becomes <1-5,4> when a late record arrives within grace; after grace it is dropped."""
+    out, metrics = Collect(), ProcessorMetrics()
+    p = time_count(WindowSpec(type="tumbling", size_ms=5000, grace_ms=2000), out, metrics)
+    for ts in (1000, 3000, 4999):
+        p.process("k", "v", ts)
+    first = Windowed("k", 0, 5000)
+    assert out.records[-1] == (first, Change(3, 2), 4999)
+    p.process("k", "v", 6000)  # stream time 6000 < end 5000 + grace 2000: the window is still open
+    p.process("k", "v", 2000)
+    assert out.records[-1] == (first, Change(4, 3), 4999)
+    p.process("k", "v", 7000)  # 5000 + 2000 <= 7000: closed
+    before = list(out.records)
+    p.process("k", "v", 2500)
+    assert out.records == before
+    assert metrics.dropped_records == 1
+    assert out.latest()[first] == 4
+
+
+def test_hopping_windows_update_every_window_containing_the_record_with_max_timestamp() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = time_count(WindowSpec(type="hopping", size_ms=10, advance_ms=5, grace_ms=100), out, metrics)
+    p.process("k", None, 12)  # null values are counted (Kafka checks only the key here)
+    p.process("k", "v", 7)
+    assert out.records == [
+        (Windowed("k", 5, 15), Change(1, 0), 12),
+        (Windowed("k", 10, 20), Change(1, 0), 12),
+        (Windowed("k", 0, 10), Change(1, 0), 7),
+        (Windowed("k", 5, 15), Change(2, 1), 12),
+    ]
+
+
+def test_time_windows_drop_null_keys_and_negative_timestamps_and_count_them() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = time_count(WindowSpec(type="tumbling", size_ms=10), out, metrics)
+    p.process(None, "v", 1)
+    p.process("k", "v", -1)
+    assert out.records == []
+    assert metrics.dropped_records == 2
+
+
+def test_a_record_is_dropped_once_per_closed_window_it_belongs_to() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = time_count(WindowSpec(type="hopping", size_ms=10, advance_ms=5), out, metrics)
+    p.process("k", "v", 20)
+    p.process("k", "v", 12)  # windows [5,15) closed (15 <= 20), [10,20) closed (20 <= 20)
+    p.process("k", "v", 16)  # [10,20) closed, [15,25) open
+    assert metrics.dropped_records == 3
+    assert out.records[-1] == (Windowed("k", 15, 25), Change(2, 1), 20)
+
+
+def sliding_count(diff: int, grace: int, out: Collect, metrics: ProcessorMetrics) -> SlidingWindowAggregateProcessor:
+    spec = WindowSpec(type="sliding", time_difference_ms=diff, grace_ms=grace)
+    store = WindowStore(logged(), STRING, LONG, retention_ms=spec.min_retention_ms(), window_size_ms=diff)
+    return SlidingWindowAggregateProcessor("sliding", store, spec, lambda: 0, count, [out], metrics)
+
+
+def test_sliding_windows_exist_where_records_are_and_hold_the_records_within_the_difference() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = sliding_count(10, 100, out, metrics)
+    for ts in (20, 25, 40):
+        p.process("k", "v", ts)
+    table = out.latest()
+    assert table[Windowed("k", 10, 20)] == 1
+    assert table[Windowed("k", 15, 25)] == 2
+    assert table[Windowed("k", 21, 31)] == 1
+    assert table[Windowed("k", 30, 40)] == 1
+    assert Windowed("k", 26, 36) not in table  # 25's right window would be empty: never created
+
+
+def test_sliding_out_of_order_record_updates_the_windows_it_falls_into() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = sliding_count(10, 100, out, metrics)
+    for ts in (20, 40, 35):
+        p.process("k", "v", ts)
+    table = out.latest()
+    assert table[Windowed("k", 30, 40)] == 2  # 40's left window now holds 35
+    assert table[Windowed("k", 25, 35)] == 1  # 35's left window
+    assert table[Windowed("k", 36, 46)] == 1  # 35's right window holds 40
+    assert table[Windowed("k", 10, 20)] == 1
+    assert Windowed("k", 21, 31) not in table  # 20's right window would be empty when 40 came: never created
+
+
+def test_sliding_early_records_share_the_window_from_zero() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = sliding_count(10, 100, out, metrics)
+    p.process("k", "v", 3)
+    p.process("k", "v", 5)
+    table = out.latest()
+    assert table[Windowed("k", 0, 10)] == 2
+    assert table[Windowed("k", 4, 14)] == 1  # 3's right window holds 5
+
+
+def test_sliding_record_is_counted_dropped_for_its_closed_left_window_and_dropped_when_all_are_closed() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = sliding_count(10, 5, out, metrics)  # close time = stream time - 5
+    p.process("k", "v", 100)
+    p.process("k", "v", 95)  # left window [85,95]: 95 >= 95 still open (inclusive end)
+    assert metrics.dropped_records == 0
+    p.process("k", "v", 94)  # updates [85,95] and [90,100]; its own left window [84,94] is closed
+    assert metrics.dropped_records == 1
+    table = out.latest()
+    assert table[Windowed("k", 90, 100)] == 3
+    assert table[Windowed("k", 85, 95)] == 2
+    assert Windowed("k", 84, 94) not in table
+    before = list(out.records)
+    p.process("k", "v", 84)  # 84 + 10 < 95: every window it could touch is closed
+    assert metrics.dropped_records == 2
+    assert out.records == before
+
+
+def session_aggregate(gap: int, grace: int, out: Collect, metrics: ProcessorMetrics) -> SessionWindowAggregateProcessor:
+    spec = WindowSpec(type="session", gap_ms=gap, grace_ms=grace)
+    store = SessionStore(logged(), STRING, LONG, retention_ms=spec.min_retention_ms())
+    return SessionWindowAggregateProcessor(
+        "sessions", store, spec, lambda: 0, count, lambda k, a, b: a + b, [out], metrics
+    )
+
+
+def test_sessions_merge_records_within_the_gap_and_forward_tombstones_for_merged_sessions() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = session_aggregate(10, 100, out, metrics)
+    p.process("k", "v", 0)
+    p.process("k", "v", 30)
+    p.process("k", "v", 15)  # more than 10 from both: a session of its own
+    assert out.latest() == {
+        Windowed("k", 0, 0): 1,
+        Windowed("k", 15, 15): 1,
+        Windowed("k", 30, 30): 1,
+    }
+    p.process("k", "v", 8)  # within 10 of 0 and of 15: merges [0,0] and [15,15]
+    assert out.records[-3:] == [
+        (Windowed("k", 0, 0), Change(None, 1), 0),
+        (Windowed("k", 15, 15), Change(None, 1), 15),
+        (Windowed("k", 0, 15), Change(3, None), 15),
+    ]
+    p.process("k", "v", 22)  # merges [0,15] and [30,30]
+    assert out.latest() == {Windowed("k", 0, 30): 5}
+
+
+def test_a_session_is_late_when_its_end_plus_gap_plus_grace_is_before_stream_time() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    p = session_aggregate(10, 5, out, metrics)  # close time = stream time - 5 - 10
+    p.process("k", "v", 100)
+    p.process("k", "v", 86)  # new session [86,86]: 86 >= 85, accepted
+    p.process("k", "v", 84)  # merges with [86,86] -> [84,86]: end 86 >= 85, accepted
+    p.process("j", "v", 85)  # a new session [85,85]: accepted (the bound is inclusive)
+    assert metrics.dropped_records == 0
+    p.process("i", "v", 84)  # a new session [84,84]: 84 < 85, dropped
+    assert metrics.dropped_records == 1
+    table = out.latest()
+    assert table[Windowed("k", 84, 86)] == 2
+    assert table[Windowed("j", 85, 85)] == 1
+    assert all(window.key != "i" for window in table)
+
+
+@pytest.fixture
+def suppressed() -> Iterator[tuple[TimeWindowAggregateProcessor, Collect, ProcessorMetrics]]:
+    out, metrics = Collect(), ProcessorMetrics()
+    spec = WindowSpec(type="tumbling", size_ms=5000, grace_ms=2000)
+    buffer = SuppressionBuffer(logged("buffer"), serde_for("windowed:string:5000"), LONG)
+    suppress = SuppressProcessor("final", buffer, spec.close_grace_ms(), [out])
+    yield time_count(spec, suppress, metrics), out, metrics  # type: ignore[arg-type]
+
+
+def test_suppress_forwards_only_the_final_result_when_the_window_closes(
+    suppressed: tuple[TimeWindowAggregateProcessor, Collect, ProcessorMetrics],
+) -> None:
+    p, out, metrics = suppressed
+    for ts in (1000, 3000, 4999, 6000, 2000):
+        p.process("k", "v", ts)
+    assert out.records == []
+    p.process("k", "v", 7000)  # closes [0,5000)
+    assert out.records == [(Windowed("k", 0, 5000), Change(4, 0), 4999)]
+    p.process("k", "v", 2500)  # late: dropped upstream, nothing more
+    p.process("k", "v", 12_000)  # closes [5000,10000)
+    assert out.records[1:] == [(Windowed("k", 5000, 10000), Change(2, 0), 7000)]
+    assert metrics.dropped_records == 1
+
+
+def test_suppress_of_sessions_drops_final_tombstones_of_merged_sessions() -> None:
+    out, metrics = Collect(), ProcessorMetrics()
+    spec = WindowSpec(type="session", gap_ms=10, grace_ms=0)
+    buffer = SuppressionBuffer(logged("buffer"), serde_for("session_windowed:string"), LONG)
+    suppress = SuppressProcessor("final", buffer, spec.close_grace_ms(), [out])
+    p = session_aggregate(10, 0, suppress, metrics)  # type: ignore[arg-type]
+    p.process("k", "v", 0)
+    p.process("k", "v", 5)  # [0,0] is replaced by [0,5]: its tombstone is buffered, never forwarded
+    p.process("k", "v", 100)  # closes [0,5]: 5 <= 100 - 10
+    assert out.records == [(Windowed("k", 0, 5), Change(2, None), 5)]
