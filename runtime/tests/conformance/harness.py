@@ -31,6 +31,7 @@ driver and asserts both outputs are identical.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -51,6 +52,7 @@ from streamapp import StreamsBuilder, TopologyDescription
 from streamapp.serdes import Serde, serde_for
 from streamapp.testing import TopologyTestDriver
 from streamapp.testing.driver import declared_serdes
+from streamapp.topology.joins import GlobalTableNode
 
 __all__ = ["BrokerEngine", "DriverEngine", "Engine", "Input", "Outputs", "assert_same_outputs", "final_values"]
 
@@ -193,6 +195,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def global_table_topics(description: TopologyDescription) -> list[str]:
+    """Topics of the topology's global tables (read by every worker's global consumer, never by the group)."""
+    return [node.topic for node in description.nodes if isinstance(node, GlobalTableNode)]
 
 
 def rename_topics(document: dict[str, Any], rename: Callable[[str], str]) -> dict[str, Any]:
@@ -356,7 +363,10 @@ class _BrokerRun:
         consumed partition means no record is in flight. The quiet period guards what that cannot see
         (output without input, e.g. wall-clock punctuation).
         """
-        consumed = [self.topic(t) for t in self.description.external_source_topics()] + [
+        global_topics = [self.topic(t) for t in global_table_topics(self.description)]
+        consumed = [
+            self.topic(t) for t in self.description.external_source_topics() if self.topic(t) not in global_topics
+        ] + [
             self.description.repartition_topic(self.app_id, node.name)
             for node in self.description.nodes
             if node.type == "repartition"
@@ -369,12 +379,16 @@ class _BrokerRun:
         deadline = time.monotonic() + self.engine.timeout_s
         while True:
             self._assert_running()
-            if self._caught_up(consumed):
+            if self._caught_up(consumed) and self._globals_caught_up(global_topics):
                 if not quiet:
                     return
                 snapshot = self._end_offsets(watched)
                 time.sleep(self.engine.quiet_s)
-                if self._end_offsets(watched) == snapshot and self._caught_up(consumed):
+                if (
+                    self._end_offsets(watched) == snapshot
+                    and self._caught_up(consumed)
+                    and self._globals_caught_up(global_topics)
+                ):
                     return
             if time.monotonic() > deadline:
                 raise AssertionError(
@@ -498,6 +512,25 @@ class _BrokerRun:
                 tp = TopicPartition(topic, p)
                 ends[tp] = int(self._probe.get_watermark_offsets(tp, timeout=10, cached=False)[1])
         return ends
+
+    def _globals_caught_up(self, topics: Sequence[str]) -> bool:
+        """True when every worker's global consumer read every global-table partition to its end (from the
+        ``global_positions`` each worker reports in ``/status``, about once a second)."""
+        if not topics:
+            return True
+        ends = self._end_offsets(topics)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=5) as response:
+                workers = json.load(response)["workers"]
+        except (OSError, ValueError, KeyError):
+            return False
+        if not workers:
+            return False
+        for worker in workers:
+            positions = worker.get("global_positions") or {}
+            if any(end > 0 and positions.get(f"{tp.topic}-{tp.partition}", 0) < end for tp, end in ends.items()):
+                return False
+        return True
 
     def _caught_up(self, consumed: Sequence[str]) -> bool:
         """True when the group committed every consumed partition up to its end (committed offsets are read

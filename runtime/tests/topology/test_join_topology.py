@@ -237,3 +237,8 @@ def test_a_join_store_cannot_be_shared_with_another_node() -> None:
     doc["stores"] = [kv("uc", "long")]
     with pytest.raises(TopologyError, match="store 'uc' is also used by node 'user-count'"):
         TopologyDescription.from_dict(doc)
+
+
+def test_global_table_topics_count_as_external_sources_the_application_waits_for() -> None:
+    desc = TopologyDescription.from_dict(global_doc())
+    assert desc.external_source_topics() == ["orders", "users"]

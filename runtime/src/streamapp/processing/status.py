@@ -56,6 +56,7 @@ class WorkerStatus:
     ``state``: starting | running | waiting (cannot join the group yet) | stopping | failed.
     ``ready``: the thread is in the group and every task it owns is restored and running.
     ``consumer_lag``: records behind the end, per owned input partition (``topic-partition``), where known.
+    ``global_positions``: next offset the global consumer reads, per global-table partition (``topic-partition``).
     """
 
     thread: int
@@ -68,6 +69,7 @@ class WorkerStatus:
     metrics: ThreadMetrics = field(default_factory=ThreadMetrics)
     consumer_lag: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    global_positions: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -171,20 +171,8 @@ class StreamThread:
         group and propagates: the supervisor restarts the worker, which resumes from the last commit.
         Global tables are bootstrapped first: no task processes before they are up to date.
         """
-        if self._global is not None:
-            try:
-                bootstrapped = self._global.bootstrap(stopping)
-            except BaseException as exc:
-                self.state = "failed"
-                self._report_status(force=True, error=f"{type(exc).__name__}: {exc}")
-                self._close(clean=False)
-                raise
-            if not bootstrapped:
-                self._close(clean=False)
-                return
-        self._consumer.subscribe(sorted(self._topics), self.tasks)
-        self.state = "running"
-        log.info("Stream thread %d subscribed to %s", self.index, ", ".join(sorted(self._topics)))
+        if not self.start(stopping):
+            return
         try:
             while not stopping():
                 self.run_once()
@@ -196,6 +184,31 @@ class StreamThread:
         self.state = "stopping"
         self._report_status(force=True)
         self._close(clean=True)
+
+    def start(self, stopping: Callable[[], bool]) -> bool:
+        """The head of ``run``: bootstrap the global stores, then subscribe. Returns False (the thread is then
+        closed) when ``stopping()`` turned true during the bootstrap; a bootstrap failure closes and raises.
+        ``run_once`` may be called after a True return (the TopologyTestDriver drives the loop this way)."""
+        if self._global is not None:
+            try:
+                bootstrapped = self._global.bootstrap(stopping)
+            except BaseException as exc:
+                self.state = "failed"
+                self._report_status(force=True, error=f"{type(exc).__name__}: {exc}")
+                self._close(clean=False)
+                raise
+            if not bootstrapped:
+                self._close(clean=False)
+                return False
+        self._consumer.subscribe(sorted(self._topics), self.tasks)
+        self.state = "running"
+        log.info("Stream thread %d subscribed to %s", self.index, ", ".join(sorted(self._topics)))
+        return True
+
+    def close(self, clean: bool) -> None:
+        """The tail of ``run``: commit and close the tasks (without commit unless ``clean``), then the clients."""
+        self.state = "stopping" if clean else "failed"
+        self._close(clean)
 
     def run_once(self) -> None:
         """One loop iteration (see the module docstring)."""
@@ -320,6 +333,11 @@ class StreamThread:
             metrics=self.metrics,
             consumer_lag=lags,
             error=error,
+            global_positions=(
+                {str(tp): offset for tp, offset in self._global.global_state.positions.items()}
+                if self._global is not None
+                else {}
+            ),
         )
 
     def _report_status(self, force: bool = False, error: str | None = None) -> None:

@@ -8,6 +8,13 @@ from streamapp.topology.description import TopologyDescription
 from streamapp.topology.errors import TopologyError
 from streamapp.topology.functions import function_reference, resolve_function
 from streamapp.topology.internal_topics import CHANGELOG_TOPIC_CONFIG, REPARTITION_TOPIC_CONFIG, InternalTopic
+from streamapp.topology.joins import (
+    GlobalTableNode,
+    StreamGlobalJoinNode,
+    StreamStreamJoinNode,
+    StreamTableJoinNode,
+    TableTableJoinNode,
+)
 from streamapp.topology.nodes import (
     NODE_TYPES,
     CountNode,
@@ -31,6 +38,7 @@ __all__ = [
     "REPARTITION_TOPIC_CONFIG",
     "CountNode",
     "FilterNode",
+    "GlobalTableNode",
     "InternalTopic",
     "MapValuesNode",
     "MergeNode",
@@ -41,7 +49,11 @@ __all__ = [
     "SinkNode",
     "SourceNode",
     "StoreSpec",
+    "StreamGlobalJoinNode",
+    "StreamStreamJoinNode",
+    "StreamTableJoinNode",
     "Subtopology",
+    "TableTableJoinNode",
     "ToStreamNode",
     "TopicRef",
     "TopologyDescription",

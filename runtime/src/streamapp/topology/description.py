@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from streamapp.topology.errors import TopologyError
 from streamapp.topology.functions import resolve_function
 from streamapp.topology.internal_topics import InternalTopic, PartitionCounts, internal_topics
+from streamapp.topology.joins import GlobalTableNode
 from streamapp.topology.nodes import (
     NODE_TYPES,
     Node,
@@ -142,8 +143,10 @@ class TopologyDescription(BaseModel):
         return split_subtopologies(self.nodes)
 
     def external_source_topics(self) -> list[str]:
-        """Topics read by source nodes, in description order."""
-        return [t for node in self.nodes if isinstance(node, SourceNode) for t in node.topics]
+        """Topics read by source nodes, then the topics of global tables (read whole by every worker, outside
+        the group), in description order."""
+        topics = [t for node in self.nodes if isinstance(node, SourceNode) for t in node.topics]
+        return topics + [node.topic for node in self.nodes if isinstance(node, GlobalTableNode)]
 
     def sink_topics(self) -> list[str]:
         """External topics written by sink nodes, in description order, without duplicates (topics a

@@ -1,0 +1,22 @@
+"""User functions of the join conformance topologies (``conformance.join_functions:<name>``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def pair(left: Any, right: Any) -> list[Any]:
+    """The joiner of every test: both sides, ``None`` for a missing one."""
+    return [left, right]
+
+
+def user_of(key: Any, value: Any) -> Any:
+    return value["user"]
+
+
+def region_of(key: Any, value: Any) -> Any:
+    return value.get("region")
+
+
+def order_with_user(order: Any, user: Any) -> dict[str, Any]:
+    return {**order, "region": None if user is None else user["region"]}
