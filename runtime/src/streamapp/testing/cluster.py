@@ -1,41 +1,77 @@
-"""An in-memory Kafka for the TopologyTestDriver: topics, and the three clients a stream thread talks to.
+"""An in-memory Kafka for the TopologyTestDriver: topics, transactions, and the clients a stream thread uses.
 
-``InMemoryCluster`` holds every topic as one list of records per partition, in the order records were
-appended, plus a cluster-wide sequence number per record (so readers can follow production order across
-partitions) and the group's committed offsets. ``InMemoryConsumer``, ``InMemoryProducer`` and
-``InMemoryRestoreConsumer`` implement ``streamapp.kafka.types``'s ``ConsumerClient``, ``ProducerClient`` and
-``RestoreConsumerClient`` on it, so a real ``StreamThread`` runs over it unchanged.
+``InMemoryCluster`` holds every topic as one log per partition, in append order, with a cluster-wide
+sequence number per entry (so readers can follow production order across partitions), the group's
+committed offsets, and transactions. ``InMemoryConsumer``, ``InMemoryProducer``, ``InMemoryRestoreConsumer``
+and ``InMemoryGlobalConsumer`` implement the client protocols of ``streamapp.kafka.types`` and
+``streamapp.processing.global_thread`` on it, so a real ``StreamThread`` runs over it unchanged.
+
+Transactions follow Kafka's log model: a transactional record is appended (and gets its offset) at
+``send``; ``commit_transaction`` / ``abort_transaction`` append one control marker to every partition the
+transaction wrote (markers take an offset and are never returned to readers). Every reader here is
+``read_committed``: it never reads past the first record of an open transaction (the last stable offset)
+and skips aborted records. Without transactions this is plain at-least-once Kafka.
 
 Differences from a broker, all deliberate and deterministic:
 
 - the consumer is the only group member: on its first ``poll`` after ``subscribe`` it is assigned every
   partition of the subscribed topics; ``poll`` returns records in the order they were *appended to the
-  cluster* (not partition by partition), so a record a task writes to a repartition topic is processed
-  before any record appended after it;
-- the producer appends a record at ``send`` (it is readable at once) and acknowledges it at the next
+  cluster* (not partition by partition), so a record a task writes to a repartition topic is fetched before
+  any record appended after it;
+- a record is readable as soon as it is appended; ``on_delivery`` runs at the producer's next
   ``poll``/``flush``; without an explicit partition a non-null key is partitioned by murmur2 (Kafka's
-  default partitioner) and null keys go round-robin per topic (a broker-backed producer picks a random
-  partition);
+  default partitioner) and null keys go round-robin per topic (a real producer picks a random partition);
 - a topic that does not exist is created on first use with ``default_partitions`` partitions (a broker with
   ``auto.create.topics.enable``).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from streamapp.kafka.types import OFFSET_BEGINNING, ConsumerRecord, RebalanceListener, TopicPartition
+from streamapp.kafka.types import (
+    OFFSET_BEGINNING,
+    ConsumerRecord,
+    Headers,
+    KafkaClientError,
+    ProducerFencedError,
+    RebalanceListener,
+    TopicPartition,
+)
 from streamapp.partitioner import partition_for_key
 
-__all__ = ["InMemoryCluster", "InMemoryConsumer", "InMemoryProducer", "InMemoryRestoreConsumer"]
+__all__ = [
+    "InMemoryCluster",
+    "InMemoryConsumer",
+    "InMemoryGlobalConsumer",
+    "InMemoryProducer",
+    "InMemoryRestoreConsumer",
+]
+
+_NO_TRANSACTION = 0
+
+
+@dataclass
+class _Entry:
+    record: ConsumerRecord | None
+    """``None`` for a transaction control marker."""
+    sequence: int
+    transaction: int = _NO_TRANSACTION
 
 
 @dataclass
 class _Partition:
-    records: list[ConsumerRecord] = field(default_factory=list)
-    sequence: list[int] = field(default_factory=list)
-    """Cluster-wide append sequence number of each record (same index as ``records``)."""
+    entries: list[_Entry] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """What ``InMemoryConsumer.group_metadata`` returns (Kafka's ``ConsumerGroupMetadata``)."""
+
+    group_id: str
+    generation: int
 
 
 class InMemoryCluster:
@@ -47,8 +83,17 @@ class InMemoryCluster:
         self.default_partitions = default_partitions
         self.committed: dict[TopicPartition, int] = {}
         self._topics: dict[str, list[_Partition]] = {}
-        self._appended: dict[str, list[ConsumerRecord]] = {}
-        self._next_sequence = 0
+        self._visible: dict[str, list[ConsumerRecord]] = {}
+        """Per topic, the records a ``read_committed`` reader can see, in the order they became visible."""
+        self._transaction_records: dict[int, list[ConsumerRecord]] = {}
+        self._sequence = itertools.count()
+        self._transaction_ids = itertools.count(1)
+        self._open: dict[int, set[TopicPartition]] = {}
+        self._aborted: set[int] = set()
+        self._producer_epochs: dict[str, int] = {}
+        self._transaction_of: dict[str, int] = {}
+
+    # -- topics ------------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int) -> None:
         """Create ``name`` with ``partitions`` partitions; idempotent for the same count.
@@ -63,7 +108,10 @@ class InMemoryCluster:
                 raise ValueError(f"topic '{name}' exists with {len(existing)} partitions, not {partitions}")
             return
         self._topics[name] = [_Partition() for _ in range(partitions)]
-        self._appended[name] = []
+        self._visible[name] = []
+
+    def exists(self, topic: str) -> bool:
+        return topic in self._topics
 
     def topics(self) -> list[str]:
         return sorted(self._topics)
@@ -74,51 +122,138 @@ class InMemoryCluster:
             self.create_topic(topic, self.default_partitions)
         return len(self._topics[topic])
 
-    def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None, timestamp: int) -> int:
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers | None = None,
+        transaction: int = _NO_TRANSACTION,
+    ) -> int:
         """Append one record; returns its offset. Raises ValueError for a partition the topic lacks."""
         count = self.partitions(topic)
         if not 0 <= partition < count:
             raise ValueError(f"topic '{topic}' has no partition {partition} (it has {count})")
         log = self._topics[topic][partition]
-        record = ConsumerRecord(topic, partition, len(log.records), key, value, timestamp)
-        log.records.append(record)
-        log.sequence.append(self._next_sequence)
-        self._next_sequence += 1
-        self._appended[topic].append(record)
-        return record.offset
+        offset = len(log.entries)
+        if headers:
+            record = ConsumerRecord(topic, partition, offset, key, value, timestamp, headers)
+        else:
+            record = ConsumerRecord(topic, partition, offset, key, value, timestamp)
+        log.entries.append(_Entry(record, next(self._sequence), transaction))
+        if transaction == _NO_TRANSACTION:
+            self._visible[topic].append(record)
+        else:
+            self._open[transaction].add(TopicPartition(topic, partition))
+            self._transaction_records[transaction].append(record)
+        return offset
 
     def end_offset(self, tp: TopicPartition) -> int:
-        """Offset the next record of ``tp`` will get (0 for a topic that does not exist)."""
+        """The high watermark: offset the next entry of ``tp`` will get (0 for a topic that does not exist)."""
         partitions = self._topics.get(tp.topic)
         if partitions is None or tp.partition >= len(partitions):
             return 0
-        return len(partitions[tp.partition].records)
+        return len(partitions[tp.partition].entries)
 
-    def record_at(self, tp: TopicPartition, offset: int) -> tuple[ConsumerRecord, int]:
-        """The record at ``offset`` of ``tp`` and its cluster-wide sequence number."""
-        log = self._topics[tp.topic][tp.partition]
-        return log.records[offset], log.sequence[offset]
+    def last_stable_offset(self, tp: TopicPartition) -> int:
+        """The first offset of an open transaction in ``tp``, else the high watermark."""
+        for offset, entry in enumerate(self._entries(tp)):
+            if entry.transaction in self._open:
+                return offset
+        return self.end_offset(tp)
+
+    def next_readable(self, tp: TopicPartition, position: int) -> tuple[int, _Entry | None]:
+        """From ``position``, skip markers and aborted records; returns the new position and the entry there
+        if it is readable (``None`` at the end or at an open transaction's record)."""
+        entries = self._entries(tp)
+        while position < len(entries):
+            entry = entries[position]
+            if entry.transaction in self._open:
+                return position, None
+            if entry.record is None or entry.transaction in self._aborted:
+                position += 1
+                continue
+            return position, entry
+        return position, None
 
     def records(self, topic: str) -> list[ConsumerRecord]:
-        """Every record of ``topic`` in the order it was appended (across partitions)."""
-        return list(self._appended.get(topic, []))
+        """What a ``read_committed`` reader sees of ``topic`` (no open or aborted records), in the order the
+        records became visible: append order, a transaction's records at its commit."""
+        return list(self._visible.get(topic, []))
 
-    def appended_count(self, topic: str) -> int:
-        return len(self._appended.get(topic, []))
+    def visible_count(self, topic: str) -> int:
+        return len(self._visible.get(topic, []))
 
-    def appended_since(self, topic: str, index: int) -> list[ConsumerRecord]:
-        """Records of ``topic`` appended after the first ``index`` ones, in append order."""
-        return self._appended.get(topic, [])[index:]
+    def visible_at(self, topic: str, index: int) -> ConsumerRecord | None:
+        """The ``index``-th visible record of ``topic`` (see ``records``), if there is one yet."""
+        visible = self._visible.get(topic, [])
+        return visible[index] if index < len(visible) else None
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    def init_producer(self, transactional_id: str) -> int:
+        """Register a producer for ``transactional_id``: aborts the id's open transaction (a previous
+        incarnation crashed) and returns the new epoch, which fences older producers of the id."""
+        open_transaction = self._transaction_of.pop(transactional_id, None)
+        if open_transaction is not None and open_transaction in self._open:
+            self.end_transaction(open_transaction, commit=False)
+        epoch = self._producer_epochs.get(transactional_id, -1) + 1
+        self._producer_epochs[transactional_id] = epoch
+        return epoch
+
+    def check_epoch(self, transactional_id: str, epoch: int) -> None:
+        """Raises ProducerFencedError when a newer producer registered ``transactional_id``."""
+        if self._producer_epochs.get(transactional_id) != epoch:
+            raise ProducerFencedError(f"producer '{transactional_id}' (epoch {epoch}) was fenced by a newer one")
+
+    def begin_transaction(self, transactional_id: str) -> int:
+        transaction = next(self._transaction_ids)
+        self._open[transaction] = set()
+        self._transaction_records[transaction] = []
+        self._transaction_of[transactional_id] = transaction
+        return transaction
+
+    def end_transaction(self, transaction: int, commit: bool) -> None:
+        """Commit or abort: one control marker per partition the transaction wrote."""
+        partitions = self._open.pop(transaction)
+        records = self._transaction_records.pop(transaction)
+        if commit:
+            for record in records:
+                self._visible[record.topic].append(record)
+        else:
+            self._aborted.add(transaction)
+        for tp in sorted(partitions):
+            self._topics[tp.topic][tp.partition].entries.append(_Entry(None, next(self._sequence), transaction))
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _entries(self, tp: TopicPartition) -> list[_Entry]:
+        partitions = self._topics.get(tp.topic)
+        if partitions is None or tp.partition >= len(partitions):
+            return []
+        return partitions[tp.partition].entries
 
 
 class InMemoryProducer:
-    """``ProducerClient`` on an ``InMemoryCluster`` (see the module docstring for how it partitions)."""
+    """``ProducerClient`` and ``TransactionalProducerClient`` on an ``InMemoryCluster``.
 
-    def __init__(self, cluster: InMemoryCluster) -> None:
+    Transactions need ``transactional_id`` and ``init_transactions``; without them the producer is plain
+    at-least-once. See the module docstring for partitioning.
+    """
+
+    def __init__(self, cluster: InMemoryCluster, transactional_id: str | None = None) -> None:
         self.cluster = cluster
+        self.transactional_id = transactional_id
         self.closed = False
+        self._epoch: int | None = None
+        self._transaction: int | None = None
+        self._offsets: dict[TopicPartition, int] = {}
         self._unacknowledged: list[tuple[Callable[[TopicPartition, int], None], TopicPartition, int]] = []
         self._round_robin: dict[str, int] = {}
+
+    # -- ProducerClient ----------------------------------------------------------------------------
 
     def send(
         self,
@@ -128,12 +263,18 @@ class InMemoryProducer:
         timestamp: int,
         partition: int | None = None,
         on_delivery: Callable[[TopicPartition, int], None] | None = None,
+        headers: Headers | None = None,
     ) -> None:
         if self.closed:
-            raise RuntimeError("producer is closed")
+            raise KafkaClientError("producer is closed")
+        if self._epoch is not None:
+            self._check()
+            if self._transaction is None:
+                raise KafkaClientError("transactional producer: send outside a transaction")
         if partition is None:
             partition = self.partition_for(topic, key)
-        offset = self.cluster.append(topic, partition, key, value, timestamp)
+        transaction = self._transaction if self._transaction is not None else _NO_TRANSACTION
+        offset = self.cluster.append(topic, partition, key, value, timestamp, headers, transaction)
         if on_delivery is not None:
             self._unacknowledged.append((on_delivery, TopicPartition(topic, partition), offset))
 
@@ -156,6 +297,53 @@ class InMemoryProducer:
         self._acknowledge()
         self.closed = True
 
+    # -- TransactionalProducerClient ---------------------------------------------------------------
+
+    def init_transactions(self, timeout_s: float) -> None:
+        if self.transactional_id is None:
+            raise KafkaClientError("init_transactions needs a transactional_id")
+        self._epoch = self.cluster.init_producer(self.transactional_id)
+
+    def begin_transaction(self) -> None:
+        self._check()
+        if self._transaction is not None:
+            raise KafkaClientError("a transaction is already open")
+        assert self.transactional_id is not None
+        self._transaction = self.cluster.begin_transaction(self.transactional_id)
+        self._offsets = {}
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+    ) -> None:
+        self._check()
+        if self._transaction is None:
+            raise KafkaClientError("send_offsets_to_transaction outside a transaction")
+        self._offsets.update(offsets)
+
+    def commit_transaction(self, timeout_s: float) -> None:
+        self._check()
+        if self._transaction is None:
+            raise KafkaClientError("commit_transaction without a transaction")
+        self._acknowledge()
+        self.cluster.end_transaction(self._transaction, commit=True)
+        self.cluster.committed.update(self._offsets)
+        self._transaction, self._offsets = None, {}
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        self._check()
+        if self._transaction is None:
+            return
+        self._acknowledge()
+        self.cluster.end_transaction(self._transaction, commit=False)
+        self._transaction, self._offsets = None, {}
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self._epoch is None or self.transactional_id is None:
+            raise KafkaClientError("transactions were not initialised (init_transactions)")
+        self.cluster.check_epoch(self.transactional_id, self._epoch)
+
     def _acknowledge(self) -> None:
         acknowledged, self._unacknowledged = self._unacknowledged, []
         for callback, tp, offset in acknowledged:
@@ -163,14 +351,17 @@ class InMemoryProducer:
 
 
 class InMemoryConsumer:
-    """``ConsumerClient`` on an ``InMemoryCluster``: the single member of its group (module docstring)."""
+    """``ConsumerClient`` on an ``InMemoryCluster``: the single member of group ``group_id``
+    (``read_committed``; see the module docstring)."""
 
-    def __init__(self, cluster: InMemoryCluster) -> None:
+    def __init__(self, cluster: InMemoryCluster, group_id: str = "in-memory") -> None:
         self.cluster = cluster
+        self.group_id = group_id
         self.closed = False
         self._listener: RebalanceListener | None = None
         self._topics: list[str] = []
         self._assignment_due = False
+        self._generation = 0
         self._positions: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
 
@@ -184,22 +375,23 @@ class InMemoryConsumer:
         self._assignment_due = True
 
     def poll(self, max_records: int, timeout_s: float) -> list[ConsumerRecord]:
-        """Up to ``max_records`` fetchable records, oldest append first; never blocks."""
+        """Up to ``max_records`` readable records, oldest append first; never blocks."""
         if self._assignment_due:
             self._assign()
         out: list[ConsumerRecord] = []
         while len(out) < max_records:
-            tp = self._next_partition()
-            if tp is None:
+            found = self._next()
+            if found is None:
                 break
-            record, _ = self.cluster.record_at(tp, self._positions[tp])
-            out.append(record)
-            self._positions[tp] += 1
+            tp, entry = found
+            assert entry.record is not None
+            out.append(entry.record)
+            self._positions[tp] = entry.record.offset + 1
         return out
 
     def has_fetchable(self) -> bool:
         """True when ``poll`` would return a record (an assignment still due counts as work too)."""
-        return self._assignment_due or self._next_partition() is not None
+        return self._assignment_due or self._next() is not None
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.cluster.committed.update(offsets)
@@ -217,37 +409,47 @@ class InMemoryConsumer:
         self._positions[partition] = 0 if offset == OFFSET_BEGINNING else offset
 
     def lags(self) -> dict[TopicPartition, int]:
-        return {tp: self.cluster.end_offset(tp) - position for tp, position in self._positions.items()}
+        return {tp: self.cluster.last_stable_offset(tp) - pos for tp, pos in self._positions.items()}
 
     def group_joined(self) -> bool:
         return self._listener is not None
+
+    def group_metadata(self) -> object:
+        return GroupMetadata(self.group_id, self._generation)
+
+    def fetched_watermarks(self, partition: TopicPartition) -> tuple[int, int] | None:
+        """``(0, last stable offset)``: exact, as if every partition had just been fetched."""
+        if partition not in self._positions:
+            return None
+        return 0, self.cluster.last_stable_offset(partition)
 
     def close(self) -> None:
         self.closed = True
 
     def _assign(self) -> None:
         self._assignment_due = False
+        self._generation += 1
         partitions = [TopicPartition(topic, p) for topic in self._topics for p in range(self.cluster.partitions(topic))]
         for tp in partitions:
             self._positions[tp] = self.cluster.committed.get(tp, 0)
         assert self._listener is not None
         self._listener.on_partitions_assigned(partitions)
 
-    def _next_partition(self) -> TopicPartition | None:
-        """The unpaused assigned partition whose next record was appended first, if any has one."""
-        best: TopicPartition | None = None
-        best_sequence = -1
+    def _next(self) -> tuple[TopicPartition, _Entry] | None:
+        """The unpaused assigned partition whose next readable record was appended first, and that record."""
+        best: tuple[TopicPartition, _Entry] | None = None
         for tp, position in self._positions.items():
-            if tp in self._paused or position >= self.cluster.end_offset(tp):
+            if tp in self._paused:
                 continue
-            _, sequence = self.cluster.record_at(tp, position)
-            if best is None or sequence < best_sequence:
-                best, best_sequence = tp, sequence
+            position, entry = self.cluster.next_readable(tp, position)
+            self._positions[tp] = position
+            if entry is not None and (best is None or entry.sequence < best[1].sequence):
+                best = (tp, entry)
         return best
 
 
-class InMemoryRestoreConsumer:
-    """``RestoreConsumerClient`` on an ``InMemoryCluster``: reads assigned changelog partitions from offsets."""
+class _AssignedReader:
+    """Reads assigned partitions from given offsets, ``read_committed``, partition by partition."""
 
     def __init__(self, cluster: InMemoryCluster) -> None:
         self.cluster = cluster
@@ -258,6 +460,30 @@ class InMemoryRestoreConsumer:
         for tp, offset in starts.items():
             self._positions[tp] = 0 if offset == OFFSET_BEGINNING else offset
 
+    def poll(self, max_records: int, timeout_s: float) -> tuple[list[ConsumerRecord], set[TopicPartition]]:
+        """Records, plus the partitions whose end (last stable offset) was reached during this poll."""
+        out: list[ConsumerRecord] = []
+        at_end: set[TopicPartition] = set()
+        for tp in sorted(self._positions):
+            while len(out) < max_records:
+                position, entry = self.cluster.next_readable(tp, self._positions[tp])
+                self._positions[tp] = position
+                if entry is None:
+                    break
+                assert entry.record is not None
+                out.append(entry.record)
+                self._positions[tp] = position + 1
+            if self._positions[tp] >= self.cluster.last_stable_offset(tp):
+                at_end.add(tp)
+        return out, at_end
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class InMemoryRestoreConsumer(_AssignedReader):
+    """``RestoreConsumerClient`` on an ``InMemoryCluster``: reads changelog partitions from given offsets."""
+
     def unassign(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
             self._positions.pop(tp, None)
@@ -265,17 +491,24 @@ class InMemoryRestoreConsumer:
     def end_offset(self, partition: TopicPartition, timeout_s: float) -> int:
         return self.cluster.end_offset(partition)
 
-    def poll(self, max_records: int, timeout_s: float) -> tuple[list[ConsumerRecord], set[TopicPartition]]:
-        out: list[ConsumerRecord] = []
-        at_end: set[TopicPartition] = set()
-        for tp in sorted(self._positions):
-            end = self.cluster.end_offset(tp)
-            while self._positions[tp] < end and len(out) < max_records:
-                out.append(self.cluster.record_at(tp, self._positions[tp])[0])
-                self._positions[tp] += 1
-            if self._positions[tp] >= end:
-                at_end.add(tp)
-        return out, at_end
 
-    def close(self) -> None:
-        self.closed = True
+class InMemoryGlobalConsumer(_AssignedReader):
+    """``GlobalConsumerClient`` on an ``InMemoryCluster``: reads whole global topics."""
+
+    def assign(self, starts: Mapping[TopicPartition, int]) -> None:
+        self._positions = {}
+        super().assign(starts)
+
+    def partitions(self, topic: str, timeout_s: float) -> list[int]:
+        if not self.cluster.exists(topic):
+            raise KafkaClientError(f"global topic '{topic}' does not exist")
+        return list(range(self.cluster.partitions(topic)))
+
+    def watermarks(self, partition: TopicPartition, timeout_s: float) -> tuple[int, int]:
+        return 0, self.cluster.end_offset(partition)
+
+    def positions(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self._positions[tp] for tp in partitions if tp in self._positions}
+
+    def has_fetchable(self) -> bool:
+        return any(self.cluster.next_readable(tp, pos)[1] is not None for tp, pos in self._positions.items())

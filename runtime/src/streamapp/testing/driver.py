@@ -37,7 +37,13 @@ from streamapp.serdes import Serde, serde_for
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 from streamapp.state.stores import PersistentKeyValueStore
-from streamapp.testing.cluster import InMemoryCluster, InMemoryConsumer, InMemoryProducer, InMemoryRestoreConsumer
+from streamapp.testing.cluster import (
+    InMemoryCluster,
+    InMemoryConsumer,
+    InMemoryGlobalConsumer,
+    InMemoryProducer,
+    InMemoryRestoreConsumer,
+)
 from streamapp.testing.stores import KeyValueStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
 from streamapp.topology import RepartitionNode, TopologyDescription, TopologyError
@@ -99,10 +105,17 @@ class TopologyTestDriver:
 
         self.cluster = InMemoryCluster()
         self._create_topics(dict(partitions or {}))
-        self._input_topics = set(source_topic_subtopologies(self.description, self.application_id))
-        self._consumer = InMemoryConsumer(self.cluster)
-        self._producer = InMemoryProducer(self.cluster)
+        self._group_topics = set(source_topic_subtopologies(self.description, self.application_id))
+        self._global_topics = {
+            str(getattr(node, "topic", "")) for node in self.description.nodes if node.type == "global_table"
+        }
+        self._input_topics = self._group_topics | self._global_topics
+        self._input_producer = InMemoryProducer(self.cluster)
+        """Produces what the test pipes in (an external, non-transactional producer)."""
+        self._consumer = InMemoryConsumer(self.cluster, group_id=self.application_id)
         self._restore_consumer = InMemoryRestoreConsumer(self.cluster)
+        self._global_consumer = InMemoryGlobalConsumer(self.cluster)
+        transactional_id = f"{self.application_id}-topology-test-driver-0"
         try:
             self._thread = StreamThread(
                 index=0,
@@ -110,12 +123,15 @@ class TopologyTestDriver:
                 description=self.description,
                 functions=self.description.resolve_functions(),
                 consumer=self._consumer,
-                producer=self._producer,
+                producer=InMemoryProducer(self.cluster, transactional_id),
                 restore_consumer=self._restore_consumer,
                 store_factory=self._store_factory(store_backend),
                 report=lambda status: None,
+                clock_ms=lambda: self._wall_clock_ms,
+                producer_factory=lambda: InMemoryProducer(self.cluster, transactional_id),
+                global_consumer=self._global_consumer if self._global_topics else None,
             )
-            self._consumer.subscribe(sorted(self._input_topics), self._thread.tasks)
+            self._start()
             self._run_until_idle()
         except BaseException:
             self._remove_temp_dir()
@@ -135,15 +151,8 @@ class TopologyTestDriver:
             return
         self._closed = True
         try:
-            if self._failed:
-                self._thread.tasks.close_all(clean=False)
-            else:
-                self._thread.commit()
-                self._thread.tasks.close_all(clean=True)
+            self._thread.close(clean=not self._failed)
         finally:
-            self._producer.close(0.0)
-            self._consumer.close()
-            self._restore_consumer.close()
             self._remove_temp_dir()
 
     # -- topics ------------------------------------------------------------------------------------
@@ -188,7 +197,7 @@ class TopologyTestDriver:
 
     def produced_topics(self) -> list[str]:
         """Every topic with at least one record (inputs, outputs and internal topics)."""
-        return [topic for topic in self.cluster.topics() if self.cluster.appended_count(topic)]
+        return [topic for topic in self.cluster.topics() if self.cluster.visible_count(topic)]
 
     # -- state and time ----------------------------------------------------------------------------
 
@@ -235,20 +244,18 @@ class TopologyTestDriver:
 
     def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int) -> None:
         self._check_open()
-        partition = self._producer.partition_for(topic, key)
-        self.cluster.append(topic, partition, key, value, timestamp_ms)
+        self._input_producer.send(topic, key, value, timestamp_ms)
         self._run_until_idle()
 
     def _read(self, topic: str) -> ConsumerRecord | None:
         position = self._read_positions.get(topic, 0)
-        pending = self.cluster.appended_since(topic, position)
-        if not pending:
-            return None
-        self._read_positions[topic] = position + 1
-        return pending[0]
+        record = self.cluster.visible_at(topic, position)
+        if record is not None:
+            self._read_positions[topic] = position + 1
+        return record
 
     def _unread(self, topic: str) -> int:
-        return self.cluster.appended_count(topic) - self._read_positions.get(topic, 0)
+        return self.cluster.visible_count(topic) - self._read_positions.get(topic, 0)
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -267,7 +274,7 @@ class TopologyTestDriver:
             if self._thread.metrics.records_processed_total != before:
                 idle_iterations = 0
                 continue
-            if not self._consumer.has_fetchable() and self._thread.tasks.all_running():
+            if not self._has_fetchable() and self._thread.tasks.all_running():
                 return
             idle_iterations += 1
             if idle_iterations > _MAX_IDLE_ITERATIONS:
@@ -275,6 +282,14 @@ class TopologyTestDriver:
                     "TopologyTestDriver made no progress: tasks "
                     f"{[repr(t) for t in self._thread.tasks.tasks.values()]} never became ready"
                 )
+
+    def _start(self) -> None:
+        """Bootstrap the global stores and subscribe, as ``StreamThread.run`` does before its loop."""
+        if not self._thread.start(lambda: False):
+            raise RuntimeError("the stream thread did not start")
+
+    def _has_fetchable(self) -> bool:
+        return self._consumer.has_fetchable() or bool(self._global_topics and self._global_consumer.has_fetchable())
 
     def _create_topics(self, partitions: dict[str, int]) -> None:
         sources = {topic: partitions.get(topic, 1) for topic in self.description.external_source_topics()}
