@@ -271,6 +271,8 @@ def _topology_error(exc: ValidationError, label: str) -> TopologyError:
             problems.append(f"'{field}' is required")
         elif error["type"] == "extra_forbidden":
             problems.append(f"unknown field '{field}'")
+        elif not field:
+            problems.append(message)
         else:
             problems.append(f"'{field}': {message}")
     return TopologyError(f"{label}: {'; '.join(problems)}")
