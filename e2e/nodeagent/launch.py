@@ -198,7 +198,9 @@ class ImageRuntime:
         if spec.run_as:
             argv += ["--user", spec.run_as]
         argv += [_container_name(spec.key), "--", *spec.argv]
-        return argv, {"PATH": SYSTEM_PATH, "HOME": "/root"}
+        # buildah itself must see the agent's container-storage settings (the pod's env goes in via --env)
+        storage = {k: v for k, v in os.environ.items() if k.startswith("CONTAINERS_") or k == "STORAGE_DRIVER"}
+        return argv, {"PATH": SYSTEM_PATH, "HOME": "/root", **storage}
 
     def remove(self, key: str) -> None:
         self.roots.pop(key, None)
