@@ -50,7 +50,22 @@ def _spec(**fields: object) -> WindowSpec:
     try:
         return WindowSpec.model_validate(fields)
     except ValidationError as exc:
-        raise ValueError("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
+        raise _value_error(exc) from None
+
+
+def _value_error(exc: ValidationError) -> ValueError:
+    """One ValueError naming each failing field in its camelCase form (``'graceMs': ...``)."""
+    problems = []
+    for error in exc.errors():
+        message = error["msg"].removeprefix("Value error, ")
+        field = ".".join(str(part) for part in error["loc"])
+        problems.append(f"'{_camel(field)}': {message}" if field else message)
+    return ValueError("; ".join(problems))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 @dataclass(frozen=True)
@@ -169,7 +184,7 @@ class JoinWindows:
         try:
             return JoinWindowsSpec(before_ms=self.before_ms, after_ms=self.after_ms, grace_ms=self.grace_ms)
         except ValidationError as exc:
-            raise ValueError("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
+            raise _value_error(exc) from None
 
 
 @dataclass(frozen=True)

@@ -225,17 +225,30 @@ class WindowedAggregationNode(NodeBase):
     def stores(self) -> list[str]:
         return [self.store]
 
-    def check_store(self, store_type: str, retention_ms: int | None) -> str | None:
-        """The problem with the node's store (type and retention), or ``None``."""
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        """The store must be a ``window`` store (``session`` for session windows) whose retention is at least
+        ``windows.min_retention_ms()`` and, for a window store, whose window size is the window's size
+        (Kafka's store materializers)."""
+        store = stores.get(self.store)
+        if store is None:
+            return None  # reported by the store checks
         needed = self.windows.store_type()
-        if store_type != needed:
-            return f"store '{self.store}' must be a {needed} store for {self.windows.type} windows, not {store_type}"
+        if store.type != needed:
+            return f"store '{self.store}' must be a {needed} store for {self.windows.type} windows, not {store.type}"
         minimum = self.windows.min_retention_ms()
-        if retention_ms is not None and retention_ms < minimum:
+        if store.retention_ms < minimum:
+            what = {"session": "gap", "sliding": "2 x time difference"}.get(self.windows.type, "size")
             return (
-                f"store '{self.store}': retentionMs ({retention_ms}) must be at least the window's "
-                f"{'gap' if self.windows.type == 'session' else 'size'} plus grace ({minimum})"
+                f"store '{self.store}': retentionMs ({store.retention_ms}) must be at least the window's "
+                f"{what} plus grace ({minimum})"
             )
+        if needed == "window" and store.window_size_ms != self.windows.size:
+            return (
+                f"store '{self.store}': windowSizeMs ({store.window_size_ms}) must be the window's "
+                f"{'time difference' if self.windows.type == 'sliding' else 'size'} ({self.windows.size})"
+            )
+        if needed == "window" and store.retain_duplicates:
+            return f"store '{self.store}': a windowed aggregation's store must not retain duplicates"
         return None
 
 
@@ -303,6 +316,18 @@ class SuppressNode(NodeBase):
     def stores(self) -> list[str]:
         return [self.store]
 
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        """A windowed aggregation must be upstream (through table operations), and the buffer store must be
+        a ``key_value`` store."""
+        try:
+            suppression_grace_ms(nodes, self.name)
+        except ValueError as exc:
+            return f"suppress(until_window_closes): {exc}"
+        store = stores.get(self.store)
+        if store is not None and store.type != "key_value":
+            return f"store '{self.store}' must be a key_value store (the suppression buffer), not {store.type}"
+        return None
+
 
 WINDOW_NODE_TYPES: dict[str, type[NodeBase]] = {
     "windowed_count": WindowedCountNode,
@@ -321,7 +346,7 @@ def suppression_grace_ms(nodes: Mapping[str, Any], name: str) -> int:
     when a path reaches a source without passing a windowed aggregation.
     """
     node = nodes[name]
-    chain: list[str] = []
+    chain: list[str] = [name]
 
     def search(current: Any) -> int:
         if isinstance(current, WindowedAggregationNode):

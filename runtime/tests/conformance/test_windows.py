@@ -1,0 +1,155 @@
+"""Windows on both engines: time, sliding and session windows with grace, late records and suppress.
+
+Includes the seed articles' tumbling-window example (002 "窗口", 001): a 5-second window counts records at 1 s,
+3 s and 4 s (``<1-5,3>``: Kafka's windows are half-open ``[0 s, 5 s)``); a record at 6 s moves stream time past
+the window's end; a late record at 2 s then turns it into ``<1-5,4>`` while the window is within its grace
+period, and is dropped once it is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamapp import StreamsBuilder
+from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.windowed import Windowed
+
+from conformance import windows_functions as fn
+from conformance.harness import Engine, final_values
+
+SECOND = 1_000
+
+
+def readings_counted(windows: TimeWindows, *, suppressed: bool = False) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    counts = (
+        builder.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .windowed_by(windows)
+        .count(name="counts")
+    )
+    if suppressed:
+        counts = counts.suppress(Suppressed.until_window_closes().with_name("final-counts"))
+    counts.to_stream(name="count-changes").to("window-counts", name="window-counts-out")
+    return builder
+
+
+def reading(ts_s: float, key: str = "sensor") -> tuple[str, str, dict[str, Any], int]:
+    return ("readings", key, {"at": ts_s}, int(ts_s * SECOND))
+
+
+SEED = [reading(1), reading(3), reading(4), reading(6), reading(2)]
+
+
+def window(start_s: int, size_s: int = 5, key: str = "sensor") -> Windowed:
+    return Windowed(key, start_s * SECOND, (start_s + size_s) * SECOND)
+
+
+def test_seed_late_record_within_grace_turns_1_5_3_into_1_5_4(engine: Engine) -> None:
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND))
+    out = engine.run(topology, SEED, ["window-counts"], compare=True)
+    assert out["window-counts"] == [
+        (window(0), 1, 1 * SECOND),
+        (window(0), 2, 3 * SECOND),
+        (window(0), 3, 4 * SECOND),  # <1-5,3>
+        (window(5), 1, 6 * SECOND),
+        (window(0), 4, 4 * SECOND),  # <1-5,4>: the window's timestamp stays its latest record's
+    ]
+
+
+def test_seed_late_record_after_grace_is_dropped(engine: Engine) -> None:
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 1 * SECOND))
+    out = engine.run(topology, SEED, ["window-counts"], compare=True)
+    assert final_values(out["window-counts"]) == {window(0): 3, window(5): 1}
+    assert len(out["window-counts"]) == 4
+
+
+def test_suppress_forwards_each_windows_final_count_once_after_grace(engine: Engine) -> None:
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND), suppressed=True)
+    inputs = [*SEED, reading(7), reading(2.5), reading(12)]  # 7 s closes [0,5); 2.5 s is too late; 12 s closes [5,10)
+    out = engine.run(topology, inputs, ["window-counts"], compare=True)
+    assert out["window-counts"] == [(window(0), 4, 4 * SECOND), (window(5), 2, 7 * SECOND)]
+
+
+def test_hopping_windows_aggregate_every_window_a_record_falls_into(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("payments", key_serde="string", value_serde="json", name="payments")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10 * SECOND).advance_by(5 * SECOND))
+        .aggregate(fn.zero, fn.add_amount, name="totals", value_serde="long")
+        .to_stream(name="total-changes")
+        .to("totals", name="totals-out")
+    )
+    inputs = [
+        ("payments", "alice", {"amount": 3}, 6 * SECOND),
+        ("payments", "alice", {"amount": 4}, 12 * SECOND),
+        ("payments", "bob", {"amount": 5}, 13 * SECOND),
+    ]
+    out = engine.run(builder, inputs, ["totals"], compare=True)
+    assert final_values(out["totals"]) == {
+        window(0, 10, "alice"): 3,
+        window(5, 10, "alice"): 7,
+        window(10, 10, "alice"): 4,
+        window(5, 10, "bob"): 5,
+        window(10, 10, "bob"): 5,
+    }
+
+
+def test_sliding_windows_hold_the_records_within_the_time_difference(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(10 * SECOND, 30 * SECOND))
+        .count(name="nearby")
+        .to_stream(name="nearby-changes")
+        .to("nearby", name="nearby-out")
+    )
+    inputs = [reading(20), reading(25), reading(40), reading(22)]
+    out = engine.run(builder, inputs, ["nearby"], compare=True)
+    assert final_values(out["nearby"]) == {
+        window(10, 10): 1,  # [10 s, 20 s]: left window of 20 s
+        window(12, 10): 2,  # [12 s, 22 s]: left window of 22 s holds 20 s and 22 s
+        window(15, 10): 3,  # [15 s, 25 s]: 20, 22, 25
+        Windowed("sensor", 20_001, 30_001): 2,  # right window of 20 s, from 1 ms after it: 22, 25
+        Windowed("sensor", 22_001, 32_001): 1,  # right window of 22 s: 25
+        window(30, 10): 1,  # [30 s, 40 s]: 40
+    }
+
+
+def test_sessions_merge_and_replaced_sessions_become_tombstones(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("clicks", key_serde="string", value_serde="string", name="clicks")
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5 * SECOND, 10 * SECOND))
+        .reduce(fn.longer, name="longest-click")
+        .to_stream(name="session-changes")
+        .to("sessions", name="sessions-out")
+    )
+    inputs = [
+        ("clicks", "u", "a", 1 * SECOND),
+        ("clicks", "u", "bbb", 10 * SECOND),
+        ("clicks", "u", "cc", 5 * SECOND),  # bridges [1 s] and [10 s]: one session [1 s, 10 s]
+    ]
+    out = engine.run(builder, inputs, ["sessions"], compare=True)
+    merged = Windowed("u", 1 * SECOND, 10 * SECOND)
+    assert out["sessions"] == [
+        (Windowed("u", 1 * SECOND, 1 * SECOND), "a", 1 * SECOND),
+        (Windowed("u", 10 * SECOND, 10 * SECOND), "bbb", 10 * SECOND),
+        (Windowed("u", 1 * SECOND, 1 * SECOND), None, 1 * SECOND),
+        (Windowed("u", 10 * SECOND, 10 * SECOND), None, 10 * SECOND),
+        (merged, "bbb", 10 * SECOND),
+    ]
+
+
+def test_windowed_counts_per_key_over_several_partitions(engine: Engine) -> None:
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 60 * SECOND))
+    keys = [f"sensor-{i}" for i in range(6)]
+    inputs = [reading(t, key) for t in (1, 2, 6, 3, 11) for key in keys]
+    out = engine.run(topology, inputs, ["window-counts"], partitions={"readings": 3}, compare="final")
+    expected = {}
+    for key in keys:
+        expected.update({window(0, key=key): 3, window(5, key=key): 1, window(10, key=key): 1})
+    assert final_values(out["window-counts"]) == expected

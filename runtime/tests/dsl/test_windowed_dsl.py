@@ -1,0 +1,148 @@
+"""The windowed DSL: windowed_by(...).count/reduce/aggregate and suppress lower to windowed nodes and stores."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from streamapp import StreamsBuilder
+from streamapp.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.topology import TopologyError
+
+
+def longest(aggregate: str, value: str) -> str:
+    return max(aggregate, value, key=len)
+
+
+def empty() -> list[Any]:
+    return []
+
+
+def append(key: str, value: Any, aggregate: list[Any]) -> list[Any]:
+    return [*aggregate, value]
+
+
+def concat(key: str, first: list[Any], second: list[Any]) -> list[Any]:
+    return first + second
+
+
+def carrier(key: str, value: dict[str, Any]) -> str:
+    return str(value["carrier"])
+
+
+def test_tumbling_count_lowers_to_a_windowed_count_with_a_window_store_and_a_windowed_sink_serde() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde="string", value_serde="json", name="in")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(minutes=1), timedelta(seconds=10)))
+        .count(name="per-minute")
+        .to_stream(name="changes")
+        .to("out", name="out")
+    )
+    doc = builder.build().to_dict()
+    assert doc["nodes"][1] == {
+        "name": "per-minute",
+        "type": "windowed_count",
+        "input": "in",
+        "store": "per-minute-store",
+        "windows": {"type": "tumbling", "sizeMs": 60_000, "graceMs": 10_000},
+    }
+    assert doc["nodes"][3]["keySerde"] == "windowed:string:60000"
+    assert doc["nodes"][3]["valueSerde"] == "long"
+    assert doc["stores"] == [
+        {
+            "name": "per-minute-store",
+            "type": "window",
+            "keySerde": "string",
+            "valueSerde": "long",
+            "retentionMs": 70_000,
+            "windowSizeMs": 60_000,
+        }
+    ]
+
+
+def test_a_re_keyed_stream_is_repartitioned_before_the_windowed_aggregation() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("flights", key_serde="string", value_serde="json", name="flights")
+        .group_by(carrier, name="by-carrier", key_serde="string")
+        .windowed_by(TimeWindows.of_size_with_no_grace(3_600_000).advance_by(600_000))
+        .reduce(longest, name="longest", retention_ms=7_200_000)
+    )
+    desc = builder.build()
+    assert [node.type for node in desc.nodes] == ["source", "select_key", "repartition", "windowed_reduce"]
+    assert desc.node("longest").inputs() == ["by-carrier"]
+    assert desc.store("longest-store").retention_ms == 7_200_000
+    assert desc.node("longest").windows.type == "hopping"  # type: ignore[union-attr]
+
+
+def test_session_aggregate_and_sliding_count_use_session_and_window_stores() -> None:
+    builder = StreamsBuilder()
+    stream = builder.stream("clicks", key_serde="string", value_serde="json", name="clicks")
+    sessions = (
+        stream.group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(30_000, 5_000))
+        .aggregate(empty, append, concat, name="visits", value_serde="json")
+    )
+    stream.group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(1_000)).count(name="nearby")
+    desc = builder.build()
+    assert sessions.key_serde == "session_windowed:string"
+    assert desc.store("visits-store").type == "session"
+    assert desc.store("visits-store").retention_ms == 35_000
+    assert desc.node("visits").functions()["merger"].endswith(":concat")
+    assert desc.store("nearby-store").retention_ms == 2_000
+    assert desc.store("nearby-store").window_size_ms == 1_000
+
+
+def test_suppress_adds_a_suppress_node_with_a_buffer_store_named_after_it() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde="string", value_serde="json", name="in")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(1_000))
+        .count(name="counts")
+        .suppress(Suppressed.until_window_closes().with_name("final"))
+        .to_stream(name="finals")
+        .to("out", name="out")
+    )
+    desc = builder.build()
+    assert desc.node("final").type == "suppress"
+    assert desc.node("final").inputs() == ["counts"]
+    store = desc.store("final-store")
+    assert (store.type, store.key_serde, store.value_serde) == ("key_value", "windowed:string:1000", "long")
+
+
+def test_a_retention_shorter_than_size_plus_grace_is_refused() -> None:
+    grouped = StreamsBuilder().stream("in", key_serde="string", name="in").group_by_key()
+    windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(100, 50))
+    with pytest.raises(ValueError, match=r"retention \(120 ms\) must be at least .* \(150 ms\)"):
+        windowed.count(retention_ms=120)
+
+
+def test_lambdas_cannot_be_exported() -> None:
+    grouped = StreamsBuilder().stream("in", key_serde="string", name="in").group_by_key()
+    with pytest.raises(TopologyError, match="windowed_reduce: reducer: a lambda"):
+        grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).reduce(lambda a, b: a)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: TimeWindows.of_size_with_no_grace(0), "'sizeMs' must be larger than zero"),
+        (lambda: TimeWindows.of_size_with_no_grace(10).advance_by(20), "at most sizeMs"),
+        (lambda: SessionWindows.of_inactivity_gap_with_no_grace(0), "'gapMs' must be larger than zero"),
+        (lambda: SlidingWindows.of_time_difference_and_grace(10, -1), "'graceMs': Input should be greater"),
+        (lambda: TimeWindows.of_size_with_no_grace(timedelta(microseconds=1500)), "whole number of milliseconds"),
+        (lambda: JoinWindows.of_time_difference_with_no_grace(5).before(-6), "must not be negative"),
+    ],
+)
+def test_invalid_windows_are_refused_when_built(make: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_join_windows_default_to_a_symmetric_difference() -> None:
+    spec = JoinWindows.of_time_difference_and_grace(5_000, 1_000).after(2_000).spec()
+    assert (spec.before_ms, spec.after_ms, spec.grace_ms) == (5_000, 2_000, 1_000)
