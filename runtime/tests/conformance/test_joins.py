@@ -143,3 +143,56 @@ def test_stream_stream_joins_emit_pairs_and_after_the_grace_period_the_unmatched
         ("b", [None, "view-b"], 110_000),
         ("c", ["click-c", None], 111_000),
     ]
+
+
+def orders_with_user_table(join: str) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    users = builder.table("users", key_serde=S, value_serde=J, store="users-store", name="users")
+    orders = builder.stream("orders", key_serde=S, value_serde=J, name="orders")
+    joined = (
+        orders.join(users, pair, name="enrich") if join == "inner" else orders.left_join(users, pair, name="enrich")
+    )
+    joined.to("enriched", name="out")
+    return builder
+
+
+def test_stream_table_join_with_a_source_table_follows_updates_and_tombstones(engine: Engine) -> None:
+    inputs = [
+        ("users", "alice", {"region": "north"}, 1_000),
+        ("orders", "alice", {"o": 1}, 2_000),
+        ("users", "alice", {"region": "south"}, 3_000),
+        ("orders", "alice", {"o": 2}, 4_000),
+        ("users", "alice", None, 5_000),  # deleted
+        ("orders", "alice", {"o": 3}, 6_000),
+    ]
+
+    inner = engine.run(orders_with_user_table("inner"), inputs, ["enriched"], one_at_a_time=True)["enriched"]
+    left = engine.run(orders_with_user_table("left"), inputs, ["enriched"], one_at_a_time=True)["enriched"]
+
+    assert inner == [
+        ("alice", [{"o": 1}, {"region": "north"}], 2_000),
+        ("alice", [{"o": 2}, {"region": "south"}], 4_000),
+    ]
+    assert left == [*inner, ("alice", [{"o": 3}, None], 6_000)]
+
+
+def test_table_table_outer_join_of_source_tables_retracts_deleted_rows(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    users = builder.table("users", key_serde=S, value_serde=J, store="users-store", name="users")
+    emails = builder.table("emails", key_serde=S, value_serde=J, store="emails-store", name="emails")
+    users.outer_join(emails, pair, name="contacts").to_stream(name="changes").to("contacts", name="out")
+    inputs = [
+        ("users", "alice", {"region": "north"}, 1_000),
+        ("emails", "alice", "a@x", 2_000),
+        ("users", "alice", None, 3_000),  # alice's user row goes, her email stays
+        ("emails", "alice", None, 4_000),  # now the joined row goes too
+    ]
+
+    out = engine.run(builder, inputs, ["contacts"], one_at_a_time=True)
+
+    assert out["contacts"] == [
+        ("alice", [{"region": "north"}, None], 1_000),
+        ("alice", [{"region": "north"}, "a@x"], 2_000),
+        ("alice", [None, "a@x"], 3_000),
+        ("alice", None, 4_000),
+    ]

@@ -3,7 +3,9 @@ unmatched records emitted once their window and grace have passed, null handling
 
 from __future__ import annotations
 
-from join_helpers import stream_stream_join
+from join_helpers import Collect, pair, stream_stream_join
+from streamapp.processors.base import ProcessorMetrics
+from streamapp.processors.stream_join import StreamStreamJoinProcessor
 
 
 def test_inner_join_matches_within_before_and_after_and_stamps_the_later_timestamp() -> None:
@@ -104,3 +106,23 @@ def test_an_out_of_order_record_within_grace_waits_for_a_partner_instead_of_bein
     right.process("k", "B", 100)
     left.process("z", "tick", 200)
     assert out.records == [("k", ["A", "B"], 100), ("z", ["tick", None], 105)]
+
+
+def test_records_waiting_in_the_outer_buffer_are_emitted_after_a_restart() -> None:
+    """The buffer lives in a (changelogged) store: a new processor over the same stores, as after a task is
+    closed and reopened, still emits the waiting record once its window closes."""
+    first, _, _ = stream_stream_join("left", before=5, after=5, grace=0)
+    first.for_input("l").process("k", "A", 100)
+    restarted = StreamStreamJoinProcessor(
+        "l",
+        "r",
+        pair,
+        "left",
+        first._windows,
+        (first._left.this_store, first._right.this_store),
+        first._outer,
+        [out := Collect()],
+        ProcessorMetrics(),
+    )
+    restarted.for_input("r").process("z", "tick", 200)
+    assert out.records == [("k", ["A", None], 100)]

@@ -28,7 +28,6 @@ def global_consumer_config(config: StreamsConfig, thread_index: int, instance_id
     ``read_committed`` under ``exactly_once_v2`` so aborted writes never reach a global store.
     """
     instance = instance_id or "local"
-    guarantee = getattr(config, "processing_guarantee", "at_least_once")
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
         "group.id": f"{config.application_id}-global-consumer",
@@ -37,7 +36,7 @@ def global_consumer_config(config: StreamsConfig, thread_index: int, instance_id
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed" if guarantee == "exactly_once_v2" else "read_uncommitted",
+        "isolation.level": "read_committed" if config.exactly_once else "read_uncommitted",
     }
     settings.update({k: v for k, v in config.consumer.items() if not k.startswith("group.")})
     return settings
