@@ -7,10 +7,15 @@ from typing import Any
 
 import pytest
 from streamapp import StreamsBuilder, TopologyError
+from streamapp.dsl.windows import SessionWindows, TimeWindows
+from streamapp.kafka.types import ProducerFencedError, TopicPartition
 from streamapp.partitioner import partition_for_key
 from streamapp.processing.task import ProcessingError
+from streamapp.processor import Cancellable, Processor, ProcessorContext, PunctuationType, Record
 from streamapp.serdes import SerdeError, serde_for
 from streamapp.testing import EmptyTopicError, TestRecord, TopologyTestDriver
+from streamapp.testing.cluster import InMemoryCluster, InMemoryConsumer, InMemoryProducer
+from streamapp.windowed import Windowed
 
 APP = "driver-test"
 
@@ -27,6 +32,22 @@ def fail_on_boom(key: Any, value: Any) -> bool:
     if value.get("boom"):
         raise RuntimeError("boom")
     return True
+
+
+class Ticker(Processor):
+    """Counts records and, every wall-clock second, forwards ``("tick", records since the last tick)``."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.seen = 0
+        self.schedule: Cancellable = context.schedule(1_000, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record) -> None:
+        self.seen += 1
+
+    def tick(self, timestamp: int) -> None:
+        self.context.forward(Record("tick", self.seen, timestamp))
+        self.seen = 0
 
 
 def flights_like(builder_name: str = "per-carrier") -> StreamsBuilder:
@@ -254,3 +275,156 @@ def test_flights_example_counts_match_pandas_on_real_flights() -> None:
     assert len(expected) > 5
     assert counts == expected
     assert store == expected
+
+
+# -- time, windows, sessions ----------------------------------------------------------------------
+
+
+def ticker() -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde="string", value_serde="json").process(Ticker, name="ticker").to(
+        "ticks", key_serde="string", value_serde="long"
+    )
+    return builder
+
+
+def test_wall_clock_punctuation_fires_only_when_the_driver_clock_advances() -> None:
+    with TopologyTestDriver(ticker(), {"application.id": APP}, initial_wall_clock_ms=10_000) as driver:
+        source = driver.create_input_topic("in")
+        ticks = driver.create_output_topic("ticks")
+        source.pipe_records([("a", {}, 1), ("b", {}, 2)])
+        driver.advance_wall_clock_time(999)
+        assert ticks.is_empty()
+        driver.advance_wall_clock_time(1)
+        assert ticks.read_records_to_list() == [TestRecord("tick", 2, 11_000)]
+        source.pipe_input("c", {}, 3)
+        driver.advance_wall_clock_time(5_000)  # five intervals missed: one punctuation (Kafka skips, not catches up)
+        assert ticks.read_records_to_list() == [TestRecord("tick", 1, 16_000)]
+
+
+def count_per_window(grace_ms: int, partitions: int = 1) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    (
+        builder.stream("readings", key_serde="string", value_serde="json")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(5_000, grace_ms))
+        .count(name="counts", store="counts-store")
+        .to_stream()
+        .to("counts")
+    )
+    return builder
+
+
+def test_window_store_view_reads_every_tasks_windows() -> None:
+    with TopologyTestDriver(count_per_window(grace_ms=0), {"application.id": APP}, partitions={"readings": 3}) as d:
+        readings = d.create_input_topic("readings")
+        sensors = [f"s{i}" for i in range(6)]
+        readings.pipe_records([(sensor, {}, 1_000 + i) for i, sensor in enumerate(sensors)])
+        readings.pipe_records([(sensor, {}, 6_000 + i) for i, sensor in enumerate(sensors)])
+        readings.pipe_input("s0", {}, 7_000)
+        store = d.get_window_store("counts-store")
+
+        assert len({partition_for_key(s.encode(), 3) for s in sensors}) > 1  # spread over several tasks
+        assert store.fetch("s0", 0) == 1
+        assert store.fetch("s0", 5_000) == 2
+        assert store.fetch_with_timestamp("s0", 5_000) == (2, 7_000)
+        assert store.fetch("s0", 10_000) is None
+        assert store.fetch_range("s3", 0, 10_000) == [(0, 1), (5_000, 1)]
+        assert store.to_dict() == {
+            **{Windowed(s, 0, 5_000): 1 for s in sensors},
+            **{Windowed(s, 5_000, 10_000): 2 if s == "s0" else 1 for s in sensors},
+        }
+        with pytest.raises(KeyError, match="window store"):
+            d.get_key_value_store("counts-store")
+
+
+def test_late_records_are_dropped_and_counted_in_the_dropped_records_metric() -> None:
+    with TopologyTestDriver(count_per_window(grace_ms=1_000), {"application.id": APP}) as driver:
+        readings = driver.create_input_topic("readings")
+        counts = driver.create_output_topic("counts")
+        readings.pipe_records([("s", {}, 1_000), ("s", {}, 6_000), ("s", {}, 2_000)])
+        assert counts.read_key_values_to_list() == [(Windowed("s", 0, 5_000), 1), (Windowed("s", 5_000, 10_000), 1)]
+        assert driver.metrics().dropped_records_total == 1
+
+
+def test_session_store_view_finds_merged_sessions() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("clicks", key_serde="string", value_serde="json")
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(1_000, 10_000))
+        .count(name="sessions", store="sessions-store")
+    )
+    with TopologyTestDriver(builder, {"application.id": APP}) as driver:
+        driver.create_input_topic("clicks").pipe_records(
+            [("u", {}, 1_000), ("u", {}, 1_500), ("v", {}, 1_600), ("u", {}, 5_000), ("u", {}, 1_900)]
+        )
+        store = driver.get_session_store("sessions-store")
+        assert store.find_sessions("u", 0, 10_000) == [
+            (Windowed("u", 1_000, 1_900), 3),
+            (Windowed("u", 5_000, 5_000), 1),
+        ]
+        assert store.fetch_session("v", 1_600, 1_600) == 1
+        assert len(store.all()) == 3
+
+
+# -- exactly-once and the in-memory Kafka ----------------------------------------------------------
+
+
+def test_exactly_once_gives_the_same_output_and_commits_a_transaction_per_record() -> None:
+    outputs = []
+    for guarantee in ("at_least_once", "exactly_once_v2"):
+        config = {"application.id": APP, "processing.guarantee": guarantee}
+        with TopologyTestDriver(flights_like(), config, partitions={"flights": 2}) as driver:
+            driver.create_input_topic("flights").pipe_records(FLIGHTS)
+            outputs.append(driver.create_output_topic("departures").read_records_to_list())
+            changelog = TopicPartition(f"{APP}-counts-changelog", 0)
+            written = len([r for r in driver.cluster.records(changelog.topic) if r.partition == 0])
+            markers = driver.cluster.end_offset(changelog) - written
+            assert markers == (written if guarantee == "exactly_once_v2" else 0)  # one commit marker per update
+    assert outputs[0] == outputs[1]
+
+
+def test_read_committed_consumers_stop_at_open_transactions_and_skip_aborted_ones() -> None:
+    cluster = InMemoryCluster()
+    cluster.create_topic("t", 1)
+    producer = InMemoryProducer(cluster, "txn")
+    producer.init_transactions(1.0)
+    producer.begin_transaction()
+    producer.send("t", b"k", b"aborted", 1)
+    producer.abort_transaction(1.0)
+    producer.begin_transaction()
+    producer.send("t", b"k", b"committed", 2)
+    consumer = InMemoryConsumer(cluster)
+    assigned: list[TopicPartition] = []
+
+    class Listener:
+        def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+            assigned.extend(partitions)
+
+        def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None: ...
+
+        def on_partitions_lost(self, partitions: list[TopicPartition]) -> None: ...
+
+    consumer.subscribe(["t"], Listener())
+    assert consumer.poll(10, 0) == []  # the open transaction's record is past the last stable offset
+    assert assigned == [TopicPartition("t", 0)]
+    assert consumer.fetched_watermarks(TopicPartition("t", 0)) == (0, 2)  # aborted record + its marker
+    producer.send_offsets_to_transaction({TopicPartition("in", 0): 7}, consumer.group_metadata(), 1.0)
+    producer.commit_transaction(1.0)
+    assert [r.value for r in consumer.poll(10, 0)] == [b"committed"]
+    assert cluster.committed[TopicPartition("in", 0)] == 7
+    assert cluster.end_offset(TopicPartition("t", 0)) == 4  # two records, two markers
+    assert [r.value for r in cluster.records("t")] == [b"committed"]
+
+
+def test_a_newer_producer_with_the_same_transactional_id_fences_the_older() -> None:
+    cluster = InMemoryCluster()
+    old, new = InMemoryProducer(cluster, "txn"), InMemoryProducer(cluster, "txn")
+    old.init_transactions(1.0)
+    old.begin_transaction()
+    old.send("t", b"k", b"zombie", 1)
+    new.init_transactions(1.0)  # aborts the open transaction of the old incarnation
+    with pytest.raises(ProducerFencedError):
+        old.commit_transaction(1.0)
+    assert cluster.records("t") == []

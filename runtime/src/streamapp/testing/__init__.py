@@ -16,15 +16,17 @@ over in-memory topics; see ``streamapp.testing.driver``.
 """
 
 from streamapp.testing.driver import DEFAULT_APPLICATION_ID, TopologyTestDriver
-from streamapp.testing.stores import KeyValueStoreView
+from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
 from streamapp.testing.topics import EmptyTopicError, TestInputTopic, TestOutputTopic, TestRecord
 
 __all__ = [
     "DEFAULT_APPLICATION_ID",
     "EmptyTopicError",
     "KeyValueStoreView",
+    "SessionStoreView",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",
     "TopologyTestDriver",
+    "WindowStoreView",
 ]

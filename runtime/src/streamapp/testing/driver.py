@@ -44,9 +44,9 @@ from streamapp.testing.cluster import (
     InMemoryProducer,
     InMemoryRestoreConsumer,
 )
-from streamapp.testing.stores import KeyValueStoreView
+from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
-from streamapp.topology import RepartitionNode, TopologyDescription, TopologyError
+from streamapp.topology import RepartitionNode, StoreSpec, TopologyDescription, TopologyError
 
 __all__ = ["DEFAULT_APPLICATION_ID", "TopologyTestDriver", "declared_serdes"]
 
@@ -202,19 +202,30 @@ class TopologyTestDriver:
     # -- state and time ----------------------------------------------------------------------------
 
     def get_key_value_store(self, name: str) -> KeyValueStoreView:
-        """A typed read view of key-value store ``name`` across all tasks. Raises KeyError if unknown."""
-        self._check_open()
-        try:
-            spec = self.description.store(name)
-        except (KeyError, TopologyError):
-            raise KeyError(f"the topology has no store '{name}'") from None
-        if spec.type != "key_value":
-            raise KeyError(f"store '{name}' is a {spec.type} store, not a key_value store")
+        """A typed read view of key-value store ``name`` across all tasks. Raises KeyError if unknown or
+        not a key-value store."""
+        spec = self._store_spec(name, "key_value")
 
         def instances() -> list[tuple[Any, PersistentKeyValueStore]]:
             return [(task.stores[name], task.stores[name].inner) for task in self.tasks() if name in task.stores]
 
         return KeyValueStoreView(name, serde_for(spec.key_serde), serde_for(spec.value_serde), instances)
+
+    def get_window_store(self, name: str) -> WindowStoreView:
+        """A read view of window store ``name`` across all tasks. Raises KeyError if unknown or not a window
+        store."""
+        self._store_spec(name, "window")
+        return WindowStoreView(
+            name, lambda: [task.windowed_state.window_store(name) for task in self.tasks() if name in task.stores]
+        )
+
+    def get_session_store(self, name: str) -> SessionStoreView:
+        """A read view of session store ``name`` across all tasks. Raises KeyError if unknown or not a session
+        store."""
+        self._store_spec(name, "session")
+        return SessionStoreView(
+            name, lambda: [task.windowed_state.session_store(name) for task in self.tasks() if name in task.stores]
+        )
 
     @property
     def wall_clock_ms(self) -> int:
@@ -322,6 +333,16 @@ class TopologyTestDriver:
                 given = names.pop()
             resolved.append(serde_for(given) if isinstance(given, str) else given)
         return resolved[0], resolved[1]
+
+    def _store_spec(self, name: str, store_type: str) -> StoreSpec:
+        self._check_open()
+        try:
+            spec = self.description.store(name)
+        except (KeyError, TopologyError):
+            raise KeyError(f"the topology has no store '{name}'") from None
+        if spec.type != store_type:
+            raise KeyError(f"store '{name}' is a {spec.type} store, not a {store_type} store")
+        return spec
 
     def _check_open(self) -> None:
         if self._closed:

@@ -14,7 +14,7 @@ from typing import Any
 from streamapp.serdes import Serde
 from streamapp.state.stores import PersistentKeyValueStore
 
-__all__ = ["KeyValueStoreView"]
+__all__ = ["KeyValueStoreView", "SessionStoreView", "WindowStoreView"]
 
 
 class KeyValueStoreView:
@@ -66,3 +66,84 @@ class KeyValueStoreView:
 
     def __len__(self) -> int:
         return self.approximate_num_entries()
+
+
+class WindowStoreView:
+    """A read-only window store over the per-task instances of store ``name`` (Kafka's ``ReadOnlyWindowStore``).
+
+    ``instances`` returns each owning task's ``streamapp.state.window_store.WindowStore``. Values are the
+    aggregates (the timestamp a window store keeps next to each is dropped; ``fetch_with_timestamp`` has it).
+    """
+
+    def __init__(self, name: str, instances: Callable[[], Sequence[Any]]) -> None:
+        self.name = name
+        self._instances = instances
+
+    def __repr__(self) -> str:
+        return f"WindowStoreView({self.name!r}, instances={len(self._instances())})"
+
+    def fetch(self, key: Any, window_start: int) -> Any:
+        """The aggregate of ``key``'s window starting at ``window_start`` (ms), or ``None``."""
+        found = self.fetch_with_timestamp(key, window_start)
+        return None if found is None else found[0]
+
+    def fetch_with_timestamp(self, key: Any, window_start: int) -> tuple[Any, int] | None:
+        """``(aggregate, largest record timestamp in it)`` of one window, or ``None``."""
+        for store in self._instances():
+            found = store.fetch(key, window_start)
+            if found is not None:
+                return found.value, found.timestamp
+        return None
+
+    def fetch_range(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        """``[(window start, aggregate)]`` of ``key``'s live windows starting in ``[time_from, time_to]``, by start."""
+        found = [
+            (start, v.value) for store in self._instances() for start, v in store.fetch_range(key, time_from, time_to)
+        ]
+        return sorted(found, key=lambda pair: pair[0])
+
+    def all(self) -> list[tuple[Any, Any]]:
+        """``[(Windowed(key, start, end), aggregate)]`` of every live window, by window start (stable)."""
+        found = [(window, v.value) for store in self._instances() for window, v in store.all()]
+        return sorted(found, key=lambda pair: pair[0].start)
+
+    def to_dict(self) -> dict[Any, Any]:
+        return dict(self.all())
+
+
+class SessionStoreView:
+    """A read-only session store over the per-task instances of store ``name`` (Kafka's
+    ``ReadOnlySessionStore``); ``instances`` returns each owning task's ``SessionStore``."""
+
+    def __init__(self, name: str, instances: Callable[[], Sequence[Any]]) -> None:
+        self.name = name
+        self._instances = instances
+
+    def __repr__(self) -> str:
+        return f"SessionStoreView({self.name!r}, instances={len(self._instances())})"
+
+    def find_sessions(self, key: Any, earliest_session_end: int, latest_session_start: int) -> list[tuple[Any, Any]]:
+        """``[(Windowed, aggregate)]`` of ``key``'s sessions ending at or after ``earliest_session_end`` and
+        starting at or before ``latest_session_start``, by end then start."""
+        found = [
+            pair
+            for store in self._instances()
+            for pair in store.find_sessions(key, earliest_session_end, latest_session_start)
+        ]
+        return sorted(found, key=lambda pair: (pair[0].end, pair[0].start))
+
+    def fetch_session(self, key: Any, start: int, end: int) -> Any:
+        """The aggregate of ``key``'s session ``[start, end]``, or ``None``."""
+        for store in self._instances():
+            value = store.fetch_session(key, start, end)
+            if value is not None:
+                return value
+        return None
+
+    def all(self) -> list[tuple[Any, Any]]:
+        """``[(Windowed, aggregate)]`` of every live session, by end then start (stable)."""
+        found = [pair for store in self._instances() for pair in store.all()]
+        return sorted(found, key=lambda pair: (pair[0].end, pair[0].start))
+
+    def to_dict(self) -> dict[Any, Any]:
+        return dict(self.all())
