@@ -242,3 +242,12 @@ def test_a_join_store_cannot_be_shared_with_another_node() -> None:
 def test_global_table_topics_count_as_external_sources_the_application_waits_for() -> None:
     desc = TopologyDescription.from_dict(global_doc())
     assert desc.external_source_topics() == ["orders", "users"]
+
+
+def test_describe_shows_global_tables_outside_sub_topologies_without_changelogs() -> None:
+    from streamapp.topology.render import describe
+
+    text = describe(TopologyDescription.from_dict(global_doc()), "app", {"orders": 2, "users": 1})
+    assert "   Global table: users (topic: users, store: users-store) --> enrich" in text
+    assert "users-store (key_value, string -> json), global" in text
+    assert "changelog" not in text.split("Internal topics:")[1]

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from streamapp.topology.description import TopologyDescription
 from streamapp.topology.errors import TopologyError
+from streamapp.topology.joins import GlobalTableNode
 from streamapp.topology.nodes import NodeBase, RepartitionNode, SinkNode, SourceNode
 from streamapp.topology.subtopologies import Subtopology
 
@@ -47,6 +48,11 @@ def describe(
         for name in sub.nodes:
             lines.extend(_node_lines(desc, sub, desc.node(name), app))
         lines.append("")
+    for node in desc.nodes:
+        if isinstance(node, GlobalTableNode):
+            readers = ", ".join(desc.children(node.name))
+            lines.append(f"   Global table: {node.name} (topic: {node.topic}, store: {node.store}) --> {readers}")
+            lines.append("")
     lines.extend(_store_lines(desc, subs, app))
     lines.extend(_counted_lines(desc, app, partitions or {}))
     return "\n".join(lines) + "\n"
@@ -78,10 +84,12 @@ def _store_lines(desc: TopologyDescription, subs: list[Subtopology], app: str) -
     owner = {store: sub.id for sub in subs for store in sub.stores}
     lines = ["Stores:"]
     for store in desc.stores:
-        lines.append(
-            f"  {store.name} ({store.type}, {store.key_serde} -> {store.value_serde}), "
+        where = (
             f"sub-topology {owner[store.name]}, changelog: {app}-{store.name}-changelog"
+            if store.name in owner
+            else "global (a full copy in every worker; its topic is its changelog)"
         )
+        lines.append(f"  {store.name} ({store.type}, {store.key_serde} -> {store.value_serde}), {where}")
     if not desc.stores:
         lines.append("  (none)")
     return lines
@@ -112,5 +120,6 @@ def _counted_lines(desc: TopologyDescription, app: str, partitions: Mapping[str,
 
 def _uncounted_topics(desc: TopologyDescription, app: str) -> list[str]:
     names = [f"{app}-{node.topic_suffix}" for node in desc.nodes if isinstance(node, RepartitionNode)]
-    names += [f"{app}-{store.name}-changelog" for store in desc.stores]
+    owned = {store for sub in desc.subtopologies() for store in sub.stores}
+    names += [f"{app}-{store.name}-changelog" for store in desc.stores if store.name in owned]
     return [f"  {name} (partitions: unknown)" for name in names] or ["  (none)"]
