@@ -102,6 +102,7 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
     ) -> None:
         super().__init__(name, windows, initializer, aggregator, children, metrics)
         self._store = store
+        self._size, self._advance, self._grace = windows.size, windows.advance, windows.grace_ms
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
@@ -110,9 +111,13 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
         if timestamp < 0:
             self._drop("negative timestamp", key, timestamp)
             return
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        close_time = self.observed_stream_time - self.windows.grace_ms
-        for start, end in self.windows.windows_for(timestamp):
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        close_time = self.observed_stream_time - self._grace
+        size, advance = self._size, self._advance
+        first = (max(0, timestamp - size + advance) // advance) * advance  # WindowSpec.windows_for, inlined
+        for start in range(first, timestamp + 1, advance):
+            end = start + size
             if end <= close_time:
                 self._drop(f"expired window [{start},{end})", key, timestamp)
                 continue

@@ -51,6 +51,7 @@ _START_SEQ = struct.Struct(">qi")
 _TIMESTAMP = struct.Struct(">q")
 _SUFFIX = _START_SEQ.size  # 12 bytes
 _MAX_TIME = 2**63 - 1
+_IMMUTABLE_KEY_TYPES = (str, bytes, int)
 
 
 class RangeBytesStore(Protocol):
@@ -179,6 +180,8 @@ class WindowStore:
         self._segment_interval = segment_interval or segment_interval_ms(retention_ms)
         self._expired_through_segment: int | None = None
         self._seqnum = 0
+        self._last_key: Any = None
+        self._last_raw_key: bytes | None = None
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -255,9 +258,13 @@ class WindowStore:
     # -- internals ---------------------------------------------------------------------------------
 
     def _raw_key(self, key: Any) -> bytes:
+        if key is self._last_key and self._last_raw_key is not None:
+            return self._last_raw_key  # a processor's fetch then put of one record's key
         raw = self._key_serde.serialize(key)
         if raw is None:
             raise ValueError(f"window store '{self.name}': keys must not be null")
+        if type(key) in _IMMUTABLE_KEY_TYPES:
+            self._last_key, self._last_raw_key = key, raw
         return raw
 
     def _decode_value(self, raw: bytes) -> WindowValue:
