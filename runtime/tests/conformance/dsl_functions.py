@@ -180,3 +180,8 @@ class Lifecycle(Processor):
 
 class NotAProcessor:
     """Not a ``Processor`` subclass: a process node naming it fails when its task builds."""
+
+
+def swap_key_parity(key: Any, value: int) -> str:
+    """The new key ``"even"`` / ``"odd"`` of a number."""
+    return "even" if value % 2 == 0 else "odd"
