@@ -6,14 +6,23 @@ The public API is ``__all__``; every other module is internal.
 from typing import TYPE_CHECKING, Any
 
 from streamapp.config import StreamsConfig
-from streamapp.dsl import StreamsBuilder
+from streamapp.dsl import KGroupedStream, KGroupedTable, KStream, KTable, StreamsBuilder
+from streamapp.processor import Processor, ProcessorContext, PunctuationType, Record
 from streamapp.topology import TopologyDescription, TopologyError
 
 if TYPE_CHECKING:
     from streamapp.app import KafkaStreams
 
 __all__ = [
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
     "KafkaStreams",
+    "Processor",
+    "ProcessorContext",
+    "PunctuationType",
+    "Record",
     "StreamsBuilder",
     "StreamsConfig",
     "TopologyDescription",
