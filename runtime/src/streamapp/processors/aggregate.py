@@ -76,10 +76,22 @@ class StreamAggregateProcessor:
 
 
 class CountProcessor(StreamAggregateProcessor):
-    """Counts records per key: an aggregation with ``0`` and ``+1`` (Kafka's ``KGroupedStream.count``)."""
+    """Counts records per key: an aggregation with ``0`` and ``+1`` (Kafka's ``KGroupedStream.count``),
+    inlined because a keyed count is a hot path."""
 
     def __init__(self, store: TypedKeyValueStore, children: Sequence[Processor], metrics: ProcessorMetrics) -> None:
         super().__init__(store, _zero, _plus_one, children, metrics)
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None or value is None:
+            self._metrics.dropped_records += 1
+            return
+        store = self._store
+        old = store.get(key)
+        change = Change(1 if old is None else old + 1, old)
+        store.put(key, change.new_value)
+        for child in self._children:
+            child.process(key, change, timestamp)
 
 
 class StreamReduceProcessor(StreamAggregateProcessor):

@@ -81,6 +81,10 @@ class PunctuationQueue:
         self._heap: list[tuple[int, int, _Schedule]] = []
         self._sequence = itertools.count()
 
+    def __bool__(self) -> bool:
+        """True while any schedule (possibly cancelled) is queued: the per-record fast check."""
+        return bool(self._heap)
+
     def add(self, schedule: _Schedule) -> Cancellable:
         heapq.heappush(self._heap, (schedule.timestamp, next(self._sequence), schedule))
         return schedule
@@ -174,6 +178,8 @@ class ProcessorHooks:
 
     def punctuate_stream_time(self) -> bool:
         """Run the stream-time punctuations due at the current stream time; True when one ran."""
+        if not self.stream_time_queue:
+            return False
         now = self.stream_time()
         due = self.stream_time_queue.next_due()
         if now < 0 or due is None or due > now:
