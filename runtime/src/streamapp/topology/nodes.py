@@ -15,10 +15,35 @@ map_values    input, mapper ``fn(value) -> value``                   new value, 
 select_key    input, mapper ``fn(key, value) -> key``                new key, same value
 repartition   input, keySerde, valueSerde, partitions (optional)     through topic
                                                                      ``<applicationId>-<name>-repartition``
-count         input, store                                           KTable: emits (key, new count)
+count         input, store                                           KTable of counts (Change values)
 to_stream     input (a table)                                        the table's changes as a stream
-sink          input, topic, keySerde, valueSerde                     writes to an external topic
+sink          input, topic | topicExtractor, keySerde, valueSerde    writes to an external topic
 ============  =====================================================  ==============================
+
+Issue-3 additions (``streamapp.topology.stream_nodes``, ``.table_nodes``; joins and windows in their modules):
+
+===============  ==================================================  =====================================
+type             parameters                                          semantics (Kafka Streams class)
+===============  ==================================================  =====================================
+merge            inputs: [a, b, ...]                                 union of streams (KStream.merge)
+filter_not       input, predicate                                    drops records where fn is true
+map              input, mapper ``fn(k, v) -> (k, v)``                new record (KStreamMap)
+flat_map         input, mapper ``fn(k, v) -> [(k, v), ...]``         0..n records (KStreamFlatMap)
+flat_map_values  input, mapper ``fn(v) -> [v, ...]``                 0..n values, same key
+peek             input, action ``fn(k, v)``                          side effect, forwards unchanged
+foreach          input, action ``fn(k, v)``                          side effect, terminal
+split / branch   split: input; branch: input (a split), predicate    first matching branch (KStreamBranch)
+                 (none = default branch, last)
+process          input, processor ``module:Class``, stores           Processor API node
+table            topics: [t], store, keySerde, valueSerde            KTable from a topic (KTableSource)
+group_by         input (table), selector ``fn(k, v) -> (k, v)``      KTableRepartitionMap
+reduce           input, store, reducer | adder + subtractor          KStreamReduce / KTableReduce
+aggregate        input, store, initializer, aggregator | adder +     KStreamAggregate / KTableAggregate
+                 subtractor
+===============  ==================================================  =====================================
+
+``filter``, ``filter_not`` and ``map_values`` work on streams and tables (a table's output is a table of
+``Change`` values); ``count`` / ``reduce`` / ``aggregate`` on grouped streams and grouped tables.
 """
 
 from __future__ import annotations
@@ -28,6 +53,13 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from streamapp.topology.joins import (
+    GlobalTableNode,
+    StreamGlobalJoinNode,
+    StreamStreamJoinNode,
+    StreamTableJoinNode,
+    TableTableJoinNode,
+)
 from streamapp.topology.node_base import (
     DescriptionModel,
     FunctionRef,
@@ -39,33 +71,51 @@ from streamapp.topology.node_base import (
     repartition_topic_suffix,
 )
 from streamapp.topology.node_base import check_serde as _check_serde
-from streamapp.topology.joins import (
-    GlobalTableNode,
-    StreamGlobalJoinNode,
-    StreamStreamJoinNode,
-    StreamTableJoinNode,
-    TableTableJoinNode,
+from streamapp.topology.stream_nodes import (
+    BranchNode,
+    FilterNotNode,
+    FlatMapNode,
+    FlatMapValuesNode,
+    ForeachNode,
+    MapNode,
+    MergeNode,
+    PeekNode,
+    ProcessNode,
+    SplitNode,
 )
-from streamapp.topology.stream_nodes import MergeNode
+from streamapp.topology.table_nodes import AggregateNode, GroupByNode, ReduceNode
 from streamapp.topology.timestamps import TimestampExtractorSpec
 from streamapp.topology.windows import SuppressNode, WindowedAggregateNode, WindowedCountNode, WindowedReduceNode
 
 __all__ = [
     "NODE_TYPES",
+    "AggregateNode",
+    "BranchNode",
     "CountNode",
     "FilterNode",
+    "FilterNotNode",
+    "FlatMapNode",
+    "FlatMapValuesNode",
+    "ForeachNode",
     "FunctionRef",
+    "GroupByNode",
     "Kind",
+    "MapNode",
     "MapValuesNode",
     "MergeNode",
     "Node",
     "NodeBase",
+    "PeekNode",
+    "ProcessNode",
+    "ReduceNode",
     "RepartitionNode",
     "SelectKeyNode",
     "SerdeName",
     "SinkNode",
     "SourceNode",
+    "SplitNode",
     "StoreSpec",
+    "TableSourceNode",
     "ToStreamNode",
     "changelog_topic_suffix",
     "node_to_dict",
@@ -86,12 +136,33 @@ class SourceNode(NodeBase):
     _serdes = field_validator("key_serde", "value_serde")(_check_serde)
 
 
+class TableSourceNode(SourceNode):
+    """A KTable read from one topic (Kafka's ``StreamsBuilder.table``, ``KTableSource``), materialized in
+    key-value store ``store``.
+
+    Per record: a null key is dropped (dropped-records metric); a null value (tombstone) deletes the key;
+    forwards ``Change(new, old)`` with the store's previous value. The store has its own changelog
+    ``<applicationId>-<store>-changelog`` (Kafka's behaviour without ``topology.optimization=all``, which would
+    reuse the source topic as the changelog; we do not).
+    """
+
+    type: Literal["table"] = "table"  # type: ignore[assignment]
+    topics: list[str] = Field(min_length=1, max_length=1)
+    store: str
+    output: ClassVar[str | None] = "table"
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+
 class FilterNode(NodeBase):
     """Keeps the records for which ``predicate(key, value)`` is truthy."""
 
     type: Literal["filter"] = "filter"
     input: str
     predicate: FunctionRef
+    output: ClassVar[str | None] = "input"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "table"})
 
     def functions(self) -> dict[str, str]:
         return {"predicate": self.predicate}
@@ -103,6 +174,8 @@ class MapValuesNode(NodeBase):
     type: Literal["map_values"] = "map_values"
     input: str
     mapper: FunctionRef
+    output: ClassVar[str | None] = "input"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "table"})
 
     def functions(self) -> dict[str, str]:
         return {"mapper": self.mapper}
@@ -130,6 +203,8 @@ class RepartitionNode(NodeBase):
 
     type: Literal["repartition"] = "repartition"
     input: str
+    output: ClassVar[str | None] = "input"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "grouped_table"})
     key_serde: SerdeName = "bytes"
     value_serde: SerdeName = "bytes"
     partitions: int | None = Field(default=None, ge=1)
@@ -153,6 +228,7 @@ class CountNode(NodeBase):
     input: str
     store: str
     output: ClassVar[str | None] = "table"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "grouped_table"})
     requires_copartitioned_input: ClassVar[bool] = True
 
     def stores(self) -> list[str]:
@@ -169,16 +245,30 @@ class ToStreamNode(NodeBase):
 
 
 class SinkNode(NodeBase):
-    """Writes every record to an external topic, partitioned by murmur2 of the serialized key."""
+    """Writes every record to an external topic, partitioned by murmur2 of the serialized key.
+
+    The topic is ``topic``, or per record ``topicExtractor(key, value) -> topic name`` (Kafka's
+    ``TopicNameExtractor``; such topics must exist, they are not in ``sink_topics()``). Exactly one is set.
+    """
 
     type: Literal["sink"] = "sink"
     input: str
     output: ClassVar[str | None] = None
-    topic: str
+    topic: str | None = None
+    topic_extractor: FunctionRef | None = None
     key_serde: SerdeName = "bytes"
     value_serde: SerdeName = "bytes"
 
     _serdes = field_validator("key_serde", "value_serde")(_check_serde)
+
+    @model_validator(mode="after")
+    def _one_topic(self) -> SinkNode:
+        if (self.topic is None) == (self.topic_extractor is None):
+            raise ValueError("set exactly one of 'topic' and 'topicExtractor'")
+        return self
+
+    def functions(self) -> dict[str, str]:
+        return {"topic_extractor": self.topic_extractor} if self.topic_extractor is not None else {}
 
 
 Node = (
@@ -191,6 +281,19 @@ Node = (
     | ToStreamNode
     | SinkNode
     | MergeNode
+    | FilterNotNode
+    | MapNode
+    | FlatMapNode
+    | FlatMapValuesNode
+    | PeekNode
+    | ForeachNode
+    | SplitNode
+    | BranchNode
+    | ProcessNode
+    | TableSourceNode
+    | GroupByNode
+    | ReduceNode
+    | AggregateNode
     | GlobalTableNode
     | StreamGlobalJoinNode
     | StreamTableJoinNode
@@ -212,6 +315,19 @@ NODE_TYPES: dict[str, type[NodeBase]] = {
     "to_stream": ToStreamNode,
     "sink": SinkNode,
     "merge": MergeNode,
+    "filter_not": FilterNotNode,
+    "map": MapNode,
+    "flat_map": FlatMapNode,
+    "flat_map_values": FlatMapValuesNode,
+    "peek": PeekNode,
+    "foreach": ForeachNode,
+    "split": SplitNode,
+    "branch": BranchNode,
+    "process": ProcessNode,
+    "table": TableSourceNode,
+    "group_by": GroupByNode,
+    "reduce": ReduceNode,
+    "aggregate": AggregateNode,
     "global_table": GlobalTableNode,
     "stream_global_join": StreamGlobalJoinNode,
     "stream_table_join": StreamTableJoinNode,
