@@ -78,11 +78,13 @@ def test_sessions_ending_before_stream_time_minus_retention_are_invisible_and_de
     store.put(Windowed("a", 50, 100), 6)  # the boundary session is kept
     assert store.fetch_session("a", 50, 100) == 6
     logged.commit()
-    # segment interval is 60 s, so the first put already ran the expiry scan; crossing into the next one deletes
+    # segment interval 60 s: once a committed stream time's horizon crosses 60 000, the next put deletes
     store.put(Windowed("a", 70_000, 70_000), 3)
     logged.commit()
+    store.put(Windowed("b", 70_001, 70_001), 4)
+    logged.commit()
     ends = [struct.unpack(">q", key[-16:-8])[0] for key, _ in logged.persistent.items()]
-    assert ends == [70_000]  # [50,100] and [200,200] expired and were deleted when the horizon crossed 60 000
+    assert ends == [70_000, 70_001]  # [0,10], [50,100] and [200,200] were deleted
 
 
 def test_find_sessions_ignores_longer_keys_sharing_the_prefix(logged: LoggedStore) -> None:

@@ -115,6 +115,21 @@ def test_expired_windows_are_deleted_from_the_persistent_store_when_the_horizon_
     assert [w.start for w, _ in store.all()] == list(range(70_000, 200_000, 10_000))
 
 
+def test_expiry_deletes_only_as_of_committed_stream_time_so_a_replay_after_a_crash_finds_its_windows(
+    logged: LoggedStore,
+) -> None:
+    store = window_store(logged, retention_ms=120_000)
+    store.put("a", 1, 0, 0)
+    logged.commit()
+    store.put("a", 2, 500_000, 500_000)  # uncommitted: stream time jumps far past window 0's retention
+    store.put("b", 3, 500_000, 500_000)
+    # still on disk: a crash now replays from the commit and finds window 0 intact
+    assert logged.persistent.get(b"a" + struct.pack(">qi", 0, 0)) is not None
+    logged.commit()
+    store.put("c", 4, 500_000, 500_000)  # the first write after the commit deletes as of committed time
+    assert logged.persistent.get(b"a" + struct.pack(">qi", 0, 0)) is None
+
+
 def test_retain_duplicates_keeps_every_put_of_the_same_key_and_time_in_put_order(logged: LoggedStore) -> None:
     store = window_store(logged, retain_duplicates=True)
     store.put("a", 1, 5, 5)

@@ -9,8 +9,8 @@ Follows Kafka Streams' ``RocksDBSessionStore`` (``SessionKeySchema``, segmented 
 - **Retention**: the observed stream time is the largest session end put. A session with
   ``end < observed - retention`` is expired (one millisecond later than Kafka, see
   ``streamapp.state.window_store``): ``find_sessions`` skips it, puts to it are dropped, and a scan
-  deletes expired sessions from the persistent store each time the horizon crosses a segment boundary
-  (``max(retention / 2, 60 s)``), unlogged, like Kafka dropping a segment.
+  deletes expired sessions from the persistent store each time the horizon of the committed stream time crosses
+  a segment boundary (``max(retention / 2, 60 s)``), unlogged, like Kafka dropping a segment.
 
 Reads see the writes buffered since the last commit (``streamapp.state.window_store.BufferedRangeReader``).
 """
@@ -21,7 +21,7 @@ import struct
 from typing import Any
 
 from streamapp.serdes import Serde
-from streamapp.state.window_store import BufferedRangeReader, LoggedBytesStore, segment_interval_ms
+from streamapp.state.window_store import BufferedRangeReader, LoggedBytesStore, RetentionExpiry, segment_interval_ms
 from streamapp.windowed import Windowed
 
 __all__ = ["SessionStore"]
@@ -56,8 +56,9 @@ class SessionStore:
         self._reader = BufferedRangeReader(store)
         self._key_serde = key_serde
         self._value_serde = value_serde
-        self._segment_interval = segment_interval or segment_interval_ms(retention_ms)
-        self._expired_through_segment: int | None = None
+        self._expiry = RetentionExpiry(
+            store, retention_ms, segment_interval or segment_interval_ms(retention_ms), _session_end_of
+        )
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -65,7 +66,9 @@ class SessionStore:
         """Store ``value`` as the aggregate of ``session``; ``None`` removes it. Puts to expired sessions are
         dropped."""
         raw_key = self._raw_key(session.key)
-        self._observe(session.end)
+        self._expiry.before_write(self.observed_stream_time)
+        if session.end > self.observed_stream_time:
+            self.observed_stream_time = session.end
         if self._expired(session.end):
             return
         store_key = raw_key + _END_START.pack(session.end, session.start)
@@ -133,17 +136,7 @@ class SessionStore:
     def _expired(self, end: int) -> bool:
         return self.observed_stream_time >= 0 and end < self.observed_stream_time - self.retention_ms
 
-    def _observe(self, end: int) -> None:
-        if end <= self.observed_stream_time:
-            return
-        self.observed_stream_time = end
-        horizon_segment = (end - self.retention_ms) // self._segment_interval
-        if self._expired_through_segment is None or horizon_segment > self._expired_through_segment:
-            self._expired_through_segment = horizon_segment
-            first_live = self._first_live_end()
-            expired = [
-                store_key
-                for store_key, _ in self._store.inner.items()
-                if _END_START.unpack_from(store_key, len(store_key) - _SUFFIX)[0] < first_live
-            ]
-            self._reader.delete_persisted(expired)
+
+def _session_end_of(store_key: bytes) -> int:
+    end: int = _END_START.unpack_from(store_key, len(store_key) - _SUFFIX)[0]
+    return end

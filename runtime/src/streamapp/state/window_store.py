@@ -16,9 +16,9 @@ Follows Kafka Streams' ``RocksDBTimestampedWindowStore`` on ``RocksDBSegmentedBy
   processor but invisible to its next read, so a record is silently lost. Keeping the boundary window avoids
   that; the late-record rule of the processors is Kafka's, unchanged.)
 - **Expiry**: expired windows are deleted from the persistent store (unlogged, like Kafka dropping a segment; the
-  changelog's ``delete`` policy ages them out) by a scan each time the expiry horizon crosses a segment boundary
-  (segment interval ``max(retention / 2, 60 s)``, Kafka's default), so the cost is amortised over the windows
-  written per segment interval. The first put after a restart (or restore) scans once too.
+  changelog's ``delete`` policy ages them out) by a scan each time the expiry horizon of the *committed* stream
+  time crosses a segment boundary (segment interval ``max(retention / 2, 60 s)``, Kafka's default), so the cost
+  is amortised over the windows written per segment interval (``RetentionExpiry``).
 
 Reads see uncommitted writes: writes go into the logged store's buffer (``ChangeLoggingKeyValueStore``), and
 range reads merge its persistent ``inner`` store's range with the keys written since the buffer was last
@@ -28,7 +28,7 @@ applied (``BufferedRangeReader``). Negative timestamps are not supported (signed
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 from streamapp.serdes import Serde
@@ -39,6 +39,7 @@ __all__ = [
     "BufferedRangeReader",
     "LoggedBytesStore",
     "RangeBytesStore",
+    "RetentionExpiry",
     "WindowStore",
     "WindowValue",
     "segment_interval_ms",
@@ -140,10 +141,38 @@ class BufferedRangeReader:
                 merged[key] = value
         return sorted(merged.items())
 
-    def delete_persisted(self, keys: list[bytes]) -> None:
-        """Delete ``keys`` from the persistent store only, unlogged (expired data)."""
-        if keys:
-            self._store.inner.write(dict.fromkeys(keys), None)
+
+class RetentionExpiry:
+    """Deletes a store's expired entries from its persistent store, unlogged, as of *committed* stream time.
+
+    ``before_write(observed)`` runs before each write. Only when the logged store has no buffered writes (every
+    earlier write was committed and applied) is ``observed`` a committed stream time; then, if its horizon
+    ``observed - retention`` entered a new segment interval since the last scan, one scan deletes every entry
+    whose time (``time_of(store key)``, ms) is before the horizon. Deleting only as of committed stream time keeps
+    a crash or an aborted transaction safe: records processed again after the last commit never find a window
+    deleted by their own first, uncommitted attempt.
+    """
+
+    def __init__(
+        self, store: LoggedBytesStore, retention_ms: int, segment_interval: int, time_of: Callable[[bytes], int]
+    ) -> None:
+        self._store = store
+        self._retention = retention_ms
+        self._segment_interval = segment_interval
+        self._time_of = time_of
+        self._scanned_segment: int | None = None
+
+    def before_write(self, observed: int) -> None:
+        if observed < 0 or self._store.has_pending:
+            return
+        segment = (observed - self._retention) // self._segment_interval
+        if self._scanned_segment is not None and segment <= self._scanned_segment:
+            return
+        self._scanned_segment = segment
+        horizon = observed - self._retention
+        expired = [key for key, _ in self._store.inner.items() if self._time_of(key) < horizon]
+        if expired:
+            self._store.inner.write(dict.fromkeys(expired), None)
 
 
 class WindowStore:
@@ -177,8 +206,9 @@ class WindowStore:
         self._reader = BufferedRangeReader(store)
         self._key_serde = key_serde
         self._value_serde = value_serde
-        self._segment_interval = segment_interval or segment_interval_ms(retention_ms)
-        self._expired_through_segment: int | None = None
+        self._expiry = RetentionExpiry(
+            store, retention_ms, segment_interval or segment_interval_ms(retention_ms), _window_start_of
+        )
         self._seqnum = 0
         self._last_key: Any = None
         self._last_raw_key: bytes | None = None
@@ -189,7 +219,9 @@ class WindowStore:
         """Store ``value`` (with its ``timestamp``, ms) for ``key``'s window at ``window_start`` (ms);
         ``None`` deletes it. A put to an expired window is dropped."""
         raw_key = self._raw_key(key)
-        self._observe(window_start)
+        self._expiry.before_write(self.observed_stream_time)
+        if window_start > self.observed_stream_time:
+            self.observed_stream_time = window_start
         if self._expired(window_start):
             return
         if self.retain_duplicates:
@@ -280,20 +312,7 @@ class WindowStore:
     def _expired(self, window_start: int) -> bool:
         return self.observed_stream_time >= 0 and window_start < self.observed_stream_time - self.retention_ms
 
-    def _observe(self, window_start: int) -> None:
-        if window_start <= self.observed_stream_time:
-            return
-        self.observed_stream_time = window_start
-        horizon_segment = (window_start - self.retention_ms) // self._segment_interval
-        if self._expired_through_segment is None or horizon_segment > self._expired_through_segment:
-            self._expired_through_segment = horizon_segment
-            self._delete_expired()
 
-    def _delete_expired(self) -> None:
-        first_live = self._first_live_start()
-        expired = [
-            store_key
-            for store_key, _ in self._store.inner.items()
-            if _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)[0] < first_live
-        ]
-        self._reader.delete_persisted(expired)
+def _window_start_of(store_key: bytes) -> int:
+    start: int = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)[0]
+    return start
