@@ -34,6 +34,8 @@ pre-check (oldest buffered timestamp) skips scans that cannot emit instead.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import logging
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -42,7 +44,7 @@ from typing import Any
 from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics
 from streamapp.processors.join import Joiner, JoinProcessor
 from streamapp.serdes import Serde
-from streamapp.state.window_store import BufferedRangeReader, LoggedBytesStore, WindowStore
+from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.topology.joins import StreamStreamJoinNode
 from streamapp.topology.node_base import NodeBase
 from streamapp.topology.windows import JoinWindowsSpec
@@ -63,13 +65,23 @@ class OuterJoinBuffer:
     Store key ``timestamp (8-byte big-endian) + side byte (left 1, right 0) + serialized key``, so a scan
     runs oldest first; store value: the records' serialized values, each prefixed by its 4-byte length
     (Kafka's ``ListValueStore``: puts append). Values are serialized with the side's serde.
+
+    Scans stay proportional to what they return: they start at a *floor* below which every entry is known
+    to be gone (raised by ``raise_floor`` after a scan, lowered by an ``add`` below it), read the persistent
+    store lazily, and merge the writes buffered since the last commit from a sorted index of live keys and
+    a set of deleted ones (a deleted entry is never visited again).
     """
 
     def __init__(self, store: LoggedBytesStore, key_serde: Serde, left_serde: Serde, right_serde: Serde) -> None:
         self._store = store
-        self._reader = BufferedRangeReader(store)
         self._key_serde = key_serde
         self._serdes = {_LEFT: left_serde, _RIGHT: right_serde}
+        self._live: list[bytes] = []
+        """Sorted keys written with a value since the store's buffer was last applied."""
+        self._live_set: set[bytes] = set()
+        self._deleted: set[bytes] = set()
+        """Keys deleted since the store's buffer was last applied (they may still be persisted)."""
+        self._floor = b""
 
     def add(self, timestamp: int, left: bool, key: Any, value: Any) -> None:
         """Append ``value`` to the entry of ``(timestamp, side, key)``."""
@@ -77,6 +89,7 @@ class OuterJoinBuffer:
         raw = self._serdes[store_key[8:9]].serialize(value) or b""
         current = self._store.get(store_key) or b""
         self._write(store_key, current + _LEN.pack(len(raw)) + raw)
+        self._floor = min(self._floor, store_key)
 
     def remove(self, timestamp: int, left: bool, key: Any) -> None:
         """Forget the entry of ``(timestamp, side, key)`` (a match arrived for it)."""
@@ -84,23 +97,60 @@ class OuterJoinBuffer:
         if self._store.get(store_key) is not None:
             self._write(store_key, None)
 
-    def entries(self) -> Iterator[tuple[int, bool, Any, list[Any], bytes]]:
-        """``(timestamp, is_left, key, values, store_key)`` oldest first; ``delete(store_key)`` is safe meanwhile."""
-        for store_key, raw in self._reader.all():
+    def entries(self, before: int) -> Iterator[tuple[int, bool, Any, list[Any], bytes]]:
+        """``(timestamp, is_left, key, values, store_key)`` of the entries older than ``before`` (ms), oldest
+        first. ``delete(store_key)`` is safe meanwhile."""
+        if before <= 0:
+            return
+        self._forget_if_applied()
+        upper = _TS.pack(before)
+        if self._floor >= upper:
+            return
+        persisted = (
+            (store_key, raw)
+            for store_key, raw in self._store.inner.range(self._floor, upper)
+            if store_key not in self._deleted and store_key not in self._live_set
+        )
+        buffered = [
+            (store_key, self._store.get(store_key))
+            for store_key in self._live[
+                bisect.bisect_left(self._live, self._floor) : bisect.bisect_left(self._live, upper)
+            ]
+        ]
+        for store_key, raw in heapq.merge(persisted, buffered, key=lambda item: item[0]):
+            if raw is None:
+                continue
             side = store_key[8:9]
-            serde = self._serdes[side]
-            values: list[Any] = []
-            offset = 0
-            while offset < len(raw):
-                (length,) = _LEN.unpack_from(raw, offset)
-                offset += _LEN.size
-                values.append(serde.deserialize(raw[offset : offset + length]))
-                offset += length
-            key = self._key_serde.deserialize(store_key[9:])
-            yield _TS.unpack_from(store_key)[0], side == _LEFT, key, values, store_key
+            yield (
+                _TS.unpack_from(store_key)[0],
+                side == _LEFT,
+                self._key_serde.deserialize(store_key[9:]),
+                (self._decode_values(side, raw)),
+                store_key,
+            )
 
     def delete(self, store_key: bytes) -> None:
         self._write(store_key, None)
+
+    def raise_floor(self, store_key: bytes) -> None:
+        """Every entry below ``store_key`` is gone: later scans start there."""
+        self._floor = max(self._floor, store_key)
+
+    @staticmethod
+    def floor_key(timestamp: int) -> bytes:
+        """The smallest store key at ``timestamp`` (ms)."""
+        return _TS.pack(max(timestamp, 0))
+
+    def _decode_values(self, side: bytes, raw: bytes) -> list[Any]:
+        serde = self._serdes[side]
+        values: list[Any] = []
+        offset = 0
+        while offset < len(raw):
+            (length,) = _LEN.unpack_from(raw, offset)
+            offset += _LEN.size
+            values.append(serde.deserialize(raw[offset : offset + length]))
+            offset += length
+        return values
 
     def _store_key(self, timestamp: int, left: bool, key: Any) -> bytes:
         raw_key = self._key_serde.serialize(key)
@@ -108,10 +158,26 @@ class OuterJoinBuffer:
             raise ValueError(f"store '{self._store.name}': keys must not be null")
         return _TS.pack(timestamp) + (_LEFT if left else _RIGHT) + raw_key
 
+    def _forget_if_applied(self) -> None:
+        """Drop the buffered-write index once the store applied (or discarded) its buffer."""
+        if (self._live or self._deleted) and not self._store.has_pending:
+            self._live.clear()
+            self._live_set.clear()
+            self._deleted.clear()
+
     def _write(self, store_key: bytes, value: bytes | None) -> None:
-        self._reader.forget_if_applied()
+        self._forget_if_applied()
         self._store.put(store_key, value)
-        self._reader.note_write(b"", store_key)
+        if value is None:
+            self._deleted.add(store_key)
+            if store_key in self._live_set:
+                self._live_set.discard(store_key)
+                del self._live[bisect.bisect_left(self._live, store_key)]
+        else:
+            self._deleted.discard(store_key)
+            if store_key not in self._live_set:
+                self._live_set.add(store_key)
+                bisect.insort(self._live, store_key)
 
 
 class _SideConfig:
@@ -168,7 +234,7 @@ class StreamStreamJoinProcessor(JoinProcessor):
         self.stream_time = -1
         """Largest timestamp seen on either side (ms): Kafka's shared ``TimeTracker.streamTime``."""
         self._min_buffered: int | None = None
-        """Oldest timestamp in the outer buffer, ``None`` when unknown (after a restart), +inf when empty."""
+        """A lower bound of the oldest timestamp in the outer buffer (ms), ``None`` when unknown (after a restart)."""
 
     def process_left(self, key: Any, value: Any, timestamp: int) -> None:
         self._process(self._left, key, value, timestamp)
@@ -210,12 +276,15 @@ class StreamStreamJoinProcessor(JoinProcessor):
         shortest = min(self._windows.before_ms, self._windows.after_ms)
         if self._min_buffered is not None and self._min_buffered + shortest + grace >= self.stream_time:
             return  # nothing can have closed yet (exact: every entry is at least this young)
+        horizon = self.stream_time - shortest - grace  # entries at or after it are open on either side
         left_open = right_open = False
         oldest_kept: int | None = None
-        for timestamp, is_left, key, values, store_key in outer.entries():
+        first_kept: bytes | None = None
+        for timestamp, is_left, key, values, store_key in outer.entries(before=horizon):
             lookback = self._windows.after_ms if is_left else self._windows.before_ms
             if timestamp + lookback + grace >= self.stream_time:
-                oldest_kept = timestamp if oldest_kept is None else oldest_kept
+                if oldest_kept is None:
+                    oldest_kept, first_kept = timestamp, store_key
                 left_open = left_open or is_left
                 right_open = right_open or not is_left
                 if left_open and right_open:
@@ -225,10 +294,10 @@ class StreamStreamJoinProcessor(JoinProcessor):
                 joined = self._left.joiner(value, None) if is_left else self._right.joiner(value, None)
                 self._forward(key, joined, timestamp)
             outer.delete(store_key)
-        self._min_buffered = oldest_kept if oldest_kept is not None else _INFINITY
-
-
-_INFINITY = 2**63 - 1
+        # every entry below the first one kept (or below the horizon) is gone now
+        outer.raise_floor(first_kept if first_kept is not None else outer.floor_key(horizon))
+        # a lower bound of the oldest entry left: the pre-check above never skips a scan that could emit
+        self._min_buffered = oldest_kept if oldest_kept is not None else max(horizon, 0)
 
 
 def _swapped(joiner: Joiner) -> Joiner:
