@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from kafka_fakes import FakeCluster, FakeProducer
 from streamapp.kafka.types import TopicPartition
 from streamapp.processors.base import ProcessorMetrics
 from streamapp.processors.stream_join import OuterJoinBuffer, StreamStreamJoinProcessor
@@ -30,16 +32,43 @@ def logged(name: str) -> ChangeLoggingKeyValueStore:
     return ChangeLoggingKeyValueStore(InMemoryKeyValueStore(name), TopicPartition(f"{name}-changelog", 0), lambda: 0)
 
 
+def committer(stores: list[ChangeLoggingKeyValueStore]) -> Callable[[], None]:
+    """A function that commits ``stores`` as a task commit does: changelog sent and acknowledged, then the
+    buffered writes applied to the persistent stores."""
+    cluster = FakeCluster()
+    for store in stores:
+        cluster.create_topic(store.changelog.topic, 1)
+    producer = FakeProducer(cluster)
+
+    def commit() -> None:
+        for store in stores:
+            store.send_changelog(producer)
+        producer.flush(1.0)
+        for store in stores:
+            store.apply()
+
+    return commit
+
+
 def stream_stream_join(
-    join: str, before: int, after: int, grace: int = 0
+    join: str, before: int, after: int, grace: int = 0, logged_stores: list[ChangeLoggingKeyValueStore] | None = None
 ) -> tuple[StreamStreamJoinProcessor, Collect, ProcessorMetrics]:
-    """A join of sides ``"l"`` and ``"r"`` (string keys, JSON values) emitting ``[left, right]`` into a Collect."""
+    """A join of sides ``"l"`` and ``"r"`` (string keys, JSON values) emitting ``[left, right]`` into a Collect.
+
+    ``logged_stores``, when given, receives the join's logged stores (to commit them with ``committer``)."""
+    created: list[ChangeLoggingKeyValueStore] = [] if logged_stores is None else logged_stores
+
+    def logged_store(name: str) -> ChangeLoggingKeyValueStore:
+        store = logged(name)
+        created.append(store)
+        return store
+
     windows = JoinWindowsSpec(before_ms=before, after_ms=after, grace_ms=grace)
     retention = max(1, windows.store_retention_ms())
 
     def window_store(name: str) -> WindowStore:
         return WindowStore(
-            logged(name),
+            logged_store(name),
             serde_for("string"),
             serde_for("json"),
             retention_ms=retention,
@@ -50,7 +79,7 @@ def stream_stream_join(
     outer = None
     if join != "inner":
         json = serde_for("json")
-        outer = OuterJoinBuffer(logged("outer"), serde_for("string"), json, json)
+        outer = OuterJoinBuffer(logged_store("outer"), serde_for("string"), json, json)
     out, metrics = Collect(), ProcessorMetrics()
     processor = StreamStreamJoinProcessor(
         "l", "r", pair, join, windows, (window_store("left"), window_store("right")), outer, [out], metrics

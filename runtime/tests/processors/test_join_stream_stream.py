@@ -3,9 +3,10 @@ unmatched records emitted once their window and grace have passed, null handling
 
 from __future__ import annotations
 
-from join_helpers import Collect, pair, stream_stream_join
+from join_helpers import Collect, committer, pair, stream_stream_join
 from streamapp.processors.base import ProcessorMetrics
 from streamapp.processors.stream_join import StreamStreamJoinProcessor
+from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 
 
 def test_inner_join_matches_within_before_and_after_and_stamps_the_later_timestamp() -> None:
@@ -126,3 +127,16 @@ def test_records_waiting_in_the_outer_buffer_are_emitted_after_a_restart() -> No
     )
     restarted.for_input("r").process("z", "tick", 200)
     assert out.records == [("k", ["A", None], 100)]
+
+
+def test_a_buffered_record_matched_after_a_commit_is_not_emitted_unmatched() -> None:
+    """The buffer entry was committed to the persistent store, then removed by a match in the next commit
+    interval: the removal (still only buffered) must hide the persisted entry."""
+    stores: list[ChangeLoggingKeyValueStore] = []
+    join, out, _ = stream_stream_join("left", before=5, after=5, grace=0, logged_stores=stores)
+    commit = committer(stores)
+    join.for_input("l").process("k", "A", 100)
+    commit()
+    join.for_input("r").process("k", "B", 103)
+    join.for_input("r").process("z", "tick", 200)
+    assert out.records == [("k", ["A", "B"], 103)]

@@ -14,7 +14,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from join_helpers import stream_stream_join
+from join_helpers import committer, stream_stream_join
+from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 
 Record = tuple[str, str, int, int]  # side ("l" / "r"), key, value (unique id), timestamp (ms)
 
@@ -54,14 +55,20 @@ def on_time(raw: list[tuple[str, str, int]], grace: int) -> list[Record]:
     after=st.integers(0, 8),
     grace=st.integers(0, 12),
     raw=st.lists(st.tuples(st.sampled_from(["l", "r"]), st.sampled_from(["a", "b"]), st.integers(0, 40)), max_size=30),
+    commits=st.sets(st.integers(0, 30)),
 )
 def test_stream_stream_join_equals_the_batch_join(
-    join: str, before: int, after: int, grace: int, raw: list[tuple[str, str, int]]
+    join: str, before: int, after: int, grace: int, raw: list[tuple[str, str, int]], commits: set[int]
 ) -> None:
+    """``commits``: after which records the stores commit (buffered writes applied), as a task does."""
     records = on_time(raw, grace)
-    processor, out, _ = stream_stream_join(join, before, after, grace)
-    for side, key, value, ts in records:
+    stores: list[ChangeLoggingKeyValueStore] = []
+    processor, out, _ = stream_stream_join(join, before, after, grace, logged_stores=stores)
+    commit = committer(stores)
+    for i, (side, key, value, ts) in enumerate(records):
         processor.for_input(side).process(key, value, ts)
+        if i in commits:
+            commit()
     # far enough ahead that every window (and its grace) has closed
     flush_ts = max([ts for *_, ts in records], default=0) + before + after + grace + 1
     processor.for_input("l").process("flush", -1, flush_ts)
