@@ -140,3 +140,24 @@ def test_a_buffered_record_matched_after_a_commit_is_not_emitted_unmatched() -> 
     join.for_input("r").process("k", "B", 103)
     join.for_input("r").process("z", "tick", 200)
     assert out.records == [("k", ["A", "B"], 103)]
+
+
+def test_a_self_join_pairs_every_record_with_itself_and_both_orders_of_earlier_ones() -> None:
+    """Kafka feeds a self-joined stream to both sides, left first: a record meets itself once (as the right
+    side finds it in the left store) and every earlier record in both orders."""
+    join, out, _ = stream_stream_join("inner", before=5, after=5)
+    self_join = StreamStreamJoinProcessor(
+        "s",
+        "s",
+        pair,
+        "inner",
+        join._windows,
+        (join._left.this_store, join._right.this_store),
+        None,
+        [collected := Collect()],
+        ProcessorMetrics(),
+    )
+    self_join.for_input("s").process("k", "A", 1)
+    self_join.for_input("s").process("k", "B", 2)
+    assert collected.records == [("k", ["A", "A"], 1), ("k", ["B", "A"], 2), ("k", ["A", "B"], 2), ("k", ["B", "B"], 2)]
+    assert out.records == []

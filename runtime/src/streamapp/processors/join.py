@@ -54,6 +54,12 @@ class JoinProcessor:
         self._children = tuple(children)
         self._metrics = metrics
         self._sides = {left: _Side(self.process_left), right: _Side(self.process_right)}
+        if left == right:  # a self-join: every record is a left record, then a right one (Kafka's order)
+            self._sides[left] = _Side(self._process_both)
+
+    def _process_both(self, key: Any, value: Any, timestamp: int) -> None:
+        self.process_left(key, value, timestamp)
+        self.process_right(key, value, timestamp)
 
     def for_input(self, parent: str) -> Processor:
         """The side processor for records from ``parent``; KeyError for a node that is not an input."""
