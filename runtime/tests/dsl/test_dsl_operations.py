@@ -9,6 +9,7 @@ import pytest
 from conformance import dsl_functions as fn
 from streamapp import StreamsBuilder
 from streamapp.topology import TopologyError
+from streamapp.topology.timestamps import TimestampExtractorSpec
 
 F = "conformance.dsl_functions"
 
@@ -194,3 +195,33 @@ def test_grouped_stream_reduce_keeps_the_value_serde_and_aggregate_takes_one() -
     assert total.value_serde == "long" and desc.store("total-store").value_serde == "long"
     assert lists.value_serde == "json" and desc.store("lists-store").value_serde == "json"
     assert desc.node("lists").functions() == {"aggregator": f"{F}:append_value", "initializer": f"{F}:empty_list"}
+
+
+def test_stream_and_table_take_a_timestamp_extractor() -> None:
+    builder = StreamsBuilder()
+    builder.stream("in", value_serde="json", name="in", timestamp_extractor={"type": "field", "field": "ts"}).to(
+        "out", name="out"
+    )
+    builder.table("t", value_serde="json", name="t", timestamp_extractor={"type": "custom", "function": fn.zero})
+
+    desc = builder.build()
+
+    assert desc.node("in").timestamp_extractor == TimestampExtractorSpec(type="field", field="ts")
+    assert desc.node("t").timestamp_extractor == TimestampExtractorSpec(type="custom", function=f"{F}:zero")
+
+
+def test_an_invalid_timestamp_extractor_is_refused_when_declared() -> None:
+    with pytest.raises(TopologyError, match=r"timestamp_extractor: .*needs 'field'"):
+        StreamsBuilder().stream("in", timestamp_extractor={"type": "field"})
+
+
+def test_a_field_timestamp_extractor_sets_the_event_time_in_the_driver() -> None:
+    from streamapp.testing import TopologyTestDriver
+
+    builder = StreamsBuilder()
+    builder.stream(
+        "in", key_serde="string", value_serde="json", name="in", timestamp_extractor={"type": "field", "field": "ts"}
+    ).to("out", name="out")
+    with TopologyTestDriver(builder, {"application.id": "ts"}) as driver:
+        driver.create_input_topic("in").pipe_input("k", {"ts": 42}, 1)
+        assert driver.create_output_topic("out").read_record().timestamp_ms == 42

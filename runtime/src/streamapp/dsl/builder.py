@@ -11,12 +11,15 @@ names, so pass ``name=`` (and ``store=``) for every stateful step of a productio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from streamapp.topology import TopologyDescription, TopologyError, function_reference
 from streamapp.topology.names import check_name
+from streamapp.topology.timestamps import TimestampExtractorSpec
 
 if TYPE_CHECKING:
     from streamapp.dsl.joins import GlobalKTable
@@ -41,6 +44,25 @@ _FUNCTION_PARAMS = (
     "topic_extractor",
     "processor",
 )
+
+
+TimestampExtractorArg = TimestampExtractorSpec | Mapping[str, Any]
+"""A source's timestamp extractor: the model, or its fields as a dict (a ``function`` may be a callable)."""
+
+
+def _extractor_dict(spec: TimestampExtractorArg | None) -> dict[str, Any] | None:
+    """The document form of a timestamp extractor; raises TopologyError when it is invalid."""
+    if spec is None:
+        return None
+    if not isinstance(spec, TimestampExtractorSpec):
+        fields = dict(spec)
+        if callable(fields.get("function")):
+            fields["function"] = function_reference(fields["function"])
+        try:
+            spec = TimestampExtractorSpec.model_validate(fields)
+        except ValidationError as exc:
+            raise TopologyError(f"timestamp_extractor: {exc.errors()[0]['msg']}") from None
+    return spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True, mode="json") or {"type": "record"}
 
 
 @dataclass
@@ -73,13 +95,25 @@ class StreamsBuilder:
         key_serde: str = "bytes",
         value_serde: str = "bytes",
         name: str | None = None,
+        timestamp_extractor: TimestampExtractorArg | None = None,
     ) -> KStream:
-        """A KStream of the records of one or more topics (Kafka Streams' ``StreamsBuilder.stream``)."""
+        """A KStream of the records of one or more topics (Kafka Streams' ``StreamsBuilder.stream``).
+
+        ``timestamp_extractor``: where each record's event time comes from, a ``TimestampExtractorSpec`` or its
+        fields as a dict (``{"type": "field", "field": "ts"}``, ``{"type": "custom", "function": fn}``; see
+        ``streamapp.topology.timestamps``); default the record timestamp.
+        """
         from streamapp.dsl.streams import KStream
 
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         node = self._add(
-            "source", name, "KSTREAM-SOURCE-", topics=topic_list, key_serde=key_serde, value_serde=value_serde
+            "source",
+            name,
+            "KSTREAM-SOURCE-",
+            topics=topic_list,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=_extractor_dict(timestamp_extractor),
         )
         return KStream(self, node, key_serde=key_serde, value_serde=value_serde, key_changed=False)
 
@@ -106,11 +140,13 @@ class StreamsBuilder:
         key_serde: str = "bytes",
         value_serde: str = "bytes",
         name: str | None = None,
+        timestamp_extractor: TimestampExtractorArg | None = None,
     ) -> KTable:
         """A KTable of ``topic`` (Kafka's ``StreamsBuilder.table``), materialized in key-value store ``store``
         (default ``<name>-store``, else Kafka's ``<topic>-STATE-STORE-<n>``) with its own changelog topic.
 
         The latest value per key; a null value (tombstone) deletes the key; null keys are dropped.
+        ``timestamp_extractor`` as for ``stream``.
         """
         from streamapp.dsl.tables import KTable
 
@@ -119,7 +155,14 @@ class StreamsBuilder:
         self._claim(node_name)
         self._add_store(store_name, key_serde, value_serde)
         self._add(
-            "table", node_name, "", topics=[topic], store=store_name, key_serde=key_serde, value_serde=value_serde
+            "table",
+            node_name,
+            "",
+            topics=[topic],
+            store=store_name,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=_extractor_dict(timestamp_extractor),
         )
         return KTable(self, node_name, key_serde=key_serde, value_serde=value_serde)
 
