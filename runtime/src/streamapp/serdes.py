@@ -55,16 +55,33 @@ class StringSerde:
             raise SerdeError(f"string serde: bytes are not UTF-8: {exc}") from exc
 
 
+_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""What ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`` uses, built once
+(``json.dumps`` builds a new encoder per call with non-default arguments)."""
+_JSON_DECODER = json.JSONDecoder()
+_NOT_PLAIN_UTF8_START = frozenset((0x00, 0xEF, 0xFE, 0xFF))
+"""First bytes for which ``json.detect_encoding`` may answer something else than plain UTF-8 (a BOM, or
+UTF-16/32 with a NUL byte first)."""
+
+
 class JsonSerde:
-    """JSON value <-> compact UTF-8 JSON bytes."""
+    """JSON value <-> compact UTF-8 JSON bytes.
+
+    Exactly ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)`` and
+    ``json.loads(data)``, on a fast path: one shared encoder and decoder, ints written as ``str(obj)`` (the
+    encoder's own output for an int), and UTF-8 input decoded directly, skipping ``json.loads``' encoding
+    detection whenever that detection would pick UTF-8 anyway.
+    """
 
     name = "json"
 
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:
             return None
+        if type(obj) is int:
+            return str(obj).encode()
         try:
-            return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+            return _JSON_ENCODER.encode(obj).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise SerdeError(f"json serde: cannot serialize {type(obj).__name__}: {exc}") from exc
 
@@ -72,6 +89,9 @@ class JsonSerde:
         if data is None:
             return None
         try:
+            if len(data) >= 2 and data[0] not in _NOT_PLAIN_UTF8_START and data[1] != 0:
+                # json.loads would detect UTF-8 and decode with "surrogatepass" too
+                return _JSON_DECODER.decode(bytes(data).decode("utf-8", "surrogatepass"))
             return json.loads(bytes(data))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SerdeError(f"json serde: bytes are not JSON: {exc}") from exc

@@ -37,6 +37,7 @@ from streamapp.kafka.types import (
 from streamapp.processing.commit import CommitResult, commit_tasks
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask, TaskId, TaskState
+from streamapp.state.directory import TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.rocksdb import StoreLockedError
 
@@ -90,6 +91,8 @@ class TaskManager:
         self.last_commit: CommitResult | None = None
         self.dropped_records_closed = 0
         """Records dropped by tasks closed since the thread started (keeps the thread's counter monotonic)."""
+        self.on_task_created: Callable[[TaskId], None] | None = None
+        """Called before an active task is created (the thread closes its standby of that task first)."""
         self.producer_fenced = False
         """Set when a commit inside a rebalance callback found the producer fenced (the thread resets it)."""
         self._max_buffered = buffered_records_per_partition
@@ -109,6 +112,8 @@ class TaskManager:
             task_id = TaskId(subtopology, tp.partition)
             task = self.tasks.get(task_id)
             if task is None:
+                if self.on_task_created is not None:
+                    self.on_task_created(task_id)
                 task = self._task_factory(task_id)
                 self.tasks[task_id] = task
                 self._pending[task_id] = _Pending()
@@ -155,7 +160,7 @@ class TaskManager:
             task = self.tasks[task_id]
             try:
                 task.initialize()
-            except StoreLockedError as exc:
+            except (StoreLockedError, TaskDirectoryLockedError) as exc:
                 pending.attempts += 1
                 pending.not_before = now + _LOCK_RETRY_S
                 if pending.attempts % 20 == 1:
@@ -203,10 +208,14 @@ class TaskManager:
                 continue
             if task.add_record(record, tp) >= self._max_buffered and tp not in self._full:
                 full.append(tp)
+        processed = self.process_buffered()
+        # Pause only what is still full after processing: a queue this pass drained needs no pause, and
+        # librdkafka's pause drops the partition's prefetched records (a pause/resume per poll = a refetch).
+        full = [tp for tp in full if self._buffered(tp) >= self._max_buffered]
         if full:
             self._full.update(full)
             self._consumer.pause(full)
-        return self.process_buffered()
+        return processed
 
     def process_buffered(self) -> int:
         """Let every running task process its ready records; resume partitions that have room again."""
