@@ -69,7 +69,10 @@ def main() -> None:
 
     else:
         counts = app.Table(
-            "counts", default=int, partitions=args.partitions, key_serializer="raw", value_serializer="json"
+            "counts",
+            default=int,
+            partitions=args.partitions,
+            schema=faust.Schema(key_type=bytes, value_type=int, key_serializer="raw", value_serializer="json"),
         )
 
         @app.agent(source)
@@ -80,7 +83,7 @@ def main() -> None:
                 counts[key] += 1
                 await sink.send(key=key, value=str(counts[key]).encode())
 
-    sys.argv = [sys.argv[0], "worker", "--loglevel", "warning", "--without-web"]
+    sys.argv = [sys.argv[0], "worker", "--loglevel", "warn", "--without-web"]
     app.main()
 
 
