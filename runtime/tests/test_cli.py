@@ -136,7 +136,9 @@ def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "streamapp.app", types.SimpleNamespace(KafkaStreams=_FakeKafkaStreams))
-    monkeypatch.setitem(sys.modules, "streamapp.config", types.SimpleNamespace(StreamsConfig=_FakeStreamsConfig))
+    monkeypatch.setitem(
+        sys.modules, "streamapp.config", types.SimpleNamespace(StreamsConfig=_FakeStreamsConfig, ConfigError=ValueError)
+    )
     _FakeKafkaStreams.created.clear()
     topology = tmp_path / "topology.yaml"
     topology.write_text(build_description().to_yaml())
@@ -181,3 +183,17 @@ def test_run_rejects_a_malformed_override(tmp_path: Path) -> None:
 
     assert result.exit_code == 2
     assert "'novalue' is not KEY=VALUE" in result.output
+
+
+def test_run_with_an_invalid_config_fails_with_a_message_not_a_traceback(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(build_description().to_yaml())
+    config = tmp_path / "streams.yaml"
+    config.write_text("bootstrap.servers: localhost:9092\n")
+
+    result = _invoke("run", "--topology", str(topology), "--config", str(config))
+
+    assert result.exit_code == 1
+    assert f"Error: {config}:" in result.output
+    assert "application.id" in result.output
+    assert isinstance(result.exception, SystemExit)

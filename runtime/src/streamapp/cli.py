@@ -118,11 +118,14 @@ def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> N
     # Imported here so the topology commands work without the processing runtime's dependencies.
     try:
         from streamapp.app import KafkaStreams
-        from streamapp.config import StreamsConfig
+        from streamapp.config import ConfigError, StreamsConfig
     except ImportError as exc:
         raise click.ClickException(f"the processing runtime cannot be imported: {exc}") from exc
 
-    config = StreamsConfig.load(config_file, settings)
+    try:
+        config = StreamsConfig.load(config_file, settings)
+    except ConfigError as exc:
+        raise click.ClickException(f"{config_file}: {exc}") from exc
     sys.exit(KafkaStreams(description, config).run())
 
 
