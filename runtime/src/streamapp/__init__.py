@@ -7,13 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 from streamapp.config import StreamsConfig
 from streamapp.dsl import KGroupedStream, KGroupedTable, KStream, KTable, StreamsBuilder
+from streamapp.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from streamapp.processor import Processor, ProcessorContext, PunctuationType, Record
 from streamapp.topology import TopologyDescription, TopologyError
+from streamapp.windowed import Windowed
 
 if TYPE_CHECKING:
     from streamapp.app import KafkaStreams
 
 __all__ = [
+    "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
@@ -23,10 +26,15 @@ __all__ = [
     "ProcessorContext",
     "PunctuationType",
     "Record",
+    "SessionWindows",
+    "SlidingWindows",
     "StreamsBuilder",
     "StreamsConfig",
+    "Suppressed",
+    "TimeWindows",
     "TopologyDescription",
     "TopologyError",
+    "Windowed",
 ]
 
 

@@ -146,3 +146,16 @@ def test_invalid_windows_are_refused_when_built(make: Any, message: str) -> None
 def test_join_windows_default_to_a_symmetric_difference() -> None:
     spec = JoinWindows.of_time_difference_and_grace(5_000, 1_000).after(2_000).spec()
     assert (spec.before_ms, spec.after_ms, spec.grace_ms) == (5_000, 2_000, 1_000)
+
+
+def test_window_builders_and_windowed_keys_are_public_api() -> None:
+    import streamapp
+    from streamapp import dsl, windowed
+
+    assert streamapp.TimeWindows is TimeWindows
+    assert streamapp.Suppressed is Suppressed
+    assert streamapp.Windowed is windowed.Windowed
+    assert {"TimeWindows", "SessionWindows", "SlidingWindows", "JoinWindows", "Suppressed", "Windowed"} <= set(
+        streamapp.__all__
+    )
+    assert dsl.StreamsBuilder is StreamsBuilder
