@@ -112,3 +112,12 @@ def streamapp_settled(name: str, replicas: int, namespace: str = "default") -> b
         and status.get("replicas") == replicas
         and status.get("lag") == 0
     )
+
+
+def degraded_message(name: str, namespace: str = "default") -> str | None:
+    """The message of the StreamApp's ``Degraded`` condition when it is True, else None."""
+    status = get_json("streamapp", name, namespace).get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Degraded" and condition.get("status") == "True":
+            return str(condition.get("message", ""))
+    return None

@@ -10,6 +10,7 @@ Exit status 0 only when every per-carrier count equals the count pandas computes
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 from tqdm import tqdm
@@ -58,16 +59,31 @@ def produce_batch(shift_years: int) -> int:
         return flights.produce(bootstrap, frame, on_progress=bar.update)
 
 
-def wait_settled(replicas: int, timeout_s: float = 900, namespace: str = "default") -> None:
-    """Wait until the consumer group has no lag and ``kubectl get streamapps`` shows all replicas ready."""
+def wait_settled(
+    replicas: int, timeout_s: float = 900, namespace: str = "default", degraded_for_s: float = 120
+) -> None:
+    """Wait until the consumer group has no lag and ``kubectl get streamapps`` shows all replicas ready.
+
+    Shows the remaining lag as a progress bar. Raises TimeoutError after ``timeout_s``, and RuntimeError as soon
+    as the StreamApp has been ``Degraded`` for ``degraded_for_s`` seconds (its message says why).
+    """
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
     sources = [flights.INPUT_TOPIC, f"{APP}-per-carrier-repartition"]
-    with tqdm(desc="waiting for zero lag", unit="record") as bar:
+    degraded_since: list[float] = []
+    with tqdm(desc="processing (lag)", unit="record", mininterval=3) as bar:
 
         def drained() -> bool:
             lag = cluster.group_lag(bootstrap, APP, sources)
-            bar.set_postfix(lag=lag)
-            bar.update(0)
+            if bar.total is None or lag > bar.total:
+                bar.reset(total=lag)
+            bar.update(bar.total - lag - bar.n)
+            problem = cluster.degraded_message(APP, namespace)
+            if problem is None:
+                degraded_since.clear()
+            elif not degraded_since:
+                degraded_since.append(time.monotonic())
+            elif time.monotonic() - degraded_since[0] > degraded_for_s:
+                raise RuntimeError(f"streamapp {APP} is Degraded: {problem}")
             return lag == 0
 
         cluster.wait_until(drained, timeout_s, f"consumer group {APP} to reach zero lag")

@@ -67,10 +67,13 @@ def flight_records(frame: pd.DataFrame) -> Iterator[FlightRecord]:
 
 
 def ensure_topics(bootstrap: str, partitions: Mapping[str, int]) -> None:
-    """Create the user topics (input and output) if missing; the operator creates only internal topics."""
+    """Create the user topics (input and output) if missing; the operator creates only internal topics.
+
+    ``retention.ms=-1``: the records carry their 2013 event times, which time retention would delete at once.
+    """
     admin = AdminClient({"bootstrap.servers": bootstrap})
     existing = admin.list_topics(timeout=10).topics
-    new = [NewTopic(t, n, 1) for t, n in partitions.items() if t not in existing]
+    new = [NewTopic(t, n, 1, config={"retention.ms": "-1"}) for t, n in partitions.items() if t not in existing]
     for future in admin.create_topics(new).values() if new else []:
         future.result(30)
 
@@ -159,17 +162,21 @@ def read_counts(bootstrap: str, topic: str = OUTPUT_TOPIC, timeout_s: float = 60
         ends: dict[int, int] = {}
         for p in metadata.partitions:
             ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        positions = dict.fromkeys(ends, 0)
+        assignment = [TopicPartition(topic, p, 0) for p in ends]
+        consumer.assign(assignment)
         counts: dict[str, int] = {}
         deadline = time.monotonic() + timeout_s
-        while any(positions[p] < ends[p] for p in ends):
+
+        def behind() -> bool:
+            # positions, not record offsets: under read_committed the position also moves past commit markers
+            return any(0 < end > tp.offset for tp in consumer.position(assignment) for end in [ends[tp.partition]])
+
+        while behind():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic}: positions {positions}, end offsets {ends}")
+                raise TimeoutError(f"reading {topic}: positions {consumer.position(assignment)}, end offsets {ends}")
             for msg in consumer.consume(10_000, 1.0):
                 if msg.error():
                     raise RuntimeError(str(msg.error()))
-                positions[msg.partition()] = msg.offset() + 1
                 key, value = msg.key(), msg.value()
                 if key is None:
                     continue

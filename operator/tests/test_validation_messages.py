@@ -97,7 +97,7 @@ def test_plan_sizes_internal_topics_from_the_source_partitions() -> None:
     plan, problems = plan_topics(topology, "app", {"flights": 6})
     assert problems == [] and plan is not None
     assert [(t.name, t.partitions, t.config) for t in plan.internal_topics] == [
-        ("app-per-carrier-repartition", 6, {"cleanup.policy": "delete"}),
+        ("app-per-carrier-repartition", 6, {"cleanup.policy": "delete", "retention.ms": "-1"}),
         ("app-departures-per-carrier-store-changelog", 6, {"cleanup.policy": "compact"}),
     ]
     assert plan.tasks == 12  # two sub-topologies of six tasks each

@@ -93,7 +93,10 @@ def test_describe_reads_a_streamapp_manifest_and_its_application_name() -> None:
     result = _invoke("topology", "describe", str(FLIGHTS_MANIFEST), "--partitions", "flights=2")
 
     assert result.exit_code == 0, result.output
-    assert "flights-per-carrier-per-carrier-repartition (partitions: 2, cleanup.policy=delete)" in result.output
+    assert (
+        "flights-per-carrier-per-carrier-repartition (partitions: 2, cleanup.policy=delete, retention.ms=-1)"
+        in result.output
+    )
 
 
 def test_describe_of_an_invalid_topology_names_the_file_and_the_problem(tmp_path: Path) -> None:

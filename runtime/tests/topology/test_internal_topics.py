@@ -11,7 +11,9 @@ def test_flights_internal_topics_take_the_source_partition_count() -> None:
     desc = TopologyDescription.from_dict(flights_doc())
 
     assert desc.internal_topics("fpc", {"flights": 4}) == [
-        InternalTopic(name="fpc-per-carrier-repartition", partitions=4, config={"cleanup.policy": "delete"}),
+        InternalTopic(
+            name="fpc-per-carrier-repartition", partitions=4, config={"cleanup.policy": "delete", "retention.ms": "-1"}
+        ),
         InternalTopic(
             name="fpc-departures-per-carrier-store-changelog", partitions=4, config={"cleanup.policy": "compact"}
         ),

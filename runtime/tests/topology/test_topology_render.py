@@ -36,7 +36,7 @@ Stores:
   departures-per-carrier-store (key_value, string -> long), sub-topology 1, changelog: \
 fpc-departures-per-carrier-store-changelog
 Internal topics:
-  fpc-per-carrier-repartition (partitions: 2, cleanup.policy=delete)
+  fpc-per-carrier-repartition (partitions: 2, cleanup.policy=delete, retention.ms=-1)
   fpc-departures-per-carrier-store-changelog (partitions: 2, cleanup.policy=compact)
 Tasks:
   sub-topology 0: 0_0, 0_1

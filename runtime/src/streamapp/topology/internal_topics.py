@@ -23,7 +23,10 @@ from streamapp.topology.errors import TopologyError
 from streamapp.topology.nodes import RepartitionNode, StoreSpec, changelog_topic_suffix
 from streamapp.topology.subtopologies import Subtopology, TopicRef
 
-REPARTITION_TOPIC_CONFIG: dict[str, str] = {"cleanup.policy": "delete"}
+REPARTITION_TOPIC_CONFIG: dict[str, str] = {"cleanup.policy": "delete", "retention.ms": "-1"}
+"""Kafka Streams' ``RepartitionTopicConfig``: never expire by time. Records keep their event time, so with
+historical data (timestamps older than the broker's ``log.retention.ms``) time retention would delete them
+before the downstream sub-topology reads them."""
 CHANGELOG_TOPIC_CONFIG: dict[str, str] = {"cleanup.policy": "compact"}
 
 

@@ -13,7 +13,7 @@ Shape::
     Stores:
       departures-per-carrier-store (key_value, string -> long), sub-topology 1, changelog: app-...-changelog
     Internal topics:
-      app-per-carrier-repartition (partitions: 4, cleanup.policy=delete)
+      app-per-carrier-repartition (partitions: 4, cleanup.policy=delete, retention.ms=-1)
     Tasks:
       sub-topology 0: 0_0, 0_1, 0_2, 0_3
 
