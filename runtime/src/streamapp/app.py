@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry
 
 from streamapp.config import StreamsConfig
 from streamapp.kafka.admin import TopicAdmin, TopicMismatchError, TopicSpec
+from streamapp.kafka.clients import admin_config
 from streamapp.kafka.types import KafkaClientError
 from streamapp.monitoring.health import WorkerView, liveness, readiness
 from streamapp.monitoring.metrics import WorkerMetricsCollector
@@ -49,7 +50,6 @@ _TOPIC_RETRY_S = 5.0
 _WAITING_RETRY_S = 5.0
 _MAX_BACKOFF_S = 60.0
 _HEALTHY_RUN_S = 60.0
-_SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 
 
 @dataclass
@@ -202,9 +202,7 @@ class KafkaStreams:
     def _prepare_topics(self) -> bool:
         """Wait for the source and sink topics (an application never creates external topics), then create
         the missing internal topics. False if stopped or fatal."""
-        settings = {"bootstrap.servers": self.config.bootstrap_servers}
-        settings.update({k: v for k, v in self.config.producer.items() if k.startswith(_SECURITY_PREFIXES)})
-        admin = TopicAdmin(settings)
+        admin = TopicAdmin(admin_config(self.config))
         sources = self.topology.external_source_topics()
         external = sources + [t for t in self.topology.sink_topics() if t not in sources]
         while not self._stop.is_set():

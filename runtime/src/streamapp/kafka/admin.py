@@ -10,9 +10,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamapp.kafka.types import KafkaClientError
+from streamapp.kafka.types import KafkaClientError, TopicPartition
 
-__all__ = ["TopicAdmin", "TopicMismatchError", "TopicSpec"]
+__all__ = ["GroupDescription", "GroupMember", "TopicAdmin", "TopicMismatchError", "TopicSpec"]
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,24 @@ class TopicSpec:
     name: str
     partitions: int
     config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One consumer-group member as the broker describes it: its ``client.id`` (which names the instance and
+    stream thread, ``streamapp.kafka.clients.client_id``) and its assigned partitions."""
+
+    client_id: str
+    group_instance_id: str | None
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group's state (``stable``, ``preparing_rebalance``, ``empty``, ...) and members."""
+
+    state: str
+    members: tuple[GroupMember, ...]
 
 
 class TopicAdmin:
@@ -94,3 +112,28 @@ class TopicAdmin:
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise KafkaClientError(f"cannot delete topic {name}: {exc.args[0].str()}") from exc
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """The group's state and members with their assignments (classic and KIP-848 groups alike).
+
+        Raises KafkaClientError when the broker cannot be asked.
+        """
+        try:
+            description = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout_s)[
+                group_id
+            ].result(timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise KafkaClientError(f"cannot describe group {group_id}: {exc.args[0].str()}") from exc
+        state = str(getattr(description.state, "name", description.state)).lower()
+        members = tuple(
+            GroupMember(
+                client_id=str(member.client_id),
+                group_instance_id=member.group_instance_id,
+                partitions=tuple(
+                    TopicPartition(tp.topic, tp.partition)
+                    for tp in (member.assignment.topic_partitions if member.assignment else [])
+                ),
+            )
+            for member in description.members
+        )
+        return GroupDescription(state, members)

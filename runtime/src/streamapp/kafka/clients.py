@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,8 +32,10 @@ __all__ = [
     "KafkaConsumer",
     "KafkaProducer",
     "KafkaRestoreConsumer",
+    "admin_config",
     "consumer_config",
     "isolation_level",
+    "parse_client_id",
     "producer_config",
     "restore_consumer_config",
     "to_record",
@@ -54,26 +57,40 @@ _UNRELEASED_INSTANCE_ID = getattr(KafkaError, "UNRELEASED_INSTANCE_ID", 111)
 
 
 def client_id(config: StreamsConfig, thread_index: int, role: str, instance_id: str | None) -> str:
-    """``<application.id>-<instance>-StreamThread-<n>-<role>``, Kafka Streams' client id shape."""
+    """``<application.id>-<instance>-StreamThread-<n>-<role>``, Kafka Streams' client id shape (``n`` = thread
+    index + 1); ``parse_client_id`` reverses it."""
     instance = instance_id or "local"
     return f"{config.application_id}-{instance}-StreamThread-{thread_index + 1}-{role}"
 
 
-def consumer_config(config: StreamsConfig, thread_index: int, instance_id: str | None) -> dict[str, Any]:
+def parse_client_id(application_id: str, value: str) -> tuple[str, int] | None:
+    """``(instance, thread index)`` of a group consumer's client id made by ``client_id``; ``None`` for
+    another shape (a foreign member)."""
+    match = re.fullmatch(rf"{re.escape(application_id)}-(.+)-StreamThread-(\d+)-consumer", value)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)) - 1
+
+
+def consumer_config(
+    config: StreamsConfig, thread_index: int, instance_id: str | None, process_id: str | None = None
+) -> dict[str, Any]:
     """The group consumer's librdkafka settings.
 
     group.id = application.id; ``group.instance.id`` = ``<instance_id>-<thread_index>`` when an instance id
     is given (static membership), none otherwise. ``group.protocol`` ``consumer`` selects KIP-848 with the
     broker's ``range`` assignor, ``classic`` the eager ``range`` assignor: both give a task partition p of
-    every co-partitioned topic (docs/adr/0001-assignment.md). Under ``exactly_once_v2`` the consumer reads
-    ``read_committed`` (it never sees aborted records or open transactions, e.g. of a repartition topic; a
-    ``committed()`` call then also waits for pending transactional offsets: KIP-447's require_stable).
+    every co-partitioned topic (docs/adr/0001-assignment.md). The client id names the instance
+    (``instance_id``, else ``process_id``): other members read it from the group description to place
+    standby tasks. Under ``exactly_once_v2`` the consumer reads ``read_committed`` (it never sees aborted
+    records or open transactions, e.g. of a repartition topic; a ``committed()`` call then also waits for
+    pending transactional offsets: KIP-447's require_stable).
     ``consumer.*`` keys override everything.
     """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
         "group.id": config.application_id,
-        "client.id": client_id(config, thread_index, "consumer", instance_id),
+        "client.id": client_id(config, thread_index, "consumer", instance_id or process_id),
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
@@ -110,6 +127,14 @@ def restore_consumer_config(config: StreamsConfig, thread_index: int, instance_i
     return settings
 
 
+def admin_config(config: StreamsConfig) -> dict[str, Any]:
+    """An admin client's settings: the brokers plus the producer's security settings (``security.*``,
+    ``sasl.*``, ``ssl.*``)."""
+    settings: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers}
+    settings.update({k: v for k, v in config.producer.items() if k.startswith(("security.", "sasl.", "ssl."))})
+    return settings
+
+
 def isolation_level(config: StreamsConfig) -> str:
     """``read_committed`` under ``exactly_once_v2``, ``read_uncommitted`` otherwise (Kafka Streams' rule)."""
     return "read_committed" if config.exactly_once else "read_uncommitted"
@@ -136,7 +161,7 @@ def producer_config(
     """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
-        "client.id": client_id(config, thread_index, "producer", instance_id),
+        "client.id": client_id(config, thread_index, "producer", instance_id or process_id),
         "partitioner": "murmur2_random",
         "acks": "all",
         "linger.ms": 100,

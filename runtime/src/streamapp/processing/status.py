@@ -18,7 +18,8 @@ COMMIT_LATENCY_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 
 @dataclass
 class TaskStatus:
-    """One task of a stream thread. ``state``: created | restoring | running."""
+    """One task of a stream thread. ``state``: created | restoring | running. ``restored_records``: records
+    restored so far while restoring, then the count of its last completed restore (0: nothing to restore)."""
 
     task_id: str
     state: str
@@ -57,6 +58,8 @@ class WorkerStatus:
     ``ready``: the thread is in the group and every task it owns is restored and running.
     ``consumer_lag``: records behind the end, per owned input partition (``topic-partition``), where known.
     ``global_positions``: next offset the global consumer reads, per global-table partition (``topic-partition``).
+    ``standby_tasks``: the thread's standby tasks, each with the next changelog offset it applies per changelog
+    partition (``topic-partition``).
     """
 
     thread: int
@@ -70,6 +73,7 @@ class WorkerStatus:
     consumer_lag: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     global_positions: dict[str, int] = field(default_factory=dict)
+    standby_tasks: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

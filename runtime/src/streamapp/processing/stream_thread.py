@@ -41,10 +41,12 @@ from streamapp.kafka.types import (
 )
 from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
+from streamapp.processing.standby import GroupDescriber, MemberRef, StandbyManager
 from streamapp.processing.status import TaskStatus, ThreadMetrics, WorkerStatus
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
+from streamapp.state.directory import StateCleaner, StateDirectory
 from streamapp.state.restore import ChangelogReader
 from streamapp.topology import TopologyDescription, TopologyError
 
@@ -103,10 +105,14 @@ class StreamThread:
         clock_ms: Callable[[], int] = wall_clock_ms,
         producer_factory: Callable[[], ProducerClient] | None = None,
         global_consumer: GlobalConsumerClient | None = None,
+        instance: str | None = None,
+        describe_group: GroupDescriber | None = None,
     ) -> None:
         """``producer`` is the thread's producer client (transactional under exactly-once);
         ``producer_factory`` creates a replacement after fencing (default: fencing is fatal for the thread).
-        ``clock_ms`` is the wall clock (epoch ms) for wall-clock punctuation and ``max.task.idle.ms``."""
+        ``clock_ms`` is the wall clock (epoch ms) for wall-clock punctuation and ``max.task.idle.ms``.
+        ``instance`` (the name in the consumer's client id) and ``describe_group`` enable standby tasks
+        (``num.standby.replicas``, ``streamapp.processing.standby``); without them there are none."""
         self.index = index
         self._config = config
         self._consumer = consumer
@@ -158,6 +164,22 @@ class StreamThread:
             buffered_records_per_partition=config.buffered_records_per_partition,
             clock_ms=clock_ms,
         )
+        self.standbys: StandbyManager | None = None
+        if config.num_standby_replicas > 0 and describe_group is not None and instance is not None:
+            self.standbys = StandbyManager(
+                MemberRef(instance, index),
+                config.application_id,
+                config.num_standby_replicas,
+                description,
+                self._topics,
+                state_dir,
+                store_factory,
+                self._reader,
+                describe_group,
+                active_tasks=lambda: self.tasks.tasks.keys(),
+            )
+            self.tasks.on_task_created = self.standbys.release
+        self._cleaner = StateCleaner(StateDirectory(state_dir), config.state_cleanup_delay_ms, self._owned_task_ids)
         self.metrics = ThreadMetrics()
         self.state = "starting"
         self._last_commit = time.monotonic()
@@ -230,9 +252,14 @@ class StreamThread:
         else:
             self.metrics.records_processed_total += self.tasks.process_buffered()
         self.tasks.maintain()
+        if self.standbys is not None:
+            self.standbys.maybe_refresh()
         if self.tasks.restoring:
             self.tasks.restore(0.0 if records else self._poll_timeout_s)
             self.metrics.restore_records_total = self._reader.records_restored
+        elif self._reader.updating_standbys:
+            self.tasks.restore(0.0)
+        self._cleaner.maybe_run()
         self.tasks.punctuate_wall_clock(self._clock_ms())
         self._producer.poll()
         self._maybe_commit()
@@ -262,6 +289,12 @@ class StreamThread:
         self.tasks.handle_commit_failure()
         self._last_commit = time.monotonic()
 
+    def _owned_task_ids(self) -> list[str]:
+        owned = [str(task_id) for task_id in self.tasks.tasks]
+        if self.standbys is not None:
+            owned.extend(str(task_id) for task_id in self.standbys.tasks)
+        return owned
+
     def _send_dead_letter(
         self, topic: str, key: bytes | None, value: bytes | None, headers: Headers, timestamp: int
     ) -> None:
@@ -282,6 +315,8 @@ class StreamThread:
                 self.tasks.close_all(clean=False)
         else:
             self.tasks.close_all(clean=False)
+        if self.standbys is not None:
+            self.standbys.close_all()
         for name, close in (
             ("consumer", self._consumer.close),
             ("restore consumer", self._restore_consumer.close),
@@ -307,7 +342,7 @@ class StreamThread:
                     state=task.state.value,
                     partitions=sorted(str(tp) for tp in task.input_partitions),
                     records_processed=task.records_processed,
-                    restored_records=restore.restored if restore else 0,
+                    restored_records=restore.restored if restore else self._reader.last_restored.get(str(task.id), 0),
                     restore_remaining=restore.remaining if restore else 0,
                     stream_time=task.stream_time,
                 )
@@ -333,6 +368,7 @@ class StreamThread:
             metrics=self.metrics,
             consumer_lag=lags,
             error=error,
+            standby_tasks=dict(self.standbys.statuses()) if self.standbys is not None else {},
             global_positions=(
                 {str(tp): offset for tp, offset in self._global.global_state.positions.items()}
                 if self._global is not None

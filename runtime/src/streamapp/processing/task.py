@@ -36,6 +36,7 @@ from streamapp.processors.io import RecordSerializationError
 from streamapp.serdes import serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streamapp.state.directory import TaskDirectoryLock
 from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import SourceNode, Subtopology, TopologyDescription
@@ -127,6 +128,7 @@ class StreamTask:
             str(task_id), application_id, lambda: self.stream_time, clock_ms, self._set_punctuation_timestamp
         )
         """Processor API state: process nodes' init/close and the punctuation queues (``processors.api``)."""
+        self._dir_lock: TaskDirectoryLock | None = None
         self._current: ConsumerRecord | None = None
         """The source record being processed (what error handlers and dead letters refer to)."""
 
@@ -138,10 +140,12 @@ class StreamTask:
     def initialize(self) -> None:
         """Open the stores from local state and build the processor graph.
 
-        Raises StoreLockedError (from the store factory) while a previous owner still holds a store; the
-        task stays CREATED and may try again. Stores opened before the failure are closed again.
+        Raises StoreLockedError (from the store factory) or TaskDirectoryLockedError while a previous owner
+        (another stream thread of this instance, a standby) still holds the task's state; the task stays
+        CREATED and may try again. Stores opened before the failure are closed again.
         """
-        self.task_dir.mkdir(parents=True, exist_ok=True)
+        if self._dir_lock is None:
+            self._dir_lock = TaskDirectoryLock(self.task_dir)
         try:
             for name in self.subtopology.stores:
                 changelog = TopicPartition(
@@ -424,6 +428,9 @@ class StreamTask:
             except Exception:
                 log.exception("Failed to close store %s of task %s", store.name, self.id)
         self.stores.clear()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
+            self._dir_lock = None
 
     def _log_checkpoint_mismatch(self) -> None:
         try:

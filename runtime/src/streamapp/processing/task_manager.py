@@ -237,9 +237,7 @@ class TaskManager:
         ``PunctuationType.WALL_CLOCK_TIME`` schedules)."""
         for task in self.tasks.values():
             if task.state is TaskState.RUNNING:
-                punctuate = getattr(task, "punctuate_wall_clock", None)
-                if punctuate is not None:
-                    punctuate(now_ms)
+                task.punctuate_wall_clock(now_ms)
 
     def commit(self) -> CommitResult:
         """Commit all running tasks (``streamapp.processing.commit``).

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.config import StreamsConfig
+from streamapp.kafka.admin import TopicAdmin
 from streamapp.kafka.clients import (
     KafkaConsumer,
     KafkaProducer,
     KafkaRestoreConsumer,
+    admin_config,
     consumer_config,
     producer_config,
     restore_consumer_config,
@@ -100,6 +102,7 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
     process_id = instance or StateDirectory(config.application_state_dir).process_id()
     settings = producer_config(config, index, instance, process_id)
     thread: StreamThread | None = None
+    admin = TopicAdmin(admin_config(config), timeout_s=5.0)
 
     def delivery_failed(topic: str, key: bytes | None, value: bytes | None, error: str) -> bool:
         return thread is not None and thread.handlers.delivery_failed(topic, key, value, error)
@@ -112,7 +115,7 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
         config=config,
         description=description,
         functions=functions,
-        consumer=KafkaConsumer(consumer_config(config, index, instance)),
+        consumer=KafkaConsumer(consumer_config(config, index, instance, process_id)),
         producer=new_producer(),
         restore_consumer=KafkaRestoreConsumer(restore_consumer_config(config, index, instance)),
         store_factory=lambda name, path: RocksDBStore(name, path, memory),
@@ -123,5 +126,7 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
             if global_store_specs(description)
             else None
         ),
+        instance=instance or process_id,
+        describe_group=lambda: admin.describe_group(config.application_id),
     )
     return thread

@@ -10,6 +10,12 @@ where it stopped instead of starting over.
 The reader never blocks for long: ``restore`` does one bounded poll, so the stream thread keeps polling
 its group consumer (and serving rebalances) while tasks restore (Kafka Streams' StoreChangelogReader
 does the same from the stream thread).
+
+Standby tasks (``register_standby``) use the same consumer, Kafka's ``STANDBY_UPDATING`` mode: their
+changelogs are read continuously from the stores' offsets and never "complete". Under ``exactly_once_v2``
+the restore consumer reads ``read_committed``: aborted records and transaction markers never reach a store,
+and the end offset is the last stable offset (a store's last record may be followed by a commit marker, so
+a restore may finish on the partition-end event with no record left to apply).
 """
 
 from __future__ import annotations
@@ -44,10 +50,11 @@ class _ChangelogRestore:
     end_offset: int
     next_offset: int
     restored: int = 0
+    standby: bool = False
 
     @property
     def done(self) -> bool:
-        return self.next_offset >= self.end_offset
+        return not self.standby and self.next_offset >= self.end_offset
 
     @property
     def remaining(self) -> int:
@@ -69,7 +76,12 @@ class ChangelogReader:
         self._restoring: dict[TopicPartition, _ChangelogRestore] = {}
         self._tasks: dict[str, list[_ChangelogRestore]] = {}
         self.records_restored = 0
-        """Records applied since this reader was created (all tasks): the restore-records metric."""
+        """Records applied to active tasks' stores since this reader was created: the restore-records metric."""
+        self.standby_records = 0
+        """Records applied to standby tasks' stores since this reader was created."""
+        self.last_restored: dict[str, int] = {}
+        """Records the last completed restore of each task applied (what ``test_restore_*`` compare)."""
+        self._standbys: dict[str, list[_ChangelogRestore]] = {}
 
     def register(self, task_id: str, stores: Sequence[ChangeLoggingKeyValueStore]) -> bool:
         """Start restoring a task's stores; True when there is nothing to restore (the task may run now).
@@ -108,19 +120,46 @@ class ChangelogReader:
         self._consumer.assign(starts)
         if all(entry.done for entry in entries):
             del self._tasks[task_id]
+            self.last_restored[task_id] = 0
+            log.info("Task %s needs no restore: its stores are at the end of their changelogs", task_id)
             return True
         return False
 
+    def register_standby(self, task_id: str, stores: Sequence[ChangeLoggingKeyValueStore]) -> None:
+        """Keep a standby task's stores following their changelogs from the offsets they hold."""
+        entries: list[_ChangelogRestore] = []
+        starts: dict[TopicPartition, int] = {}
+        for store in stores:
+            applied = store.changelog_offset()
+            entry = _ChangelogRestore(
+                task_id, store, end_offset=-1, next_offset=0 if applied is None else applied + 1, standby=True
+            )
+            entries.append(entry)
+            self._restoring[store.changelog] = entry
+            starts[store.changelog] = OFFSET_BEGINNING if applied is None else applied + 1
+        self._standbys[task_id] = entries
+        self._consumer.assign(starts)
+        log.info("Standby task %s follows %s", task_id, ", ".join(f"{tp}@{o}" for tp, o in starts.items()))
+
+    def standby_offsets(self, task_id: str) -> dict[TopicPartition, int]:
+        """Next changelog offset to apply per store of a standby task."""
+        return {e.store.changelog: e.next_offset for e in self._standbys.get(task_id, [])}
+
+    @property
+    def updating_standbys(self) -> bool:
+        return bool(self._standbys)
+
     def unregister(self, task_id: str) -> None:
-        """Stop restoring a task (it was revoked); what was applied so far stays applied."""
-        entries = self._tasks.pop(task_id, [])
+        """Stop restoring a task (it was revoked) or updating a standby; what was applied stays applied."""
+        entries = self._tasks.pop(task_id, []) + self._standbys.pop(task_id, [])
         partitions = [e.store.changelog for e in entries if self._restoring.get(e.store.changelog) is e]
         for partition in partitions:
             del self._restoring[partition]
         self._consumer.unassign(partitions)
 
     def restore(self, timeout_s: float) -> list[str]:
-        """Apply one polled batch of changelog records; the ids of tasks whose restore completed."""
+        """Apply one polled batch of changelog records (active restores and standbys); the ids of active
+        tasks whose restore completed."""
         if not self._restoring:
             return []
         records, reached_end = self._consumer.poll(self._batch_size, timeout_s)
@@ -140,7 +179,10 @@ class ChangelogReader:
             entry.store.restore(batch, last_offsets[tp])
             entry.next_offset = last_offsets[tp] + 1
             entry.restored += counts[tp]
-            self.records_restored += counts[tp]
+            if entry.standby:
+                self.standby_records += counts[tp]
+            else:
+                self.records_restored += counts[tp]
         for tp in reached_end:
             entry = self._restoring.get(tp)
             if entry is not None:
@@ -152,7 +194,8 @@ class ChangelogReader:
         completed = [task for task, entries in self._tasks.items() if all(e.done for e in entries)]
         for task_id in completed:
             entries = self._tasks.pop(task_id)
-            log.info("Restored task %s: %d records", task_id, sum(e.restored for e in entries))
+            self.last_restored[task_id] = sum(e.restored for e in entries)
+            log.info("Restored task %s: %d records", task_id, self.last_restored[task_id])
         return completed
 
     def progress(self) -> dict[str, RestoreProgress]:
