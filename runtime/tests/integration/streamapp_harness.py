@@ -322,3 +322,82 @@ def count_by_key_topology(sources: list[str], output: str) -> dict[str, Any]:
         ],
         "stores": [{"name": "counts", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
     }
+
+
+WINDOW_MS = 1_000
+EVENT_STEP_MS = 7
+EVENT_EPOCH_MS = int(time.time() * 1000) // 60_000 * 60_000
+"""Event times start near now: output records carry them as their timestamps, and a topic's ``retention.ms``
+(7 days by default) would delete records with older timestamps while a test reads them."""
+
+
+def timed_color_events(start: int, count: int, colors: int = 7) -> list[tuple[str, dict[str, Any]]]:
+    """``color_events`` whose values also carry an event time ``ts`` (epoch ms, ``EVENT_STEP_MS`` apart)."""
+    return [
+        (key, {**value, "ts": EVENT_EPOCH_MS + value["n"] * EVENT_STEP_MS})
+        for key, value in color_events(start, count, colors)
+    ]
+
+
+def windowed_count_by_color_topology(sources: list[str], output: str) -> dict[str, Any]:
+    """sources (JSON ``{"n", "color", "ts"}``, event time from the ``ts`` field) → drop n % 3 == 0 → re-key by
+    colour → repartition → count per colour and ``WINDOW_MS`` tumbling window (grace 1 h, so no record is late
+    whatever the interleaving) in window store ``window-counts`` → ``output`` (key: colour + 8-byte window
+    start, Kafka's TimeWindowedSerializer; value: long)."""
+    return {
+        "nodes": [
+            {
+                "name": "events",
+                "type": "source",
+                "topics": sources,
+                "keySerde": "string",
+                "valueSerde": "json",
+                "timestampExtractor": {"type": "field", "field": "ts"},
+            },
+            {
+                "name": "kept",
+                "type": "filter",
+                "input": "events",
+                "predicate": "integration_functions:not_multiple_of_three",
+            },
+            {"name": "rekeyed", "type": "select_key", "input": "kept", "mapper": "integration_functions:color"},
+            {"name": "by-color", "type": "repartition", "input": "rekeyed", "keySerde": "string", "valueSerde": "json"},
+            {
+                "name": "count",
+                "type": "windowed_count",
+                "input": "by-color",
+                "store": "window-counts",
+                "windows": {"type": "tumbling", "sizeMs": WINDOW_MS, "graceMs": 3_600_000},
+            },
+            {"name": "changes", "type": "to_stream", "input": "count"},
+            {
+                "name": "out",
+                "type": "sink",
+                "input": "changes",
+                "topic": output,
+                "keySerde": f"windowed:string:{WINDOW_MS}",
+                "valueSerde": "long",
+            },
+        ],
+        "stores": [
+            {
+                "name": "window-counts",
+                "type": "window",
+                "keySerde": "string",
+                "valueSerde": "long",
+                "retentionMs": 3_600_000 + WINDOW_MS,
+                "windowSizeMs": WINDOW_MS,
+            }
+        ],
+    }
+
+
+def expected_windowed_color_counts(events: Iterable[tuple[str, dict[str, Any]]]) -> dict[bytes, int]:
+    """Count per output key (colour bytes + 8-byte big-endian window start) of ``windowed_count_by_color_topology``."""
+    counts: dict[bytes, int] = {}
+    for _, value in events:
+        if value["n"] % 3 != 0:
+            start = value["ts"] - value["ts"] % WINDOW_MS
+            key = value["color"].encode() + struct.pack(">q", start)
+            counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,12 +1,14 @@
 """Exactly-once under crashes, on the real broker: stream-thread worker processes are SIGKILLed at random
 points while input is produced, several times, and the committed output is checked record by record.
 
-The application counts events per colour through a repartition topic (two sub-topologies, a RocksDB store with
-a changelog), 2 stream threads, 4 partitions. Every colour's output is the sequence of its count updates, so:
+The application counts events per colour and 1-second tumbling event-time window (the time comes from a field
+of the value: ``timestampExtractor``) through a repartition topic: two sub-topologies, a RocksDB window store
+with a changelog, 2 stream threads, 4 partitions. Every (colour, window)'s output is the sequence of its count
+updates, so:
 
-- under ``exactly_once_v2`` the ``read_committed`` output of each colour must be exactly ``1, 2, ..., N``: a
-  duplicate (a record counted twice, or an update emitted twice) or a gap (a lost record) shows up as a
-  sequence that differs, and the final value must equal the expected count;
+- under ``exactly_once_v2`` the ``read_committed`` output of each (colour, window) must be exactly
+  ``1, 2, ..., N``: a duplicate (a record counted twice, or an update emitted twice) or a gap (a lost record)
+  shows up as a sequence that differs, and the final value must equal the expected count;
 - under ``at_least_once`` nothing may be lost: every value ``1..N`` appears and the final value is at least N.
 
 The kill points are random (seeded; the seed is printed and in every assertion message; set ``EOS_KILL_SEED``
@@ -29,11 +31,11 @@ import pytest
 from streamapp_harness import (
     KafkaTestClient,
     StreamAppInstance,
-    color_events,
-    count_by_color_topology,
-    expected_color_counts,
+    expected_windowed_color_counts,
+    timed_color_events,
     unique,
     wait_for,
+    windowed_count_by_color_topology,
 )
 
 pytestmark = pytest.mark.integration
@@ -52,7 +54,7 @@ class _InputProducer(threading.Thread):
     def __init__(self, kafka: KafkaTestClient, topic: str) -> None:
         super().__init__(daemon=True, name="input-producer")
         self.kafka, self.topic = kafka, topic
-        self.events = color_events(0, EVENTS)
+        self.events = timed_color_events(0, EVENTS)
         self.produced = 0
         self.error: BaseException | None = None
 
@@ -68,7 +70,7 @@ class _InputProducer(threading.Thread):
 
 def _run_with_kills(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance], guarantee: str, seed: int
-) -> tuple[str, dict[str, int], dict[str, Any]]:
+) -> tuple[str, dict[bytes, int], dict[str, Any]]:
     """Start the app, produce the input while killing workers; returns the output topic, the expected counts
     and measurements."""
     rng = random.Random(seed)
@@ -82,7 +84,8 @@ def _run_with_kills(
         "group.protocol": "classic",
         "state.dir": str(workdir / "state"),
     }
-    instance = StreamAppInstance(workdir, count_by_color_topology([source], output), config, instance_id=f"{app}-0")
+    topology = windowed_count_by_color_topology([source], output)
+    instance = StreamAppInstance(workdir, topology, config, instance_id=f"{app}-0")
     instances.append(instance.start())
     instance.wait_ready()
     producer = _InputProducer(kafka, source)
@@ -105,7 +108,7 @@ def _run_with_kills(
     producer.join(300)
     assert producer.error is None, f"producing the input failed: {producer.error!r}"
     assert not producer.is_alive()
-    expected = expected_color_counts(producer.events)
+    expected = expected_windowed_color_counts(producer.events)
     exact = guarantee == "exactly_once_v2"
 
     def caught_up() -> bool:
@@ -126,21 +129,22 @@ def _run_with_kills(
     return output, expected, measured
 
 
-def _latest(kafka: KafkaTestClient, topic: str) -> dict[str, int]:
-    latest: dict[str, int] = {}
-    for _, _, key, value in sorted(kafka.read_committed(topic)):
-        assert key is not None and value is not None
-        latest[key.decode()] = struct.unpack(">q", value)[0]
-    return latest
+def _latest(kafka: KafkaTestClient, topic: str) -> dict[bytes, int]:
+    return {key: values[-1] for key, values in _updates_per_key(kafka, topic).items()}
 
 
-def _updates_per_key(kafka: KafkaTestClient, topic: str) -> dict[str, list[int]]:
-    """The committed output values of each key, in offset order (a key lives in one partition)."""
-    updates: dict[str, list[int]] = {}
+def _updates_per_key(kafka: KafkaTestClient, topic: str) -> dict[bytes, list[int]]:
+    """The committed output values of each key (colour + window start), in offset order (a key lives in one
+    partition)."""
+    updates: dict[bytes, list[int]] = {}
     for _, _, key, value in sorted(kafka.read_committed(topic)):
         assert key is not None and value is not None
-        updates.setdefault(key.decode(), []).append(struct.unpack(">q", value)[0])
+        updates.setdefault(key, []).append(struct.unpack(">q", value)[0])
     return updates
+
+
+def _describe(key: bytes) -> str:
+    return f"{key[:-8].decode()}@{struct.unpack('>q', key[-8:])[0]}"
 
 
 def _seed() -> int:
@@ -156,11 +160,11 @@ def test_exactly_once_output_has_every_update_exactly_once_after_repeated_sigkil
     output, expected, measured = _run_with_kills(kafka, workdir, instances, "exactly_once_v2", seed)
     updates = _updates_per_key(kafka, output)
     assert set(updates) == set(expected), measured
-    for color, count in sorted(expected.items()):
-        sequence = updates[color]
+    for key, count in sorted(expected.items()):
+        sequence = updates[key]
         assert sequence == list(range(1, count + 1)), (
-            f"colour {color}: {len(sequence)} committed updates for {count} records; first divergence at index "
-            f"{next((i for i, v in enumerate(sequence) if v != i + 1), len(sequence))}; {measured}"
+            f"window {_describe(key)}: {len(sequence)} committed updates for {count} records; first divergence at "
+            f"index {next((i for i, v in enumerate(sequence) if v != i + 1), len(sequence))}; {measured}"
         )
     print(f"EOS kill test: {measured}, {sum(expected.values())} committed updates, all exact")
 
@@ -172,9 +176,9 @@ def test_at_least_once_output_loses_nothing_after_repeated_sigkills(
     output, expected, measured = _run_with_kills(kafka, workdir, instances, "at_least_once", seed)
     updates = _updates_per_key(kafka, output)
     duplicates = 0
-    for color, count in sorted(expected.items()):
-        values = updates[color]
-        assert set(range(1, count + 1)) <= set(values), f"colour {color}: an update is missing; {measured}"
+    for key, count in sorted(expected.items()):
+        values = updates[key]
+        assert set(range(1, count + 1)) <= set(values), f"window {_describe(key)}: an update is missing; {measured}"
         assert values[-1] >= count, measured
         duplicates += len(values) - len(set(values))
     print(f"ALOS kill test: {measured}, {duplicates} repeated updates (allowed under at-least-once)")
