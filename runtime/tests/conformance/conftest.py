@@ -7,6 +7,7 @@ without a reachable broker is a failure, not a skip, like the other integration 
 from __future__ import annotations
 
 import os
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,10 +31,31 @@ def conformance_bootstrap() -> str:
     return BOOTSTRAP
 
 
+_CALL_FAILED = pytest.StashKey[bool]()
+"""Whether a test's call phase failed (set by the hook below, read by the ``engine`` fixture's teardown)."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+
+
 @pytest.fixture(params=["driver", pytest.param("broker", marks=pytest.mark.integration)])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
-    """The engine a conformance test runs on: ``DriverEngine`` or ``BrokerEngine`` (module ``harness``)."""
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """The engine a conformance test runs on: ``DriverEngine`` or ``BrokerEngine`` (module ``harness``).
+
+    When a broker test fails, the end of each ``streamapp run`` log it produced is printed.
+    """
     if request.param == "driver":
-        return DriverEngine()
+        yield DriverEngine()
+        return
     bootstrap: str = request.getfixturevalue("conformance_bootstrap")
-    return BrokerEngine(bootstrap, tmp_path)
+    broker = BrokerEngine(bootstrap, tmp_path)
+    yield broker
+    if request.node.stash.get(_CALL_FAILED, False):
+        for log in broker.logs:
+            lines = log.read_text(errors="replace").splitlines()[-60:] if log.exists() else ["(no log)"]
+            print(f"--- {log} (last {len(lines)} lines) ---", *lines, sep="\n")

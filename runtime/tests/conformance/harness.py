@@ -49,6 +49,7 @@ import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from streamapp import StreamsBuilder, TopologyDescription
+from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.serdes import Serde, serde_for
 from streamapp.testing import TopologyTestDriver
 from streamapp.testing.driver import declared_serdes
@@ -229,6 +230,8 @@ class BrokerEngine:
         self.quiet_s = quiet_s
         self.delete_topics = delete_topics
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.logs: list[Path] = []
+        """The ``streamapp run`` log of every run (the conftest prints them when a test fails)."""
 
     def run(
         self,
@@ -244,6 +247,7 @@ class BrokerEngine:
         check_inputs(inputs)
         description = describe(topology)
         run = _BrokerRun(self, description, dict(config or {}), dict(partitions or {}))
+        self.logs.append(run.log_file)
         try:
             result = run.execute(inputs, outputs, one_at_a_time)
         finally:
@@ -364,12 +368,9 @@ class _BrokerRun:
         (output without input, e.g. wall-clock punctuation).
         """
         global_topics = [self.topic(t) for t in global_table_topics(self.description)]
-        consumed = [
-            self.topic(t) for t in self.description.external_source_topics() if self.topic(t) not in global_topics
-        ] + [
-            self.description.repartition_topic(self.app_id, node.name)
-            for node in self.description.nodes
-            if node.type == "repartition"
+        consumed = [  # what the group reads: external sources (prefixed here) and repartition topics
+            self.topic(t) if t in self.external else t
+            for t in source_topic_subtopologies(self.description, self.app_id)
         ]
         watched = [
             *consumed,
