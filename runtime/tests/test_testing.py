@@ -428,3 +428,23 @@ def test_a_newer_producer_with_the_same_transactional_id_fences_the_older() -> N
     with pytest.raises(ProducerFencedError):
         old.commit_transaction(1.0)
     assert cluster.records("t") == []
+
+
+def test_max_task_idle_ms_holds_records_until_the_driver_wall_clock_passes_it() -> None:
+    builder = StreamsBuilder()
+    builder.stream(["left", "right"], key_serde="string", value_serde="json").to("out")
+    config = {"application.id": APP, "max.task.idle.ms": 1_000}
+    with TopologyTestDriver(builder, config, initial_wall_clock_ms=5_000) as driver:
+        left, right = driver.create_input_topic("left"), driver.create_input_topic("right")
+        out = driver.create_output_topic("out")
+        left.pipe_input("k", "l10", 10)
+        assert out.is_empty()  # "right" is empty: the task waits for it (Kafka's PartitionGroup)
+        driver.advance_wall_clock_time(999)
+        assert out.is_empty()
+        driver.advance_wall_clock_time(1)
+        assert out.read_values_to_list() == ["l10"]  # enforced processing after max.task.idle.ms
+        right.pipe_input("k", "r20", 20)
+        left.pipe_input("k", "l15", 15)
+        assert out.read_values_to_list() == ["l15"]  # timestamp order across the task's partitions; r20 waits
+        driver.advance_wall_clock_time(1_000)
+        assert out.read_values_to_list() == ["r20"]
