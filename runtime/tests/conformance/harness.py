@@ -324,8 +324,10 @@ class _BrokerRun:
 
     def create_topics(self) -> None:
         sources = {t: self.partitions.get(t, 1) for t in self.description.external_source_topics()}
+        # test records carry old timestamps (1970, 2013): without retention.ms=-1 the broker's time-based
+        # retention deletes them at its next check, and inputs or outputs vanish mid-test
         wanted: dict[str, tuple[int, dict[str, str]]] = {
-            self.topic(t): (self.partitions.get(t, 1), {}) for t in self.external
+            self.topic(t): (self.partitions.get(t, 1), {"retention.ms": "-1"}) for t in self.external
         }
         for internal in self.description.internal_topics(self.app_id, sources):
             wanted[internal.name] = (internal.partitions, dict(internal.config))
