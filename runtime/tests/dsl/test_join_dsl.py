@@ -147,3 +147,11 @@ def test_lambdas_as_joiners_are_refused_when_building() -> None:
     ).to("out", name="out")
     with pytest.raises(Exception, match="node 'enrich': joiner: a lambda"):
         builder.build()
+
+
+def test_a_zero_width_join_window_without_grace_still_gets_a_store_retention() -> None:
+    builder = StreamsBuilder()
+    a = builder.stream("a", key_serde="string", value_serde="json", name="a")
+    b = builder.stream("b", key_serde="string", value_serde="json", name="b")
+    a.join(b, pair, JoinWindows.of_time_difference_with_no_grace(0), name="j").to("out", name="out")
+    assert builder.build().store("j-this-join-store").retention_ms == 1

@@ -202,7 +202,7 @@ def _stream_stream(
     left = _repartitioned(stream, f"{node_name}-left")
     right = _repartitioned(other, f"{node_name}-right")
     base = store if store is not None else node_name
-    retention = spec.store_retention_ms()
+    retention = max(1, spec.store_retention_ms())  # a store keeps at least 1 ms (zero-width windows, no grace)
     this_store, other_store = f"{base}-this-join-store", f"{base}-other-join-store"
     _add_join_window_store(builder, this_store, stream.key_serde, stream.value_serde, retention, spec.size)
     _add_join_window_store(
