@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp import StreamsBuilder, TopologyDescription
+from streamapp import StreamsBuilder
 from streamapp.dsl.windows import TimeWindows
 from streamapp.windowed import Windowed
 
@@ -165,12 +165,18 @@ def test_late_record_after_grace_is_dropped(engine: Engine) -> None:
 # -- 3. orders x users x items ----------------------------------------------------------------------
 
 
-def same_region_buyers_per_hour() -> TopologyDescription:
+def same_region_buyers_per_hour() -> StreamsBuilder:
     builder = StreamsBuilder()
     users = builder.table("users", key_serde="string", value_serde="json", store="users-store", name="users")
     items = builder.table("items", key_serde="string", value_serde="json", store="items-store", name="items")
     (
-        builder.stream("orders", key_serde="string", value_serde="json", name="orders")
+        builder.stream(
+            "orders",
+            key_serde="string",
+            value_serde="json",
+            name="orders",
+            timestamp_extractor={"type": "field", "field": "ts"},  # the article's OrderTimestampExtractor
+        )
         .left_join(users, fn.order_with_user, name="order-user")
         .filter(fn.has_user_address, name="known-users")
         .select_key(fn.item_name, name="by-item")
@@ -184,12 +190,7 @@ def same_region_buyers_per_hour() -> TopologyDescription:
         .to_stream(name="buyer-count-changes")
         .to("same-region-buyers-per-hour", name="buyer-count-out")
     )
-    # the article's OrderTimestampExtractor: event time is the order's ``ts`` field (set on the source node)
-    document = builder.build().to_dict()
-    for node in document["nodes"]:
-        if node["name"] == "orders":
-            node["timestampExtractor"] = {"type": "field", "field": "ts"}
-    return TopologyDescription.from_dict(document)
+    return builder
 
 
 T0 = 1_700_000_000_000 // HOUR * HOUR  # an hour boundary
