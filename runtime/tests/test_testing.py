@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,13 @@ class Ticker(Processor):
     def tick(self, timestamp: int) -> None:
         self.context.forward(Record("tick", self.seen, timestamp))
         self.seen = 0
+
+
+class FailsToStart(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        raise RuntimeError("cannot start")
+
+    def process(self, record: Record) -> None: ...
 
 
 def flights_like(builder_name: str = "per-carrier") -> StreamsBuilder:
@@ -448,3 +456,14 @@ def test_max_task_idle_ms_holds_records_until_the_driver_wall_clock_passes_it() 
         assert out.read_values_to_list() == ["l15"]  # timestamp order across the task's partitions; r20 waits
         driver.advance_wall_clock_time(1_000)
         assert out.read_values_to_list() == ["r20"]
+
+
+def test_a_topology_that_fails_to_start_raises_and_leaves_no_state_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the driver's temporary state dir goes
+    builder = StreamsBuilder()
+    builder.stream("in", key_serde="string", value_serde="json").process(FailsToStart)
+    with pytest.raises(Exception, match="cannot start"):
+        TopologyTestDriver(builder, {"application.id": APP})
+    assert list(tmp_path.iterdir()) == []

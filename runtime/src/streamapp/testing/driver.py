@@ -46,7 +46,7 @@ from streamapp.testing.cluster import (
 )
 from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
-from streamapp.topology import RepartitionNode, StoreSpec, TopologyDescription, TopologyError
+from streamapp.topology import GlobalTableNode, RepartitionNode, StoreSpec, TopologyDescription, TopologyError
 
 __all__ = ["DEFAULT_APPLICATION_ID", "TopologyTestDriver", "declared_serdes"]
 
@@ -106,9 +106,7 @@ class TopologyTestDriver:
         self.cluster = InMemoryCluster()
         self._create_topics(dict(partitions or {}))
         self._group_topics = set(source_topic_subtopologies(self.description, self.application_id))
-        self._global_topics = {
-            str(getattr(node, "topic", "")) for node in self.description.nodes if node.type == "global_table"
-        }
+        self._global_topics = {node.topic for node in self.description.nodes if isinstance(node, GlobalTableNode)}
         self._input_topics = self._group_topics | self._global_topics
         self._input_producer = InMemoryProducer(self.cluster)
         """Produces what the test pipes in (an external, non-transactional producer)."""
@@ -131,10 +129,18 @@ class TopologyTestDriver:
                 producer_factory=lambda: InMemoryProducer(self.cluster, transactional_id),
                 global_consumer=self._global_consumer if self._global_topics else None,
             )
+        except BaseException:
+            self._remove_temp_dir()
+            raise
+        try:
             self._start()
             self._run_until_idle()
         except BaseException:
-            self._remove_temp_dir()
+            self._closed = True
+            try:
+                self._thread.close(clean=False)
+            finally:
+                self._remove_temp_dir()
             raise
 
     # -- lifecycle ---------------------------------------------------------------------------------
