@@ -82,4 +82,5 @@ def test_poison_records_go_to_the_dead_letter_topic_and_the_rest_is_processed(
     assert rejected["__streams.errors.offset"] == b"51"
     assert b"Traceback" in rejected["__streams.errors.stacktrace"]
     wait_for(lambda: instance.metric("streamapp_dropped_records_total") == 2, 30, "2 dropped records in /metrics")
+    assert instance.metric("streamapp_dead_letter_records_total") == 2
     assert instance.stop() == 0

@@ -75,6 +75,7 @@ def test_restore_after_failover_to_a_standby_replays_only_the_tail(
 
     wait_for(b_standbys_caught_up, 60, f"b's standbys of {sorted(owned_by_a)} to reach the changelog end", 1.0)
     assert not set(_standbys(b)) & set(_tasks(b)), "a standby never runs where its task is active"
+    assert b.metric("streamapp_standby_records_total") > 0, "b's standbys applied changelog records"
     records_of_a = sum(kafka.end_offsets(changelog)[int(t.split("_")[1])] for t in owned_by_a)
     assert records_of_a > 0
 

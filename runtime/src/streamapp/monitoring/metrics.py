@@ -7,7 +7,8 @@ starts its counters from zero, which Prometheus' ``rate`` treats as a counter re
 Metric names (all prefixed ``streamapp_``): ``records_processed_total``, ``dropped_records_total``,
 ``commit_latency_seconds`` (histogram), ``restore_records_total``, ``restore_remaining_records`` (per task),
 ``tasks`` (per state), ``consumer_lag_records`` (per topic partition), ``worker_up``,
-``worker_restarts_total``, ``ready``.
+``worker_restarts_total``, ``ready``, ``standby_records_total``, ``dead_letter_records_total``,
+``transactions_aborted_total``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class WorkerMetricsCollector(Collector):
         processed = CounterMetricFamily("streamapp_records_processed", "Records processed", labels=["thread"])
         dropped = CounterMetricFamily(
             "streamapp_dropped_records",
-            "Records skipped by rule (null key or value into an aggregation)",
+            "Records skipped by rule (null key or value into an aggregation, late records) or by an exception handler",
             labels=["thread"],
         )
         restored = CounterMetricFamily(
@@ -57,6 +58,15 @@ class WorkerMetricsCollector(Collector):
             labels=["thread", "topic", "partition"],
         )
         commit = HistogramMetricFamily("streamapp_commit_latency_seconds", "Commit duration", labels=["thread"])
+        standby = CounterMetricFamily(
+            "streamapp_standby_records", "Changelog records applied to standby tasks", labels=["thread"]
+        )
+        dead_letters = CounterMetricFamily(
+            "streamapp_dead_letter_records", "Failed records written to the dead-letter topic", labels=["thread"]
+        )
+        aborted = CounterMetricFamily(
+            "streamapp_transactions_aborted", "Transactions aborted (exactly_once_v2)", labels=["thread"]
+        )
         for worker in workers:
             thread = str(worker.thread)
             up.add_metric([thread], 1.0 if worker.alive else 0.0)
@@ -68,6 +78,9 @@ class WorkerMetricsCollector(Collector):
             processed.add_metric([thread], m.records_processed_total)
             dropped.add_metric([thread], m.dropped_records_total)
             restored.add_metric([thread], m.restore_records_total)
+            standby.add_metric([thread], m.standby_records_total)
+            dead_letters.add_metric([thread], m.dead_letter_records_total)
+            aborted.add_metric([thread], m.transactions_aborted_total)
             for task in status.tasks:
                 if task.state != "running":
                     remaining.add_metric([thread, task.task_id], task.restore_remaining)
@@ -86,3 +99,4 @@ class WorkerMetricsCollector(Collector):
         ready = GaugeMetricFamily("streamapp_ready", "1 when the instance is ready (all tasks running)")
         ready.add_metric([], 1.0 if self._ready() else 0.0)
         yield from (up, restarts, processed, dropped, restored, remaining, tasks, lag, commit, ready)
+        yield from (standby, dead_letters, aborted)

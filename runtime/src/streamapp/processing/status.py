@@ -37,6 +37,12 @@ class ThreadMetrics:
     records_processed_total: int = 0
     dropped_records_total: int = 0
     restore_records_total: int = 0
+    standby_records_total: int = 0
+    """Changelog records applied to standby tasks' stores."""
+    dead_letter_records_total: int = 0
+    """Failed records written to the dead-letter topic (``errors.dead.letter.queue.topic.name``)."""
+    transactions_aborted_total: int = 0
+    """Transactions aborted under ``exactly_once_v2`` (the tasks were revived from their last commit)."""
     commits_total: int = 0
     commit_seconds_sum: float = 0.0
     commit_seconds_buckets: list[int] = field(default_factory=lambda: [0] * len(COMMIT_LATENCY_BUCKETS))

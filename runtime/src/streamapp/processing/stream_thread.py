@@ -357,6 +357,9 @@ class StreamThread:
             and all(task.state is TaskState.RUNNING for task in self.tasks.tasks.values())
         )
         self.metrics.dropped_records_total = dropped
+        self.metrics.standby_records_total = self._reader.standby_records
+        self.metrics.dead_letter_records_total = self.handlers.dead_letters
+        self.metrics.transactions_aborted_total = self._producer.transactions_aborted
         return WorkerStatus(
             thread=self.index,
             pid=os.getpid(),
