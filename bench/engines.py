@@ -75,6 +75,8 @@ class Bench:
     """Run streamapp from this source tree (``.../runtime/src``) instead of the installed one."""
     wrap: Callable[[list[str], Path], list[str]] | None = None
     """Optional command wrapper (the profiler), given the command and the run's folder."""
+    streamapp_settings: dict[str, str] = field(default_factory=dict)
+    """Extra streams config keys for every streamapp run (``--set key=value``)."""
 
     def run(self, scenario: Scenario) -> Result:
         """Run one scenario; never raises for a scenario failure (the result says what happened)."""
@@ -220,6 +222,7 @@ class Bench:
             "commit.interval.ms": self.commit_interval_ms,
             "state.dir": str(run_dir / "state"),
             "http.port": _free_port(),
+            **self.streamapp_settings,
         }
         try:
             StreamsConfig.from_mapping(settings)

