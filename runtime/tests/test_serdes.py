@@ -51,7 +51,7 @@ def test_none_passes_through_every_serde_as_a_tombstone(name: str) -> None:
 
 
 def test_serde_names_are_the_closed_set() -> None:
-    assert SERDE_NAMES == ("bytes", "json", "long", "string")
+    assert SERDE_NAMES == ("bytes", "double", "int", "json", "long", "string")
 
 
 @pytest.mark.parametrize(
@@ -70,6 +70,24 @@ def test_long_serde_writes_big_endian_twos_complement_like_kafkas_long_serialize
     assert serde_for("long").deserialize(wire) == number
 
 
+@pytest.mark.parametrize(
+    ("name", "number", "wire"),
+    [
+        ("int", 0, b"\x00\x00\x00\x00"),
+        ("int", -1, b"\xff\xff\xff\xff"),
+        ("int", 258, b"\x00\x00\x01\x02"),
+        ("int", 2**31 - 1, b"\x7f\xff\xff\xff"),
+        ("double", 1.0, b"\x3f\xf0\x00\x00\x00\x00\x00\x00"),
+        ("double", -2.5, b"\xc0\x04\x00\x00\x00\x00\x00\x00"),
+    ],
+)
+def test_int_and_double_serdes_write_big_endian_like_kafkas_integer_and_double_serializers(
+    name: str, number: float, wire: bytes
+) -> None:
+    assert serde_for(name).serialize(number) == wire
+    assert serde_for(name).deserialize(wire) == number
+
+
 def test_string_serde_is_utf8() -> None:
     assert serde_for("string").serialize("Zürich ✈") == "Zürich ✈".encode()
 
@@ -86,7 +104,10 @@ def test_json_serde_writes_compact_utf8_json() -> None:
         ("string", 42, "string serde expects str, got int"),
         ("long", "42", "long serde expects int, got str"),
         ("long", True, "long serde expects int, got bool"),
-        ("long", 2**63, "does not fit in a signed 64-bit long"),
+        ("long", 2**63, "long serde: 9223372036854775808 does not fit in 8 bytes"),
+        ("int", 2**31, "int serde: 2147483648 does not fit in 4 bytes"),
+        ("int", 1.5, "int serde expects int, got float"),
+        ("double", "1.5", "double serde expects float, got str"),
         ("json", float("nan"), "json serde: cannot serialize float"),
         ("json", {1, 2}, "json serde: cannot serialize set"),
         ("bytes", "text", "bytes serde expects bytes, got str"),
@@ -103,6 +124,8 @@ def test_serialize_rejects_values_of_the_wrong_type(name: str, obj: Any, message
         ("string", b"\xff\xfe", "string serde: bytes are not UTF-8"),
         ("json", b"{not json", "json serde: bytes are not JSON"),
         ("long", b"\x00\x01", "long serde: expected 8 bytes, got 2"),
+        ("int", b"\x00\x01", "int serde: expected 4 bytes, got 2"),
+        ("double", b"\x00", "double serde: expected 8 bytes, got 1"),
     ],
 )
 def test_deserialize_rejects_malformed_bytes(name: str, data: bytes, message: str) -> None:
@@ -111,6 +134,6 @@ def test_deserialize_rejects_malformed_bytes(name: str, data: bytes, message: st
 
 
 def test_unknown_serde_name_is_an_error_listing_the_known_names() -> None:
-    with pytest.raises(SerdeError, match="unknown serde 'avro'; known serdes: bytes, json, long, string"):
+    with pytest.raises(SerdeError, match="unknown serde 'avro'; known serdes: bytes, double, int, json, long, string"):
         serde_for("avro")
     assert issubclass(SerdeError, ValueError)

@@ -5,6 +5,8 @@ The closed set of serde names a topology description may use (``keySerde`` / ``v
 - ``string``: ``str`` as UTF-8 (Kafka's ``StringSerializer``).
 - ``json``: any JSON value, UTF-8 compact JSON (no NaN/Infinity: those are not JSON).
 - ``long``: ``int`` in [-2**63, 2**63) as 8-byte big-endian two's complement (Kafka's ``LongSerializer``).
+- ``int``: ``int`` in [-2**31, 2**31) as 4-byte big-endian two's complement (Kafka's ``IntegerSerializer``).
+- ``double``: ``float`` as 8-byte big-endian IEEE 754 (Kafka's ``DoubleSerializer``).
 - ``bytes``: ``bytes`` unchanged (Kafka's ``ByteArraySerializer``).
 
 ``None`` passes through every serde unchanged in both directions: a null value is a tombstone, a null
@@ -97,31 +99,37 @@ class JsonSerde:
             raise SerdeError(f"json serde: bytes are not JSON: {exc}") from exc
 
 
-_LONG = struct.Struct(">q")
+class FixedWidthSerde:
+    """A number <-> its fixed-width big-endian encoding, like Kafka's ``LongSerializer``,
+    ``IntegerSerializer`` and ``DoubleSerializer`` (and their deserializers).
 
+    ``name``: the serde name; ``layout``: the ``struct`` format (``>q``, ``>i``, ``>d``); ``kind``: ``int``
+    (integers in the layout's range; ``bool`` refused) or ``float`` (any ``int`` or ``float``).
+    Raises SerdeError for a wrong type, an out-of-range integer, or bytes of the wrong length.
+    """
 
-class LongSerde:
-    """``int`` <-> 8-byte big-endian signed, like Kafka's ``LongSerializer``/``LongDeserializer``."""
-
-    name = "long"
+    def __init__(self, name: str, layout: str, kind: type) -> None:
+        self.name = name
+        self._struct = struct.Struct(layout)
+        self._kind = kind
 
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:
             return None
-        if not isinstance(obj, int) or isinstance(obj, bool):
-            raise SerdeError(f"long serde expects int, got {type(obj).__name__}")
+        allowed = (int,) if self._kind is int else (int, float)
+        if not isinstance(obj, allowed) or isinstance(obj, bool):
+            raise SerdeError(f"{self.name} serde expects {self._kind.__name__}, got {type(obj).__name__}")
         try:
-            return _LONG.pack(obj)
+            return self._struct.pack(obj)
         except struct.error as exc:
-            raise SerdeError(f"long serde: {obj} does not fit in a signed 64-bit long") from exc
+            raise SerdeError(f"{self.name} serde: {obj} does not fit in {self._struct.size} bytes") from exc
 
-    def deserialize(self, data: bytes | None) -> int | None:
+    def deserialize(self, data: bytes | None) -> Any:
         if data is None:
             return None
-        if len(data) != 8:
-            raise SerdeError(f"long serde: expected 8 bytes, got {len(data)}")
-        value: int = _LONG.unpack(bytes(data))[0]
-        return value
+        if len(data) != self._struct.size:
+            raise SerdeError(f"{self.name} serde: expected {self._struct.size} bytes, got {len(data)}")
+        return self._struct.unpack(bytes(data))[0]
 
 
 class BytesSerde:
@@ -140,7 +148,17 @@ class BytesSerde:
         return None if data is None else bytes(data)
 
 
-_SERDES: dict[str, Serde] = {s.name: s for s in (StringSerde(), JsonSerde(), LongSerde(), BytesSerde())}
+_SERDES: dict[str, Serde] = {
+    s.name: s
+    for s in (
+        StringSerde(),
+        JsonSerde(),
+        FixedWidthSerde("long", ">q", int),
+        FixedWidthSerde("int", ">i", int),
+        FixedWidthSerde("double", ">d", float),
+        BytesSerde(),
+    )
+}
 
 SERDE_NAMES: tuple[str, ...] = tuple(sorted(_SERDES))
 """Every serde name a topology description may use."""

@@ -60,7 +60,7 @@ INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "unknown_serde",
         _set("flights", keySerde="avro"),
-        "node 'flights': 'keySerde': unknown serde 'avro'; known serdes: bytes, json, long, string",
+        "node 'flights': 'keySerde': unknown serde 'avro'; known serdes: bytes, double, int, json, long, string",
     ),
     ("source_without_topics", _set("flights", topics=[]), "node 'flights': 'topics'"),
     ("zero_repartition_partitions", _set("per-carrier", partitions=0), "node 'per-carrier': 'partitions'"),
