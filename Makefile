@@ -6,7 +6,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 RUN := $(UV) run --frozen
 OPERATOR_NS := streamapp-system
 
-.PHONY: help setup stack-up stack-down stack-status image operator-install demo test test-unit lint crds
+.PHONY: help setup stack-up stack-down stack-status image operator-install demo test test-unit lint crds bench
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -37,6 +37,10 @@ operator-install: stack-up image ## helm install the operator chart (CRDs, RBAC,
 demo: operator-install ## The main job: flights StreamApp on real Kafka + Kubernetes, counts checked against pandas
 	$(RUN) python -m e2e.demo
 
+bench: setup ## Benchmarks (not tests): raw confluent-kafka loop, streamapp, Quix Streams, Faust on one broker
+	hack/stack/up.sh kafka
+	$(RUN) python -m bench.run
+
 lint: setup ## ruff, mypy, import-linter, hadolint, CRD drift
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
@@ -48,7 +52,7 @@ crds: setup ## Regenerate crds/ from the operator's typed models and copy them i
 	$(RUN) python -m streamapp_operator.crdgen
 
 test-unit: setup ## Unit tests only (no broker, no cluster)
-	$(RUN) pytest -m "not integration and not e2e" runtime/tests operator/tests e2e hack
+	$(RUN) pytest -m "not integration and not e2e" runtime/tests operator/tests e2e hack bench
 
 test: operator-install lint ## The whole suite: unit, integration (real Kafka) and e2e (real Kubernetes, pods, image)
-	$(RUN) pytest runtime/tests operator/tests e2e hack
+	$(RUN) pytest runtime/tests operator/tests e2e hack bench
