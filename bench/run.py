@@ -100,6 +100,7 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
         "rec/CPU-s",
         "x raw (CPU)",
         "peak RSS/worker MiB",
+        "runs (rec/s excl. startup)",
     ]
     rows = []
     for result in results:
@@ -122,6 +123,9 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
                 _fmt(per_cpu),
                 _fmt(per_cpu / raw_cpu, 2) if per_cpu and raw_cpu else "-",
                 _fmt(m.peak_worker_rss_mib),
+                " / ".join(f"{r:,}" for r in result.extra.get("runs", []))
+                if len(result.extra.get("runs", [])) > 1
+                else "",
             ]
         )
     if markdown:
@@ -151,6 +155,21 @@ def render_restore(result: Any) -> str:
     return "\n".join(lines)
 
 
+def median_result(runs: list[Any]) -> Any:
+    """The run with the median rate after startup; every run's rate is kept in ``extra["runs"]``."""
+    measured = [r for r in runs if r.measurement is not None]
+    if not measured:
+        return runs[-1]
+
+    def rate(result: Any) -> float:
+        return float(result.measurement.steady_rate or result.measurement.rate)
+
+    ordered = sorted(measured, key=rate)
+    chosen = ordered[(len(ordered) - 1) // 2]
+    chosen.extra["runs"] = [round(rate(r)) for r in measured]
+    return chosen
+
+
 def _result_json(result: Any) -> dict[str, Any]:
     m = result.measurement
     data: dict[str, Any] = {
@@ -158,6 +177,7 @@ def _result_json(result: Any) -> dict[str, Any]:
         **asdict(result.scenario),
         "status": result.status,
         "version": result.version,
+        **result.extra,
     }
     if m is not None:
         data.update(
@@ -192,6 +212,9 @@ def _result_json(result: Any) -> dict[str, Any]:
     help="run streamapp from this source tree (e.g. a `git archive` of another commit's runtime/src)",
 )
 @click.option("--markdown", is_flag=True, help="print the table as Markdown")
+@click.option(
+    "--repeat", default=1, show_default=True, help="rounds over the scenarios (Faust: one); the median run is shown"
+)
 @click.option("--set", "settings", multiple=True, help="extra streams config for streamapp runs: key=value")
 @click.pass_context
 def main(
@@ -208,6 +231,7 @@ def main(
     runtime_src: Path | None,
     markdown: bool,
     settings: tuple[str, ...],
+    repeat: int,
 ) -> None:
     """Run the whole benchmark (or a subcommand)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -239,10 +263,17 @@ def main(
         and not (skip_peers and s.engine in ("quixstreams", "faust"))
     ]
     started = machine()
-    results = []
-    for scenario in scenarios:
-        log.info("running %s", scenario.name)
-        results.append(bench.run(scenario))
+    # Rounds rather than back-to-back repeats, so that load from elsewhere on the machine spreads over every
+    # scenario; Faust (minutes per run) runs in the first round only.
+    runs: dict[Any, list[Any]] = {s: [] for s in scenarios}
+    for attempt in range(repeat):
+        for scenario in scenarios:
+            done = runs[scenario]
+            if attempt and (scenario.engine == "faust" or not done or done[-1].measurement is None):
+                continue
+            log.info("running %s (round %d/%d)", scenario.name, attempt + 1, repeat)
+            done.append(bench.run(scenario))
+    results = [median_result(runs[s]) for s in scenarios]
     restore = None
     if not skip_restore and (not only or any(fnmatch.fnmatch("restore", p) for p in only)):
         from bench.restore import run_restore
