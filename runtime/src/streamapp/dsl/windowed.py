@@ -101,12 +101,8 @@ class _WindowedKStream:
             return f"session_windowed:{self.key_serde}"
         return f"windowed:{self.key_serde}:{self.spec.size}"
 
-
-class TimeWindowedKStream(_WindowedKStream):
-    """A grouped stream cut into time (tumbling, hopping) or sliding windows (Kafka's ``TimeWindowedKStream``)."""
-
     def count(self, *, name: str | None = None, store: str | None = None, retention_ms: int | None = None) -> KTable:
-        """Records per key and window (``long`` values)."""
+        """Records per key and window (a session for session windows; ``long`` values)."""
         return self._aggregation(
             "windowed_count",
             "KSTREAM-AGGREGATE-",
@@ -126,7 +122,8 @@ class TimeWindowedKStream(_WindowedKStream):
         retention_ms: int | None = None,
         value_serde: str | None = None,
     ) -> KTable:
-        """``reducer(aggregate, value) -> aggregate`` per key and window; the first value starts the window."""
+        """``reducer(aggregate, value) -> aggregate`` per key and window; the first value starts it (merged sessions
+        are reduced too)."""
         return self._aggregation(
             "windowed_reduce",
             "KSTREAM-REDUCE-",
@@ -136,6 +133,10 @@ class TimeWindowedKStream(_WindowedKStream):
             value_serde=value_serde or self.value_serde,
             functions={"reducer": reducer},
         )
+
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream cut into time (tumbling, hopping) or sliding windows (Kafka's ``TimeWindowedKStream``)."""
 
     def aggregate(
         self,
@@ -161,38 +162,6 @@ class TimeWindowedKStream(_WindowedKStream):
 
 class SessionWindowedKStream(_WindowedKStream):
     """A grouped stream cut into sessions (Kafka's ``SessionWindowedKStream``)."""
-
-    def count(self, *, name: str | None = None, store: str | None = None, retention_ms: int | None = None) -> KTable:
-        """Records per key and session (``long`` values)."""
-        return self._aggregation(
-            "windowed_count",
-            "KSTREAM-AGGREGATE-",
-            name=name,
-            store=store,
-            retention_ms=retention_ms,
-            value_serde="long",
-            functions={},
-        )
-
-    def reduce(
-        self,
-        reducer: UserFunction,
-        *,
-        name: str | None = None,
-        store: str | None = None,
-        retention_ms: int | None = None,
-        value_serde: str | None = None,
-    ) -> KTable:
-        """``reducer(aggregate, value) -> aggregate`` per key and session; merged sessions are reduced too."""
-        return self._aggregation(
-            "windowed_reduce",
-            "KSTREAM-REDUCE-",
-            name=name,
-            store=store,
-            retention_ms=retention_ms,
-            value_serde=value_serde or self.value_serde,
-            functions={"reducer": reducer},
-        )
 
     def aggregate(
         self,
