@@ -77,6 +77,7 @@ class Bench:
     """Optional command wrapper (the profiler), given the command and the run's folder."""
     streamapp_settings: dict[str, str] = field(default_factory=dict)
     """Extra streams config keys for every streamapp run (``--set key=value``)."""
+    _cpu_dataset: Dataset | None = field(default=None, repr=False)
 
     def run(self, scenario: Scenario) -> Result:
         """Run one scenario; never raises for a scenario failure (the result says what happened)."""
@@ -125,15 +126,26 @@ class Bench:
 
         return self._result(scenario, measurement, f"confluent-kafka {confluent_kafka.version()[0]}")
 
+    def input_for(self, topology: str) -> Dataset:
+        """The dataset a topology reads: the CPU-bound one reads the one-copy subset (``bench.subset``)."""
+        if topology != topologies.CPU_TOPOLOGY:
+            return self.dataset
+        if self._cpu_dataset is None:
+            from bench.subset import ensure_cpu_subset
+
+            self._cpu_dataset = ensure_cpu_subset(self.bootstrap, self.dataset)
+        return self._cpu_dataset
+
     def _run_streamapp(self, scenario: Scenario, tag: str, run_dir: Path) -> Result:
         output = f"{tag}-out"
-        description = topologies.build(scenario.topology, self.dataset, output)
+        dataset = self.input_for(scenario.topology)
+        description = topologies.build(scenario.topology, dataset, output)
         settings = self.streamapp_config(tag, run_dir, scenario.threads, scenario.guarantee)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "topology.yaml").write_text(description.to_yaml())
         (run_dir / "streams.yaml").write_text(yaml.safe_dump(settings))
         recreate_topic(self.bootstrap, output, self.dataset.partitions, {"retention.ms": "-1"})
-        inputs = [self.dataset.flights_topic]
+        inputs = [dataset.flights_topic]
         if scenario.topology == "join":
             inputs.append(self.dataset.planes_topic)
         measurement = self._measure(

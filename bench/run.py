@@ -2,8 +2,9 @@
 
 Loads the input topics when they are not cached (``bench.data``), then runs every scenario one after the
 other (``bench.engines``): the raw confluent-kafka loop, streamapp on the stateless, count, windowed and
-join topologies under at-least-once and exactly-once with 1 and 2 stream threads, Quix Streams and Faust
-on the stateless and count topologies, and the restore benchmark (``bench.restore``). Prints one table,
+join topologies under at-least-once and exactly-once with 1 and 2 stream threads, the CPU-bound ``cpu``
+topology (at-least-once, 1 and 2 threads; the summary prints the 2-thread / 1-thread ratios), Quix Streams
+and Faust on the stateless and count topologies, and the restore benchmark (``bench.restore``). Prints one table,
 and writes every number to ``.cache/bench/results/<time>.json``.
 
 ``python -m bench.run profile stateless`` records a py-spy profile of one streamapp run instead.
@@ -41,13 +42,15 @@ def _use_runtime_src(runtime_src: Path | None) -> None:
 
 def default_scenarios() -> list[Any]:
     from bench.engines import GUARANTEES, Scenario
-    from bench.topologies import TOPOLOGIES
+    from bench.topologies import CPU_TOPOLOGY, TOPOLOGIES
 
     scenarios = [Scenario("raw", "passthrough")]
     for topology in TOPOLOGIES:
         for guarantee in GUARANTEES:
             for threads in (1, 2):
                 scenarios.append(Scenario("streamapp", topology, guarantee, threads))
+    for threads in (1, 2):
+        scenarios.append(Scenario("streamapp", CPU_TOPOLOGY, "at_least_once", threads))
     for topology in ("stateless", "count"):
         for guarantee in GUARANTEES:
             scenarios.append(Scenario("quixstreams", topology, guarantee))
@@ -136,6 +139,29 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     out += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(out)
+
+
+def render_scaling(results: list[Any]) -> str:
+    """One line per streamapp topology and guarantee run with 1 and 2 threads: the 2-thread / 1-thread ratios
+    of the rate after startup and of records per worker CPU-second. Empty when no such pair was run."""
+    by_key = {
+        (r.scenario.topology, r.scenario.guarantee, r.scenario.threads): r.measurement
+        for r in results
+        if r.scenario.engine == "streamapp" and r.measurement is not None
+    }
+    lines = []
+    for (topology, guarantee, threads), two in by_key.items():
+        one = by_key.get((topology, guarantee, 1))
+        if threads != 2 or one is None:
+            continue
+        rate = f"{two.steady_rate / one.steady_rate:.2f}x" if two.steady_rate and one.steady_rate else "-"
+        cpu = (
+            f"{two.records_per_cpu_s / one.records_per_cpu_s:.2f}x"
+            if two.records_per_cpu_s and one.records_per_cpu_s
+            else "-"
+        )
+        lines.append(f"  {topology} {guarantee}: {rate} records/s excl. startup, {cpu} records per worker CPU-second")
+    return "2 threads / 1 thread:\n" + "\n".join(lines) if lines else ""
 
 
 def render_restore(result: Any) -> str:
@@ -295,6 +321,10 @@ def main(
         f"{dataset.flights_bytes / 1e6:,.0f} MB key+value; commit interval {commit_interval_ms} ms for every engine"
     )
     click.echo(render_table(results, markdown))
+    scaling = render_scaling(results)
+    if scaling:
+        click.echo("")
+        click.echo(scaling)
     if restore is not None:
         click.echo("")
         click.echo(render_restore(restore))
@@ -316,7 +346,7 @@ def main(
 
 
 @main.command()
-@click.argument("topology", type=click.Choice(["stateless", "count", "windowed", "join"]))
+@click.argument("topology", type=click.Choice(["stateless", "count", "windowed", "join", "cpu"]))
 @click.option("--threads", default=1, show_default=True)
 @click.option("--guarantee", type=click.Choice(["at_least_once", "exactly_once_v2"]), default="at_least_once")
 @click.option("--seconds", default=60.0, show_default=True, help="profile at most this long")

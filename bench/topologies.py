@@ -5,6 +5,8 @@
   repartition: the input is keyed by tail number already.
 - ``windowed``: flights -> group_by_key -> windowed_by(hourly tumbling, 1 h grace) -> count -> output.
 - ``join``: flights x table(planes) on the tail number (inner stream-table join) -> output (JSON).
+- ``cpu``: the CPU-bound variant of ``stateless``: the map is ``functions.score`` (~150 us of pure-Python work
+  per record), on the one-copy subset of the flights (``bench.subset``): for the 2-thread scaling target.
 - ``restore``: keys -> group_by_key -> count into a 1-million-key store (the restore benchmark).
 
 The windowed and join topologies need DSL steps that other lanes are building; until a step exists,
@@ -21,9 +23,11 @@ from streamapp.topology import TopologyDescription, TopologyError
 from bench import functions
 from bench.data import Dataset
 
-__all__ = ["TOPOLOGIES", "NotAvailable", "build"]
+__all__ = ["CPU_TOPOLOGY", "TOPOLOGIES", "NotAvailable", "build"]
 
 TOPOLOGIES = ("stateless", "count", "windowed", "join")
+CPU_TOPOLOGY = "cpu"
+"""Runs at-least-once with 1 and 2 threads on ``bench.subset``'s topic (``Dataset.flights_topic`` there)."""
 HOUR_MS = 3_600_000
 RESTORE_STORE = "keys-store"
 
@@ -37,6 +41,15 @@ def _stateless(builder: StreamsBuilder, ds: Dataset, output: str) -> None:
         builder.stream(ds.flights_topic, key_serde="string", value_serde="json", name="flights")
         .filter(functions.is_departed, name="departed")
         .map_values(functions.summarize, name="summary")
+        .to(output, name="out")
+    )
+
+
+def _cpu(builder: StreamsBuilder, ds: Dataset, output: str) -> None:
+    (
+        builder.stream(ds.flights_topic, key_serde="string", value_serde="json", name="flights")
+        .filter(functions.is_departed, name="departed")
+        .map_values(functions.score, name="score")
         .to(output, name="out")
     )
 
@@ -95,6 +108,7 @@ _BUILDERS = {
     "count": _count,
     "windowed": _windowed,
     "join": _join,
+    "cpu": _cpu,
     "restore": _restore,
 }
 

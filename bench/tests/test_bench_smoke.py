@@ -46,3 +46,32 @@ def test_profile_summary_counts_only_worker_samples() -> None:
     assert top.samples == 40
     assert top.self_counts["loads (json/__init__.py)"] == 30
     assert top.total_counts["run (stream_thread.py)"] == 40
+
+
+def test_cpu_score_is_deterministic_and_keeps_the_summary() -> None:
+    from bench.functions import SCORE_ROUNDS, score, summarize
+
+    flight = {"carrier": "UA", "flight": 1545, "tailnum": "N14228", "origin": "EWR", "dest": "IAH", "dep_delay": 2.0}
+
+    first, second = score(dict(flight)), score(dict(flight))
+
+    assert first == second
+    assert {k: v for k, v in first.items() if k != "score"} == summarize(flight)
+    assert 0 <= first["score"] <= 255 * SCORE_ROUNDS
+    assert score({**flight, "dep_delay": 3.0})["score"] != first["score"]
+
+
+def test_scaling_summary_divides_two_threads_by_one() -> None:
+    from bench.engines import Result, Scenario
+    from bench.measure import RunMeasurement
+    from bench.run import render_scaling
+
+    def result(threads: int, seconds: float, cpu_s: float) -> Result:
+        m = RunMeasurement(records=1000, seconds=seconds, startup_s=0.0, output_records=1000)
+        m.worker_cpu_s = {1: cpu_s}
+        return Result(Scenario("streamapp", "cpu", "at_least_once", threads), "ok", m)
+
+    text = render_scaling([result(1, 10.0, 10.0), result(2, 5.0, 10.0)])
+
+    assert "cpu at_least_once: 2.00x records/s excl. startup, 1.00x records per worker CPU-second" in text
+    assert render_scaling([result(1, 10.0, 10.0)]) == ""
