@@ -3,7 +3,9 @@
 A config file is a YAML map of dotted Kafka Streams keys (``application.id``, ``num.stream.threads``, ...).
 Keys starting with ``consumer.`` or ``producer.`` are passed, without the prefix, to librdkafka's consumer
 or producer (``consumer.fetch.max.bytes: 1048576``); those are not validated here, librdkafka rejects an
-unknown one when the client is created. Any other unknown key is an error, so a typo never passes silently.
+unknown one when the client is created. ``schema.registry.*`` keys go, without that prefix, to Confluent's
+Schema Registry client (``schema.registry.url`` -> ``url``, ``schema.registry.basic.auth.user.info``, ...;
+docs/serdes.md). Any other unknown key is an error, so a typo never passes silently.
 
 Keys and defaults (Kafka Streams' unless marked *streamapp*):
 
@@ -49,6 +51,8 @@ rocksdb.block.cache.bytes                67108864            *streamapp*: one bl
                                                              all its stores; memtables are charged to it
 rocksdb.write.buffer.bytes               16777216            *streamapp*: memtable budget per thread (part of
                                                              the block cache)
+auto.register.schemas                    true                Avro/Protobuf serdes register their schema (Confluent)
+use.latest.version                       false               serialize with the subject's latest schema (Confluent)
 =======================================  ==================  ========================================================
 """
 
@@ -68,7 +72,7 @@ EXACTLY_ONCE_V2: Final = "exactly_once_v2"
 _EOS_COMMIT_INTERVAL_MS = 100
 _ALOS_COMMIT_INTERVAL_MS = 30_000
 
-_CLIENT_PREFIXES = ("consumer.", "producer.")
+_CLIENT_PREFIXES = ("consumer.", "producer.", "schema.registry.")
 
 
 class ConfigError(ValueError):
@@ -116,6 +120,10 @@ class StreamsConfig(BaseModel):
     """librdkafka consumer settings from ``consumer.*`` keys (prefix removed)."""
     producer: dict[str, str] = Field(default_factory=dict)
     """librdkafka producer settings from ``producer.*`` keys (prefix removed)."""
+    schema_registry: dict[str, str] = Field(default_factory=dict)
+    """Schema Registry client settings from ``schema.registry.*`` keys (``url``, ``basic.auth.user.info``, ...)."""
+    auto_register_schemas: bool = Field(True, alias="auto.register.schemas")
+    use_latest_version: bool = Field(False, alias="use.latest.version")
 
     @model_validator(mode="before")
     @classmethod
@@ -151,11 +159,11 @@ class StreamsConfig(BaseModel):
         Raises ConfigError naming every invalid or unknown key.
         """
         settings: dict[str, Any] = {}
-        clients: dict[str, dict[str, str]] = {"consumer": {}, "producer": {}}
+        clients: dict[str, dict[str, str]] = {"consumer": {}, "producer": {}, "schema_registry": {}}
         for key, value in values.items():
             prefix = next((p for p in _CLIENT_PREFIXES if str(key).startswith(p)), None)
             if prefix is not None:
-                clients[prefix[:-1]][str(key)[len(prefix) :]] = _client_value(value)
+                clients[prefix[:-1].replace(".", "_")][str(key)[len(prefix) :]] = _client_value(value)
             elif key in ("consumer", "producer"):
                 raise ConfigError(f"config key '{key}': use '{key}.<librdkafka key>' keys instead of a map")
             else:
@@ -195,10 +203,10 @@ class StreamsConfig(BaseModel):
 
     def to_mapping(self) -> dict[str, Any]:
         """The flat dotted-key form; ``StreamsConfig.from_mapping(c.to_mapping()) == c``."""
-        flat: dict[str, Any] = self.model_dump(by_alias=True, exclude={"consumer", "producer"})
-        for client in ("consumer", "producer"):
+        flat: dict[str, Any] = self.model_dump(by_alias=True, exclude={"consumer", "producer", "schema_registry"})
+        for client in ("consumer", "producer", "schema_registry"):
             for key, value in getattr(self, client).items():
-                flat[f"{client}.{key}"] = value
+                flat[f"{client.replace('_', '.')}.{key}"] = value
         return flat
 
 
