@@ -41,7 +41,8 @@ def test_json_inner_keys_round_trip_and_none_passes_through() -> None:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("windowed:avro", "unknown serde 'avro'"),
+        ("windowed:xml", "unknown serde 'xml'"),
+        ("windowed:avro", "cannot be used without a fixed topic"),  # Schema Registry serdes are bound to a topic
         ("windowed:string:0", "window size must be a positive"),
         ("windowed:string:x", "window size must be a positive"),
         ("windowed:windowed:string", "plain inner serde"),

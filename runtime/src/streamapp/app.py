@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry
 from streamapp.config import StreamsConfig
 from streamapp.kafka.admin import TopicAdmin, TopicMismatchError, TopicSpec
 from streamapp.kafka.clients import admin_config
+from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import KafkaClientError
 from streamapp.monitoring.health import WorkerView, liveness, readiness
 from streamapp.monitoring.metrics import WorkerMetricsCollector
@@ -115,6 +116,7 @@ class KafkaStreams:
             try:
                 source_topic_subtopologies(self.topology, self.config.application_id)
                 self.topology.resolve_functions()
+                configure_registry_serdes(self.config, self.topology)  # fails early: extra missing, no URL, ...
             except TopologyError as exc:
                 log.error("The topology cannot run: %s", exc)
                 return 1

@@ -9,6 +9,20 @@ The closed set of serde names a topology description may use (``keySerde`` / ``v
 - ``double``: ``float`` as 8-byte big-endian IEEE 754 (Kafka's ``DoubleSerializer``).
 - ``bytes``: ``bytes`` unchanged (Kafka's ``ByteArraySerializer``).
 
+Schema Registry serdes (the optional extra ``streamapp-runtime[schema-registry]``; docs/serdes.md), Confluent's
+wire format (magic byte 0, 4-byte big-endian schema id, payload) through confluent-kafka's serializers:
+
+- ``avro``: generic Avro; values are what fastavro reads with the writer's schema (records are dicts). Writing
+  uses the subject's latest registered schema (Confluent's ``use.latest.version``).
+- ``avro:<module>:<attr>``: Avro with the schema ``attr`` of ``module`` (a JSON string or a dict), registered under
+  the subject and used as the reader schema.
+- ``protobuf:<module>:<MessageClass>``: Protobuf with a generated message class (values are its instances).
+
+A Schema Registry serde is bound to a topic and to the key or the value where the topology uses it (Confluent's
+``SerializationContext``; subject ``<topic>-key`` / ``<topic>-value``, TopicNameStrategy): ``serde_for(name,
+topic, is_key=...)``. Only the syntax of these names is checked here; the execution layer installs the binder
+that builds them (``install_registry_serdes``, from ``streamapp.kafka.schema_registry``).
+
 ``None`` passes through every serde unchanged in both directions: a null value is a tombstone, a null
 key is a record without a key (Kafka's serializers do the same).
 """
@@ -16,10 +30,24 @@ key is a record without a key (Kafka's serializers do the same).
 from __future__ import annotations
 
 import json
+import re
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["SERDE_NAMES", "Serde", "SerdeError", "is_serde_name", "serde_for"]
+__all__ = [
+    "REGISTRY_FORMATS",
+    "SERDE_NAMES",
+    "RegistrySerdeBinder",
+    "RegistrySerdeName",
+    "Serde",
+    "SerdeError",
+    "install_registry_serdes",
+    "is_serde_name",
+    "registry_serde_name",
+    "serde_for",
+]
 
 
 class SerdeError(ValueError):
@@ -161,30 +189,97 @@ _SERDES: dict[str, Serde] = {
 }
 
 SERDE_NAMES: tuple[str, ...] = tuple(sorted(_SERDES))
-"""Every serde name a topology description may use."""
+"""Every plain serde name a topology description may use (see also windowed and Schema Registry names)."""
+
+REGISTRY_FORMATS = ("avro", "protobuf")
+"""The Schema Registry serde formats: a name is ``<format>`` or ``<format>:<module>:<attr>``."""
+
+_REFERENCE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+"""``package.module:attr`` or ``package.module:Outer.attr``, as user functions are referenced."""
 
 
-def serde_for(name: str) -> Serde:
-    """The serde called ``name``; raises SerdeError naming the known serdes for an unknown name.
+@dataclass(frozen=True, slots=True)
+class RegistrySerdeName:
+    """A parsed Schema Registry serde name: ``format`` (``avro`` / ``protobuf``) and ``reference``
+    (``"module:attr"`` of the Avro schema or the Protobuf message class; ``None`` for generic ``avro``)."""
 
-    Besides ``SERDE_NAMES``, windowed key serdes are named ``windowed:<inner>[:<sizeMs>]`` and
-    ``session_windowed:<inner>`` (``streamapp.windowed``).
+    format: str
+    reference: str | None
+
+
+RegistrySerdeBinder = Callable[[str, RegistrySerdeName, str, bool], Serde]
+"""Builds the serde ``(name, parsed name, topic, is_key)`` denotes; raises SerdeError."""
+
+_registry_binder: RegistrySerdeBinder | None = None
+
+
+def install_registry_serdes(binder: RegistrySerdeBinder | None) -> None:
+    """Make ``serde_for`` build Schema Registry serdes with ``binder`` in this process (``None``: remove it).
+
+    Called by the execution layer once it knows the streams config (``streamapp.kafka.schema_registry``).
+    """
+    global _registry_binder
+    _registry_binder = binder
+
+
+def registry_serde_name(name: str) -> RegistrySerdeName | None:
+    """The parsed Schema Registry serde name, ``None`` when ``name`` is not one (syntax only, nothing imported).
+
+    Raises SerdeError for a malformed one: ``protobuf`` without a message class, or a reference that is not
+    ``package.module:attr``.
+    """
+    fmt, sep, reference = name.partition(":")
+    if fmt not in REGISTRY_FORMATS:
+        return None
+    if not sep and fmt == "avro":
+        return RegistrySerdeName("avro", None)
+    if not _REFERENCE.match(reference):
+        what = "an Avro schema" if fmt == "avro" else "a generated message class"
+        raise SerdeError(f"serde '{name}' must look like '{fmt}:package.module:attr' (attr: {what})")
+    return RegistrySerdeName(fmt, reference)
+
+
+def serde_for(name: str, topic: str | None = None, *, is_key: bool = False) -> Serde:
+    """The serde called ``name``, for the key (``is_key``) or the value of ``topic``.
+
+    Plain and windowed serdes ignore ``topic``. A Schema Registry serde needs both ``topic`` and the binder the
+    execution layer installs (``install_registry_serdes``). Besides ``SERDE_NAMES``, windowed key serdes are
+    named ``windowed:<inner>[:<sizeMs>]`` and ``session_windowed:<inner>`` (``streamapp.windowed``).
+    Raises SerdeError naming the known serdes for an unknown name, or why a Schema Registry serde is unavailable.
     """
     try:
         return _SERDES[name]
     except KeyError:
         pass
+    registry = registry_serde_name(name)
+    if registry is not None:
+        if topic is None:
+            raise SerdeError(
+                f"serde '{name}' is bound to the topic it is used with (subject '<topic>-key'/'-value'); "
+                "it cannot be used without a fixed topic (a topicExtractor sink, a windowed key's inner serde)"
+            )
+        if _registry_binder is None:
+            raise SerdeError(
+                f"serde '{name}' needs the Schema Registry: pip install 'streamapp-runtime[schema-registry]' "
+                "and set schema.registry.url"
+            )
+        return _registry_binder(name, registry, topic, is_key)
     from streamapp.windowed import windowed_serde_for  # windowed serdes wrap the plain ones
 
     windowed = windowed_serde_for(name)
     if windowed is not None:
         return windowed
-    raise SerdeError(f"unknown serde '{name}'; known serdes: {', '.join(SERDE_NAMES)}, windowed:<serde>")
+    raise SerdeError(
+        f"unknown serde '{name}'; known serdes: {', '.join(SERDE_NAMES)}, windowed:<serde>, avro, "
+        "avro:<module>:<schema>, protobuf:<module>:<MessageClass>"
+    )
 
 
 def is_serde_name(name: str) -> bool:
-    """True when ``serde_for(name)`` returns a serde (a plain or a windowed serde name)."""
+    """True when ``name`` is a plain, windowed or (syntactically) Schema Registry serde name."""
     try:
+        if registry_serde_name(name) is not None:
+            return True
         serde_for(name)
     except SerdeError:
         return False

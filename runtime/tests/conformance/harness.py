@@ -93,19 +93,22 @@ def describe(topology: TopologyArg) -> TopologyDescription:
     return TopologyDescription.from_dict(topology)
 
 
-def output_serdes(description: TopologyDescription, application_id: str, topic: str) -> tuple[Serde, Serde]:
-    """The serdes the topology writes ``topic`` with; AssertionError when it declares none or several."""
+def output_serdes(
+    description: TopologyDescription, application_id: str, topic: str, bound: str | None = None
+) -> tuple[Serde, Serde]:
+    """The serdes the topology writes ``topic`` with, bound to broker topic ``bound`` (default ``topic``; Schema
+    Registry serdes use it as the subject's topic); AssertionError when it declares none or several."""
     pairs = declared_serdes(description, application_id, topic, reading=False)
     assert len(pairs) == 1, f"output topic '{topic}': the topology declares serdes {sorted(pairs)}"
     key, value = pairs.pop()
-    return serde_for(key), serde_for(value)
+    return serde_for(key, bound or topic, is_key=True), serde_for(value, bound or topic)
 
 
-def input_serdes(description: TopologyDescription, topic: str) -> tuple[Serde, Serde]:
+def input_serdes(description: TopologyDescription, topic: str, bound: str | None = None) -> tuple[Serde, Serde]:
     pairs = declared_serdes(description, DRIVER_APPLICATION_ID, topic, reading=True)
     assert len(pairs) == 1, f"input topic '{topic}': the topology declares serdes {sorted(pairs)}"
     key, value = pairs.pop()
-    return serde_for(key), serde_for(value)
+    return serde_for(key, bound or topic, is_key=True), serde_for(value, bound or topic)
 
 
 def check_inputs(inputs: Sequence[Input]) -> None:
@@ -305,7 +308,7 @@ class _BrokerRun:
         serdes: dict[str, tuple[Serde, Serde]] = {}
         for topic, key, value, timestamp_ms in inputs:
             if topic not in serdes:
-                serdes[topic] = input_serdes(self.description, topic)
+                serdes[topic] = input_serdes(self.description, topic, self.topic(topic))
             key_serde, value_serde = serdes[topic]
             producer.produce(
                 self.topic(topic),
@@ -414,7 +417,7 @@ class _BrokerRun:
         """Every committed record of output ``name``: partition 0 in offset order, then 1, ..."""
         topic = self.topic(name)
         key_serde, value_serde = output_serdes(
-            self.description, self.app_id, topic if name not in self.external else name
+            self.description, self.app_id, topic if name not in self.external else name, topic
         )
         ends = self._end_offsets([topic])
         consumer = Consumer(

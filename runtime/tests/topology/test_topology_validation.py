@@ -59,8 +59,8 @@ INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("unknown_field", _set("departed", when="always"), "node 'departed': unknown field 'when'"),
     (
         "unknown_serde",
-        _set("flights", keySerde="avro"),
-        "node 'flights': 'keySerde': unknown serde 'avro'; known serdes: bytes, double, int, json, long, string",
+        _set("flights", keySerde="xml"),
+        "node 'flights': 'keySerde': unknown serde 'xml'; known serdes: bytes, double, int, json, long, string",
     ),
     ("source_without_topics", _set("flights", topics=[]), "node 'flights': 'topics'"),
     ("zero_repartition_partitions", _set("per-carrier", partitions=0), "node 'per-carrier': 'partitions'"),

@@ -34,6 +34,7 @@ from streamapp.kafka.clients import (
     restore_consumer_config,
 )
 from streamapp.kafka.global_consumer import KafkaGlobalConsumer, global_consumer_config
+from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import UnreleasedInstanceIdError
 from streamapp.processing.global_thread import global_store_specs
 from streamapp.processing.status import WorkerStatus
@@ -96,6 +97,7 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
     config = StreamsConfig.from_mapping(spec.config)
     description = TopologyDescription.from_dict(spec.topology)
     functions = description.resolve_functions()
+    configure_registry_serdes(config, description)  # avro/protobuf serdes of this process (docs/serdes.md)
     memory = RocksDBMemory(config.rocksdb_block_cache_bytes, config.rocksdb_write_buffer_bytes)
     index, instance = spec.thread_index, spec.instance_id
     log.info("Stream thread %d starting in process %d", index, os.getpid())

@@ -69,17 +69,20 @@ class SinkProcessor:
 
 def build_source(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     assert isinstance(node, SourceNode)
-    return SourceProcessor(serde_for(node.key_serde), serde_for(node.value_serde), children)
+    topic = node.topics[0]  # Schema Registry serdes: the writer schema comes from each record's schema id
+    return SourceProcessor(serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic), children)
 
 
 def build_sink(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     assert isinstance(node, SinkNode) and node.topic is not None  # a topicExtractor sink: processors.routing
-    return SinkProcessor(node.topic, serde_for(node.key_serde), serde_for(node.value_serde), ctx.send)
+    key_serde, value_serde = serde_for(node.key_serde, node.topic, is_key=True), serde_for(node.value_serde, node.topic)
+    return SinkProcessor(node.topic, key_serde, value_serde, ctx.send)
 
 
 def build_repartition(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     assert isinstance(node, RepartitionNode)
-    key_serde, value_serde = serde_for(node.key_serde), serde_for(node.value_serde)
+    topic = ctx.topic_of(node.name)
+    key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
     if node.name in ctx.source_nodes:
         return SourceProcessor(key_serde, value_serde, children)
-    return SinkProcessor(ctx.topic_of(node.name), key_serde, value_serde, ctx.send)
+    return SinkProcessor(topic, key_serde, value_serde, ctx.send)

@@ -205,9 +205,9 @@ def _read_zigzag_varint(data: bytes) -> tuple[int, int]:
 
 def build_table_source(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     assert isinstance(node, TableSourceNode)
-    return TableSourceProcessor(
-        serde_for(node.key_serde), serde_for(node.value_serde), ctx.store(node.store), children, ctx.metrics
-    )
+    topic = node.topics[0]
+    key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
+    return TableSourceProcessor(key_serde, value_serde, ctx.store(node.store), children, ctx.metrics)
 
 
 def build_table_filter(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
@@ -235,7 +235,11 @@ def build_grouped_table_repartition(node: NodeBase, children: Sequence[Processor
     assert isinstance(node, RepartitionNode)
     if ctx.kind_of(node.input) != "grouped_table":
         return build_repartition(node, children, ctx)
-    key_serde, value_serde = serde_for(node.key_serde), ChangeSerde(serde_for(node.value_serde))
+    topic = ctx.topic_of(node.name)
+    key_serde, value_serde = (
+        serde_for(node.key_serde, topic, is_key=True),
+        ChangeSerde(serde_for(node.value_serde, topic)),
+    )
     if node.name in ctx.source_nodes:
         return SourceProcessor(key_serde, value_serde, children)
-    return SinkProcessor(ctx.topic_of(node.name), key_serde, value_serde, ctx.send)
+    return SinkProcessor(topic, key_serde, value_serde, ctx.send)

@@ -80,7 +80,10 @@ class GlobalStore:
 
     def typed(self) -> TypedKeyValueStore:
         """The store seen through the topic's key and value serdes."""
-        return TypedKeyValueStore(self, serde_for(self.spec.key_serde), serde_for(self.spec.value_serde))
+        topic = self.spec.topic  # the global topic is the store's changelog (Kafka's global stores)
+        return TypedKeyValueStore(
+            self, serde_for(self.spec.key_serde, topic, is_key=True), serde_for(self.spec.value_serde, topic)
+        )
 
 
 class GlobalStateManager:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from streamapp.serdes import serde_for
+from streamapp.serdes import Serde, serde_for
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
@@ -38,8 +38,7 @@ class WindowedStateAccess:
             assert spec.retention_ms is not None and spec.window_size_ms is not None
             view = WindowStore(
                 self.logged_store(name),
-                serde_for(spec.key_serde),
-                serde_for(spec.value_serde),
+                *self._serdes(name, spec),
                 retention_ms=spec.retention_ms,
                 window_size_ms=spec.window_size_ms,
                 retain_duplicates=bool(spec.retain_duplicates),
@@ -56,8 +55,7 @@ class WindowedStateAccess:
             assert spec.retention_ms is not None
             view = SessionStore(
                 self.logged_store(name),
-                serde_for(spec.key_serde),
-                serde_for(spec.value_serde),
+                *self._serdes(name, spec),
                 retention_ms=spec.retention_ms,
             )
             self._views[name] = view
@@ -69,7 +67,7 @@ class WindowedStateAccess:
         view = self._views.get(name)
         if view is None:
             spec = self._spec(name, "key_value")
-            view = SuppressionBuffer(self.logged_store(name), serde_for(spec.key_serde), serde_for(spec.value_serde))
+            view = SuppressionBuffer(self.logged_store(name), *self._serdes(name, spec))
             self._views[name] = view
         assert isinstance(view, SuppressionBuffer)
         return view
@@ -86,6 +84,13 @@ class WindowedStateAccess:
         (plus gap for sessions). ValueError when no windowed aggregation is upstream."""
         nodes = {n.name: n for n in self._description.nodes}
         return suppression_grace_ms(nodes, node)
+
+    def _serdes(self, name: str, spec: Any) -> tuple[Serde, Serde]:
+        """The store's key and value serdes, bound to its changelog topic (Kafka Streams serializes store data
+        with the changelog topic as the serializer's topic; a Schema Registry serde needs it)."""
+        changelog = getattr(self.logged_store(name), "changelog", None)
+        topic = None if changelog is None else changelog.topic
+        return serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
 
     def _spec(self, name: str, store_type: str) -> Any:
         spec = self._description.store(name)

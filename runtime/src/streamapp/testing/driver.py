@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from streamapp.config import StreamsConfig
 from streamapp.dsl import StreamsBuilder
+from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.processing.status import ThreadMetrics
 from streamapp.processing.stream_thread import StreamThread, source_topic_subtopologies
@@ -98,6 +99,7 @@ class TopologyTestDriver:
         settings.update(_FORCED_CONFIG)
         self.config = StreamsConfig.from_mapping(settings)
         self.application_id = self.config.application_id
+        configure_registry_serdes(self.config, self.description)  # avro/protobuf serdes (schema.registry.url)
         self._wall_clock_ms = initial_wall_clock_ms
         self._closed = False
         self._failed = False
@@ -215,7 +217,9 @@ class TopologyTestDriver:
         def instances() -> list[tuple[Any, PersistentKeyValueStore]]:
             return [(task.stores[name], task.stores[name].inner) for task in self.tasks() if name in task.stores]
 
-        return KeyValueStoreView(name, serde_for(spec.key_serde), serde_for(spec.value_serde), instances)
+        topic = self.description.changelog_topic(self.application_id, name)
+        key_serde, value_serde = serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
+        return KeyValueStoreView(name, key_serde, value_serde, instances)
 
     def get_window_store(self, name: str) -> WindowStoreView:
         """A read view of window store ``name`` across all tasks. Raises KeyError if unknown or not a window
@@ -337,7 +341,7 @@ class TopologyTestDriver:
                     found = f"the topology declares {sorted(names)}" if names else "the topology declares none"
                     raise ValueError(f"topic '{topic}': pass {role}_serde ({found})")
                 given = names.pop()
-            resolved.append(serde_for(given) if isinstance(given, str) else given)
+            resolved.append(serde_for(given, topic, is_key=index == 0) if isinstance(given, str) else given)
         return resolved[0], resolved[1]
 
     def _store_spec(self, name: str, store_type: str) -> StoreSpec:

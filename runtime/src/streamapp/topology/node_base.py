@@ -30,7 +30,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from streamapp.serdes import SERDE_NAMES, is_serde_name
+from streamapp.serdes import SERDE_NAMES, is_serde_name, registry_serde_name
 
 __all__ = [
     "KINDS",
@@ -81,8 +81,9 @@ class DescriptionModel(BaseModel):
 
 def check_serde(value: str) -> str:
     """Validator of serde name fields: ``value`` if it names a known serde, else ValueError."""
-    if value not in SERDE_NAMES and not is_serde_name(value):  # is_serde_name: windowed serdes (L3)
-        raise ValueError(f"unknown serde '{value}'; known serdes: {', '.join(SERDE_NAMES)}")
+    if value not in SERDE_NAMES and not is_serde_name(value):  # is_serde_name: windowed, Schema Registry serdes
+        registry_serde_name(value)  # a malformed avro:/protobuf: name raises its own SerdeError (a ValueError)
+        raise ValueError(f"unknown serde '{value}'; known serdes: {', '.join(SERDE_NAMES)}, see docs/serdes.md")
     return value
 
 
