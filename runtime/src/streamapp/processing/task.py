@@ -418,8 +418,10 @@ class StreamTask:
         self._producer.send(topic, key, value, timestamp)
 
     def _typed_store(self, name: str) -> TypedKeyValueStore:
-        spec = self.description.store(name)
-        return TypedKeyValueStore(self.stores[name], serde_for(spec.key_serde), serde_for(spec.value_serde))
+        spec, store = self.description.store(name), self.stores[name]
+        topic = store.changelog.topic  # store data is serialized for its changelog topic, as in Kafka Streams
+        key_serde, value_serde = serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
+        return TypedKeyValueStore(store, key_serde, value_serde)
 
     def _close_stores(self) -> None:
         for store in self.stores.values():
