@@ -8,8 +8,11 @@ their ``PYTHONPATH``), so topologies refer to them as ``schema_registry_fixtures
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 FLIGHT_SCHEMA: dict[str, Any] = {
@@ -60,3 +63,16 @@ def add_flight(key: Any, flight: dict[str, Any], totals: dict[str, int]) -> dict
 
 def to_carrier_count(carrier: str, totals: dict[str, int]) -> tuple[str, Any]:
     return carrier, CarrierCount(carrier=carrier, flights=totals["flights"])
+
+
+SCHEMA_REGISTRY_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "stack" / "schema-registry.sh"
+
+
+def start_schema_registry() -> str:
+    """The real registry's Confluent-compatible URL, after ``hack/stack/schema-registry.sh up`` (idempotent, ~0.1 s
+    when it runs, ~20 s cold). A failure to start fails the calling test (like a missing broker)."""
+    done = subprocess.run([str(SCHEMA_REGISTRY_SCRIPT), "up"], capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"{SCHEMA_REGISTRY_SCRIPT} up failed:\n{done.stderr[-3000:]}", pytrace=False)
+    url = subprocess.run([str(SCHEMA_REGISTRY_SCRIPT), "url"], capture_output=True, text=True, check=True).stdout
+    return url.strip()

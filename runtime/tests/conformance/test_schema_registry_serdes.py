@@ -12,9 +12,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-import subprocess
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -88,18 +86,9 @@ def _subject_schema(engine: Engine, config: dict[str, Any], subject: str) -> tup
     return int(body["id"]), str(body["schema"])
 
 
-REPO = Path(__file__).resolve().parents[3]
-
-
 @pytest.fixture(scope="session")
 def schema_registry_url() -> str:
-    """The real registry's Confluent-compatible URL: ``hack/stack/schema-registry.sh up`` (idempotent, ~0.1 s when
-    running, ~20 s cold; a failure to start fails the test)."""
-    script = REPO / "hack" / "stack" / "schema-registry.sh"
-    done = subprocess.run([str(script), "up"], capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"{script} up failed:\n{done.stderr[-3000:]}", pytrace=False)
-    return subprocess.run([str(script), "url"], capture_output=True, text=True, check=True).stdout.strip()
+    return fx.start_schema_registry()
 
 
 @pytest.fixture
