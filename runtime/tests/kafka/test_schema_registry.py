@@ -133,7 +133,7 @@ def test_a_topology_without_registry_serdes_needs_neither_the_extra_nor_a_url(mo
     ("name", "values", "message"),
     [
         (AVRO_FLIGHT, {"schema.registry.url": ""}, "need schema.registry.url"),
-        ("avro:schema_registry_fixtures:MISSING", {}, "has no 'MISSING'"),
+        ("avro:schema_registry_fixtures:MISSING", {}, "has no attribute 'MISSING'"),
         ("avro:no_such_module_here:S", {}, "cannot import module 'no_such_module_here'"),
         ("avro:schema_registry_fixtures:NOT_A_SCHEMA", {}, "must be a JSON string or a dict, got int"),
         ("avro:schema_registry_fixtures:CarrierCount", {}, "must be a JSON string or a dict"),

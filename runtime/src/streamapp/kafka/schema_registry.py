@@ -27,7 +27,6 @@ unreachable) raises ``SerdeError``, so the deserialization / production exceptio
 
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from typing import Any
 from streamapp.config import StreamsConfig
 from streamapp.serdes import RegistrySerdeName, Serde, SerdeError, install_registry_serdes, registry_serde_name
 from streamapp.topology import TopologyDescription, TopologyError
+from streamapp.topology.functions import resolve_reference
 
 __all__ = [
     "EXTRA_HINT",
@@ -227,18 +227,11 @@ def _client(modules: _Extra, conf: dict[str, str]) -> Any:
 
 
 def _resolve(name: str, reference: str) -> Any:
-    """The object ``module:attr`` (or ``module:Outer.attr``) names; RegistrySerdeSetupError saying what failed."""
-    module_name, _, qualname = reference.partition(":")
+    """The object ``module:attr`` names; RegistrySerdeSetupError saying what failed."""
     try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise RegistrySerdeSetupError(f"serde '{name}': cannot import module '{module_name}': {exc}") from exc
-    for part in qualname.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise RegistrySerdeSetupError(f"serde '{name}': module '{module_name}' has no '{qualname}'") from None
-    return target
+        return resolve_reference(reference, f"serde '{name}': reference")
+    except TopologyError as exc:
+        raise RegistrySerdeSetupError(str(exc)) from exc
 
 
 def _avro_schema(name: str, schema: Any) -> str:

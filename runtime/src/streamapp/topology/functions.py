@@ -23,19 +23,28 @@ def resolve_function(ref: str) -> Callable[..., Any]:
     module_name, sep, qualname = ref.partition(":")
     if not sep or not module_name or not qualname:
         raise TopologyError(f"function reference '{ref}' must look like 'package.module:function'")
+    target = resolve_reference(ref)
+    if not callable(target):
+        raise TopologyError(f"function reference '{ref}': '{qualname}' is not callable")
+    return target
+
+
+def resolve_reference(ref: str, what: str = "function reference") -> Any:
+    """Import the object ``ref`` (``"module:attr"`` or ``"module:Outer.attr"``) names (a function, an Avro schema,
+    a message class, ...). Raises TopologyError, starting with ``"<what> '<ref>'"``, for a malformed reference, a
+    module that cannot be imported (with the import error) or a missing attribute."""
+    module_name, sep, qualname = ref.partition(":")
+    if not sep or not module_name or not qualname:
+        raise TopologyError(f"{what} '{ref}' must look like 'package.module:attr'")
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise TopologyError(f"function reference '{ref}': cannot import module '{module_name}': {exc}") from exc
+        raise TopologyError(f"{what} '{ref}': cannot import module '{module_name}': {exc}") from exc
     for part in qualname.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise TopologyError(
-                f"function reference '{ref}': module '{module_name}' has no attribute '{qualname}'"
-            ) from None
-    if not callable(target):
-        raise TopologyError(f"function reference '{ref}': '{qualname}' is not callable")
+            raise TopologyError(f"{what} '{ref}': module '{module_name}' has no attribute '{qualname}'") from None
     return target
 
 
