@@ -31,6 +31,8 @@ TOTALS_SCHEMA = (
 
 NOT_A_SCHEMA = 42
 """Neither a JSON string nor a dict (setup error tests)."""
+SCHEMA_NOT_JSON = "{record: Flight}"
+"""A string that is not JSON (setup error tests)."""
 
 
 def _carrier_count_class() -> Any:

@@ -11,6 +11,7 @@ import struct
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -18,6 +19,7 @@ import pytest
 import schema_registry_fixtures as fx
 from confluent_kafka.schema_registry import Schema
 from streamapp import StreamsBuilder
+from streamapp.app import KafkaStreams
 from streamapp.config import StreamsConfig
 from streamapp.kafka.schema_registry import (
     EXTRA_HINT,
@@ -136,6 +138,7 @@ def test_a_topology_without_registry_serdes_needs_neither_the_extra_nor_a_url(mo
         ("avro:schema_registry_fixtures:MISSING", {}, "has no attribute 'MISSING'"),
         ("avro:no_such_module_here:S", {}, "cannot import module 'no_such_module_here'"),
         ("avro:schema_registry_fixtures:NOT_A_SCHEMA", {}, "must be a JSON string or a dict, got int"),
+        ("avro:schema_registry_fixtures:SCHEMA_NOT_JSON", {}, "JSONDecodeError"),
         ("avro:schema_registry_fixtures:CarrierCount", {}, "must be a JSON string or a dict"),
         ("protobuf:schema_registry_fixtures:FLIGHT_SCHEMA", {}, "is not a protobuf message class"),
         ("avro:schema_registry_fixtures:TOTALS_SCHEMA", {"schema.registry.url": "ftp://x"}, "schema.registry"),
@@ -152,6 +155,15 @@ def test_registry_keys_of_the_streams_config_reach_the_client_without_their_pref
     assert cfg.auto_register_schemas is False and cfg.use_latest_version is False
     assert StreamsConfig.from_mapping(cfg.to_mapping()) == cfg
     assert registry_client(cfg) is registry_client(cfg)  # one client (and schema cache) per registry config
+
+
+def test_streamapp_run_refuses_a_registry_topology_without_a_url_before_it_starts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = {"application.id": "sr-app", "bootstrap.servers": "127.0.0.1:1", "http.port": 0}
+    app = KafkaStreams(topology(AVRO_FLIGHT), StreamsConfig.from_mapping({**settings, "state.dir": str(tmp_path)}))
+    assert app.run() == 1
+    assert "The topology cannot run: Schema Registry serdes need schema.registry.url" in caplog.text
 
 
 # -- wire format ------------------------------------------------------------------------------------

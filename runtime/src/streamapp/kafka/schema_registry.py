@@ -156,8 +156,10 @@ class _Binder:
         if pair is None:
             try:
                 pair = self._build(name, parsed)
-            except (ValueError, TypeError) as exc:  # confluent-kafka's checks of a schema or a conf
-                raise RegistrySerdeSetupError(f"serde '{name}': {exc}") from exc
+            except RegistrySerdeSetupError:
+                raise
+            except Exception as exc:  # confluent-kafka / fastavro rejecting a schema (JSON, TypeError, parse errors)
+                raise RegistrySerdeSetupError(f"serde '{name}': {type(exc).__name__}: {exc}") from exc
             self._factories[name] = pair
         return pair
 
