@@ -48,11 +48,12 @@ Stamp = Callable[["RecordQueue", ConsumerRecord], StampedRecord | None]
 class RecordQueue:
     """One input partition's buffered records (see the module docstring)."""
 
-    __slots__ = ("_records", "_stamp", "fetch_position", "head", "on_skipped", "partition", "partition_time")
+    __slots__ = ("_stamp", "fetch_position", "head", "on_skipped", "partition", "partition_time", "records")
 
     def __init__(self, partition: TopicPartition, stamp: Stamp, on_skipped: Callable[[ConsumerRecord], None]) -> None:
         self.partition = partition
-        self._records: deque[ConsumerRecord] = deque()
+        self.records: deque[ConsumerRecord] = deque()
+        """The consumed records behind the head, not stamped yet, in offset order."""
         self._stamp = stamp
         self.on_skipped = on_skipped
         self.head: StampedRecord | None = None
@@ -61,16 +62,16 @@ class RecordQueue:
         """Offset after the last record added (the consumer's position for this partition), if known."""
 
     def __len__(self) -> int:
-        return len(self._records) + (1 if self.head is not None else 0)
+        return len(self.records) + (1 if self.head is not None else 0)
 
     def add(self, record: ConsumerRecord) -> None:
-        self._records.append(record)
+        self.records.append(record)
         self.fetch_position = record.offset + 1
 
     def peek(self) -> StampedRecord | None:
         """The head record, stamping queued records until one is not skipped; ``None`` when empty."""
-        while self.head is None and self._records:
-            raw = self._records.popleft()
+        while self.head is None and self.records:
+            raw = self.records.popleft()
             stamped = self._stamp(self, raw)
             if stamped is None:
                 self.on_skipped(raw)
@@ -89,7 +90,7 @@ class RecordQueue:
 
     def clear(self) -> None:
         """Drop every buffered record (the task closes or rewinds)."""
-        self._records.clear()
+        self.records.clear()
         self.head = None
 
 

@@ -79,6 +79,21 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+class _Route:
+    """How a record of one source topic goes through the task: the source node's ``deserialize`` (``None``:
+    the node takes the raw bytes), its ``forward`` (or ``process``), the topic's timestamp extractor, and
+    whether that extractor is the plain record timestamp (the common case, read without a call)."""
+
+    __slots__ = ("deserialize", "extractor", "forward", "record_time")
+
+    def __init__(self, source: Processor, extractor: TimestampExtractor) -> None:
+        self.deserialize: Callable[[Any, Any], tuple[Any, Any]] | None = getattr(source, "deserialize", None)
+        forward = getattr(source, "forward", None)
+        self.forward: Callable[[Any, Any, int], None] = forward if forward is not None else source.process
+        self.extractor = extractor
+        self.record_time = extractor.spec.type == "record"
+
+
 class StreamTask:
     """One task: its input partitions, stores, processors, consumed offsets and stream time."""
 
@@ -119,6 +134,8 @@ class StreamTask:
         self._global_tables = global_tables
         self._sources: dict[str, Processor] = {}
         self._extractors: dict[str, TimestampExtractor] = {}
+        self._routes: dict[str, _Route] = {}
+        """Per source topic, the bound methods a record goes through (built with the processors)."""
         self._timestamp = -1
         self._checkpoint = OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME)
         self._handlers = handlers
@@ -165,7 +182,7 @@ class StreamTask:
             functions=self._functions,
             topic_of=lambda node: self.description.repartition_topic(self.application_id, node),
             store=self._typed_store,
-            send=self._send,
+            send=self._producer.send,
             metrics=self.metrics,
             kinds=self.description.output_kinds(),
             global_tables=self._global_tables,
@@ -174,6 +191,7 @@ class StreamTask:
         )
         self._sources = build_task_processors(self.description, self.subtopology, ctx)
         self._extractors = self._build_extractors()
+        self._routes = {topic: _Route(source, self._extractors[topic]) for topic, source in self._sources.items()}
         self.state = TaskState.RESTORING
 
     def mark_running(self) -> None:
@@ -225,9 +243,14 @@ class StreamTask:
 
     def add_record(self, record: ConsumerRecord, partition: TopicPartition) -> int:
         """Buffer a consumed record of input ``partition``; returns how many that partition has buffered."""
-        queue = self.input.queues.get(partition) or self._queue(partition)
+        queue = self.input_queue(partition)
         queue.add(record)
         return len(queue)
+
+    def input_queue(self, partition: TopicPartition) -> RecordQueue:
+        """The buffer of input ``partition`` (created on first use); ``RecordQueue.add`` buffers a record."""
+        queue = self.input.queues.get(partition)
+        return queue if queue is not None else self._queue(partition)
 
     def process_ready(self, watermarks: Watermarks, now_ms: int | None = None) -> int:
         """Process buffered records while the task is ready (see the module docstring); returns how many.
@@ -239,13 +262,7 @@ class StreamTask:
         processed = 0
         if len(group.queues) == 1:
             (queue,) = group.queues.values()
-            while queue.peek() is not None:
-                stamped = queue.pop()
-                if stamped.timestamp > group.stream_time:
-                    group.stream_time = stamped.timestamp
-                self._process_stamped(stamped)
-                processed += 1
-            return processed
+            return self._drain(queue)
         now = self._clock_ms() if now_ms is None else now_ms
         while group.ready(now, watermarks):
             head = group.next_record()
@@ -270,51 +287,101 @@ class StreamTask:
     def remove_input_partition(self, partition: TopicPartition) -> None:
         self.input.remove_queue(partition)
 
+    def _drain(self, queue: RecordQueue) -> int:
+        """Process every buffered record of a task's only queue, in offset order; returns how many.
+
+        The same steps as ``peek`` / ``pop`` / ``_process_stamped`` record by record (stamp the head, advance
+        partition and stream time, process it), without a ``StampedRecord`` per record: the hot path.
+        """
+        group = self.input
+        processed = 0
+        head = queue.head
+        if head is not None:
+            queue.head = None
+            if head.timestamp > group.stream_time:
+                group.stream_time = head.timestamp
+            self._process_stamped(head)
+            processed += 1
+        records = queue.records
+        partition = queue.partition
+        routes = self._routes
+        while records:
+            record = records.popleft()
+            route = routes.get(record.topic)
+            if route is None:
+                raise ProcessingError(f"task {self.id}: no source node reads topic {record.topic}")
+            stamped = self._stamp_values(route, queue, record)
+            if stamped is None:
+                queue.on_skipped(record)
+                continue
+            key, value, timestamp = stamped
+            if timestamp > queue.partition_time:
+                queue.partition_time = timestamp
+            if timestamp > group.stream_time:
+                group.stream_time = timestamp
+            self._process_record(route, record, key, value, timestamp, partition)
+            processed += 1
+        return processed
+
     def _process_stamped(self, stamped: StampedRecord) -> None:
         record = stamped.record
+        route, partition = self._routes[record.topic], TopicPartition(record.topic, record.partition)
+        self._process_record(route, record, stamped.key, stamped.value, stamped.timestamp, partition)
+
+    def _process_record(
+        self, route: _Route, record: ConsumerRecord, key: Any, value: Any, timestamp: int, partition: TopicPartition
+    ) -> None:
+        """Process one stamped record of input ``partition`` through its source node; errors go to the handlers."""
         self._current = record
-        self._timestamp = stamped.timestamp
-        source = self._sources[record.topic]
+        self._timestamp = timestamp
         try:
-            forward = getattr(source, "forward", None)
-            if forward is not None:
-                forward(stamped.key, stamped.value, stamped.timestamp)
-            else:
-                source.process(stamped.key, stamped.value, stamped.timestamp)
-            self.processor_hooks.punctuate_stream_time()  # Kafka's maybePunctuateStreamTime
+            route.forward(key, value, timestamp)
+            hooks = self.processor_hooks
+            if hooks.stream_time_queue:
+                hooks.punctuate_stream_time()  # Kafka's maybePunctuateStreamTime
         except (RecordSerializationError, DeliveryError) as exc:
             self._on_error("production", record, exc)
         except (KafkaClientError, ProcessingError):
             raise
         except Exception as exc:
             self._on_error("processing", record, exc)
-        self.consumed_offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        self.consumed_offsets[partition] = record.offset + 1
         self.records_processed += 1
 
     def _stamp(self, queue: RecordQueue, record: ConsumerRecord) -> StampedRecord | None:
         """Deserialize and time-stamp a head record (``RecordQueue``'s callback); ``None`` skips it."""
-        source = self._sources.get(record.topic)
-        if source is None:
+        route = self._routes.get(record.topic)
+        if route is None:
             raise ProcessingError(f"task {self.id}: no source node reads topic {record.topic}")
-        deserialize = getattr(source, "deserialize", None)
+        stamped = self._stamp_values(route, queue, record)
+        if stamped is None:
+            return None
+        return StampedRecord(record, *stamped)
+
+    def _stamp_values(self, route: _Route, queue: RecordQueue, record: ConsumerRecord) -> tuple[Any, Any, int] | None:
+        """``(key, value, timestamp)`` of a record: deserialized, timestamp extracted; ``None`` skips it (a
+        handler continued, or the extractor said skip). Raises ProcessingError (fail handlers, invalid time)."""
         key: Any = record.key
         value: Any = record.value
+        deserialize = route.deserialize
         if deserialize is not None:
             try:
-                key, value = deserialize(record.key, record.value)
+                key, value = deserialize(key, value)
             except Exception as exc:
                 self._on_error("deserialization", record, exc)
                 return None
-        try:
-            timestamp = self._extractors[record.topic].extract(key, value, record.timestamp, queue.partition_time)
-        except InvalidTimestampError as exc:
-            raise ProcessingError(
-                f"task {self.id}: record {record.topic}-{record.partition}@{record.offset}: {exc}"
-            ) from exc
-        if timestamp is None:
-            self.metrics.dropped_records += 1
-            return None
-        return StampedRecord(record, key, value, timestamp)
+        timestamp: int | None = record.timestamp
+        if not route.record_time or timestamp is None or timestamp < 0:
+            try:
+                timestamp = route.extractor.extract(key, value, record.timestamp, queue.partition_time)
+            except InvalidTimestampError as exc:
+                raise ProcessingError(
+                    f"task {self.id}: record {record.topic}-{record.partition}@{record.offset}: {exc}"
+                ) from exc
+            if timestamp is None:
+                self.metrics.dropped_records += 1
+                return None
+        return key, value, timestamp
 
     def _on_skipped(self, record: ConsumerRecord) -> None:
         self.consumed_offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
@@ -413,9 +480,6 @@ class StreamTask:
 
     def _set_punctuation_timestamp(self, timestamp: int) -> None:
         self._timestamp = timestamp
-
-    def _send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
-        self._producer.send(topic, key, value, timestamp)
 
     def _typed_store(self, name: str) -> TypedKeyValueStore:
         spec, store = self.description.store(name), self.stores[name]

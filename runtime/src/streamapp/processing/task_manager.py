@@ -35,6 +35,7 @@ from streamapp.kafka.types import (
     TransactionAbortedError,
 )
 from streamapp.processing.commit import CommitResult, commit_tasks
+from streamapp.processing.partition_group import RecordQueue
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask, TaskId, TaskState
 from streamapp.state.directory import TaskDirectoryLockedError
@@ -195,19 +196,29 @@ class TaskManager:
         buffered: its partition is rewound to it and paused, so it is read again once the task runs.
         """
         rewound: set[TopicPartition] = set()
-        full: list[TopicPartition] = []
+        touched: dict[TopicPartition, RecordQueue] = {}
+        last: tuple[str, int] | None = None
+        queue: RecordQueue | None = None
+        # consume() returns runs of one partition: look the partition's queue up once per run, not per record
         for record in records:
-            tp = TopicPartition(record.topic, record.partition)
-            task = self._by_partition.get(tp)
-            if task is None or tp in rewound:
-                continue
-            if task.state is not TaskState.RUNNING:
-                self._consumer.seek(tp, record.offset)
-                self._consumer.pause([tp])
-                rewound.add(tp)
-                continue
-            if task.add_record(record, tp) >= self._max_buffered and tp not in self._full:
-                full.append(tp)
+            key = (record.topic, record.partition)
+            if key != last:
+                last = key
+                tp = TopicPartition(record.topic, record.partition)
+                task = self._by_partition.get(tp)
+                if task is None or tp in rewound:
+                    queue = None
+                elif task.state is not TaskState.RUNNING:
+                    self._consumer.seek(tp, record.offset)
+                    self._consumer.pause([tp])
+                    rewound.add(tp)
+                    queue = None
+                else:
+                    queue = touched[tp] = task.input_queue(tp)
+            if queue is not None:
+                queue.records.append(record)
+                queue.fetch_position = record.offset + 1
+        full = [tp for tp, queue in touched.items() if len(queue) >= self._max_buffered and tp not in self._full]
         processed = self.process_buffered()
         # Pause only what is still full after processing: a queue this pass drained needs no pause, and
         # librdkafka's pause drops the partition's prefetched records (a pause/resume per poll = a refetch).
