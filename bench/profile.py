@@ -46,8 +46,14 @@ def py_spy() -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def wrap_with_py_spy(binary: str, output: Path, rate: int = 100) -> Callable[[list[str], Path], list[str]]:
-    """A command wrapper for ``Bench.wrap``: run the engine under ``py-spy record`` writing ``output``."""
+def wrap_with_py_spy(
+    binary: str, output: Path, rate: int = 100, idle: bool = False
+) -> Callable[[list[str], Path], list[str]]:
+    """A command wrapper for ``Bench.wrap``: run the engine under ``py-spy record`` writing ``output``.
+
+    ``idle``: also sample threads that wait (``--idle``, with ``--threads`` so each stack names its thread):
+    a wall-clock profile, where a blocking call (a flush, a transaction commit, a poll timeout) shows with the
+    time it waits instead of only the CPU it uses."""
 
     def wrap(command: list[str], run_dir: Path) -> list[str]:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -58,6 +64,7 @@ def wrap_with_py_spy(binary: str, output: Path, rate: int = 100) -> Callable[[li
             "--nonblocking",
             "--rate",
             str(rate),
+            *(["--idle", "--threads"] if idle else []),
             "--format",
             "raw",
             "-o",

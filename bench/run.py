@@ -351,8 +351,11 @@ def main(
 @click.option("--guarantee", type=click.Choice(["at_least_once", "exactly_once_v2"]), default="at_least_once")
 @click.option("--seconds", default=60.0, show_default=True, help="profile at most this long")
 @click.option("--rate", default=100, show_default=True, help="py-spy samples per second")
+@click.option("--idle", is_flag=True, help="wall-clock profile: sample waiting threads too (py-spy --idle)")
 @click.pass_obj
-def profile(obj: dict[str, Any], topology: str, threads: int, guarantee: str, seconds: float, rate: int) -> None:
+def profile(
+    obj: dict[str, Any], topology: str, threads: int, guarantee: str, seconds: float, rate: int, idle: bool
+) -> None:
     """Record a py-spy profile of one streamapp run; print the worker's top functions."""
     from bench.data import ensure_dataset
     from bench.engines import Bench, Scenario
@@ -368,7 +371,7 @@ def profile(obj: dict[str, Any], topology: str, threads: int, guarantee: str, se
         seconds,
         obj["commit_interval_ms"],
         obj["runtime_src"],
-        wrap=wrap_with_py_spy(py_spy(), output, rate),
+        wrap=wrap_with_py_spy(py_spy(), output, rate, idle),
         streamapp_settings=obj["settings"],
     )
     result = bench.run(scenario)
