@@ -15,17 +15,20 @@ setup: ## Install uv (pinned) and the pinned workspace into .venv
 	@command -v uv >/dev/null 2>&1 || [ -x $(HOME)/.local/bin/uv ] || python3 -m pip install -q --user uv==$(UV_VERSION)
 	@$(UV) sync --frozen --quiet
 
-stack-up: setup ## Start Kafka, the Kubernetes control plane and the node agent on 127.0.0.1 (cached builds)
+stack-up: setup ## Start Kafka, the Kubernetes control plane, a Schema Registry and the node agent on 127.0.0.1 (cached)
 	hack/stack/up.sh all
+	hack/stack/schema-registry.sh up
 	hack/image/setup.sh
 	e2e/nodeagent/run.sh start --mode image
 
 stack-down: ## Stop the local stack (caches are kept; `hack/stack/down.sh --purge` drops run data)
 	e2e/nodeagent/run.sh stop
+	hack/stack/schema-registry.sh down
 	hack/stack/down.sh
 
 stack-status: ## Show each local stack component
 	hack/stack/status.sh
+	hack/stack/schema-registry.sh status
 	e2e/nodeagent/run.sh status
 
 image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)

@@ -30,9 +30,9 @@ base_key() {
 }
 base_tag() { echo "$BASE_REPO:$SUITE-$(base_key)"; }
 
-# wheelhouse_key: 16 hex chars of sha256(uv.lock) + the pip version used to fill it.
+# wheelhouse_key: 16 hex chars of sha256(uv.lock) + the pip version and the extras used to fill it.
 wheelhouse_key() {
-  { cat "$ROOT/uv.lock"; echo "pip $PIP_VERSION"; } | sha256sum | cut -c1-16
+  { cat "$ROOT/uv.lock"; echo "pip $PIP_VERSION"; echo "extras schema-registry"; } | sha256sum | cut -c1-16
 }
 
 # timed NAME CMD...: runs CMD (in a subshell, with set -e), records "NAME <seconds>" in $IMAGE_TIMINGS (if set) and logs it.

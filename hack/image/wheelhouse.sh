@@ -24,8 +24,9 @@ platform_args() {
 fill_wheelhouse() {
   local tmp=$wheelhouse.tmp
   rm -rf "$tmp"; mkdir -p "$tmp/wheels"
-  # the closure of all workspace members' runtime dependencies (no dev group), exactly as pinned in uv.lock
-  (cd "$ROOT" && uv export --frozen --all-packages --no-dev --no-emit-workspace --no-header \
+  # the closure of all workspace members' runtime dependencies (no dev group) plus the runtime's schema-registry
+  # extra (Avro/Protobuf serdes), exactly as pinned in uv.lock
+  (cd "$ROOT" && uv export --frozen --all-packages --no-dev --extra schema-registry --no-emit-workspace --no-header \
                   --format requirements.txt --output-file "$tmp/requirements.txt" >/dev/null)
   local args
   mapfile -t args < <(platform_args)
