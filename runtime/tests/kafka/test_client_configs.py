@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from streamapp.config import StreamsConfig
-from streamapp.kafka.clients import consumer_config, producer_config, restore_consumer_config
+from streamapp.kafka.clients import (
+    CONSUMER_MEMORY_DEFAULTS,
+    PRODUCER_MEMORY_DEFAULTS,
+    consumer_config,
+    producer_config,
+    restore_consumer_config,
+)
 
 BASE = {"application.id": "flights", "bootstrap.servers": "127.0.0.1:9092"}
 
@@ -46,3 +52,30 @@ def test_restore_consumer_has_no_group_membership_and_reports_the_end() -> None:
     assert "group.instance.id" not in settings and "group.protocol" not in settings
     assert settings["enable.partition.eof"] is True
     assert settings["fetch.min.bytes"] == "1"
+
+
+def test_consumers_bound_their_prefetch_below_librdkafkas_defaults() -> None:
+    """librdkafka's defaults let one fetch queue ~100k small records per partition (the 1M-key build peaked at
+    305 MiB RSS); the stream thread's consumers must start from the bounded values."""
+    config = StreamsConfig.from_mapping(BASE)
+    for settings in (consumer_config(config, 0, None), restore_consumer_config(config, 0, None)):
+        assert settings["fetch.max.bytes"] == 1_048_576  # librdkafka: 52428800
+        assert settings["max.partition.fetch.bytes"] == 262_144  # librdkafka: 1048576
+        assert settings["queued.min.messages"] == 10_000  # librdkafka: 100000
+        assert settings["queued.max.messages.kbytes"] == 16_384  # librdkafka: 65536
+        assert {k: settings[k] for k in CONSUMER_MEMORY_DEFAULTS} == dict(CONSUMER_MEMORY_DEFAULTS)
+
+
+def test_consumer_keys_override_the_prefetch_bounds() -> None:
+    config = StreamsConfig.from_mapping({**BASE, "consumer.queued.min.messages": 100_000})
+    assert consumer_config(config, 0, None)["queued.min.messages"] == "100000"
+    assert restore_consumer_config(config, 0, None)["queued.min.messages"] == "100000"
+
+
+def test_producer_send_queue_is_bounded_like_buffer_memory_and_overridable() -> None:
+    settings = producer_config(StreamsConfig.from_mapping(BASE), 0, None)
+    assert settings["queue.buffering.max.kbytes"] == 32_768  # librdkafka: 1048576 (1 GiB)
+    assert settings["queue.buffering.max.messages"] == 100_000
+    overridden = StreamsConfig.from_mapping({**BASE, "producer.queue.buffering.max.kbytes": 65536})
+    assert producer_config(overridden, 0, None)["queue.buffering.max.kbytes"] == "65536"
+    assert PRODUCER_MEMORY_DEFAULTS["queue.buffering.max.kbytes"] == 32_768

@@ -4,6 +4,12 @@
 This package is the only importer of ``confluent_kafka``. Every producer uses ``partitioner=murmur2_random``
 so keys land on the partitions Java clients, Kafka Streams and Spark choose (librdkafka's default is
 CRC32). The group consumer never auto-commits: the stream thread commits after its records are safe.
+
+Memory: librdkafka's prefetch defaults are sized for throughput, not for a bounded worker. It decompresses every
+fetched batch at once and keeps one ~300-byte op per record until the application consumes it, so with small
+records one default fetch (1 MiB compressed per partition) can queue ~100,000 records per partition. Every
+consumer of a stream thread therefore starts from ``CONSUMER_MEMORY_DEFAULTS`` and the producer from
+``PRODUCER_MEMORY_DEFAULTS`` (``consumer.*`` / ``producer.*`` keys override them; docs/execution.md).
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
@@ -29,6 +36,8 @@ from streamapp.kafka.types import (
 )
 
 __all__ = [
+    "CONSUMER_MEMORY_DEFAULTS",
+    "PRODUCER_MEMORY_DEFAULTS",
     "KafkaConsumer",
     "KafkaProducer",
     "KafkaRestoreConsumer",
@@ -52,6 +61,30 @@ _COMMIT_REBALANCE_CODES = {
     KafkaError._ASSIGNMENT_LOST,
     KafkaError._NO_OFFSET,
 }
+CONSUMER_MEMORY_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "fetch.max.bytes": 1_048_576,
+        "max.partition.fetch.bytes": 262_144,
+        "queued.min.messages": 10_000,
+        "queued.max.messages.kbytes": 16_384,
+    }
+)
+"""Prefetch bounds of the group and restore consumers (librdkafka's defaults: 52428800, 1048576, 100000 and
+65536). One fetch returns at most ``fetch.max.bytes`` of compressed batches (``max.partition.fetch.bytes`` per
+partition; a larger first batch still comes whole), and a new fetch starts only while fewer than
+``queued.min.messages`` records and ``queued.max.messages.kbytes`` KiB are queued. With 16-byte records one
+fetch is ~100,000 records (~30 MB in librdkafka); with 300-byte records the 16 MiB queue bound applies first."""
+
+PRODUCER_MEMORY_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "queue.buffering.max.kbytes": 32_768,
+        "queue.buffering.max.messages": 100_000,
+    }
+)
+"""Bound of the producer's send queue, records not yet acknowledged (librdkafka's defaults: 1048576 KiB and
+100000): 32 MiB of payload like the Java producer's ``buffer.memory``. A full queue makes ``send`` wait for
+acknowledgements instead of growing (the records still go out: nothing is dropped)."""
+
 _STALE_MEMBER_EPOCH = getattr(KafkaError, "STALE_MEMBER_EPOCH", 113)
 _UNRELEASED_INSTANCE_ID = getattr(KafkaError, "UNRELEASED_INSTANCE_ID", 111)
 
@@ -84,8 +117,8 @@ def consumer_config(
     (``instance_id``, else ``process_id``): other members read it from the group description to place
     standby tasks. Under ``exactly_once_v2`` the consumer reads ``read_committed`` (it never sees aborted
     records or open transactions, e.g. of a repartition topic; a ``committed()`` call then also waits for
-    pending transactional offsets: KIP-447's require_stable).
-    ``consumer.*`` keys override everything.
+    pending transactional offsets: KIP-447's require_stable). Prefetch is bounded by
+    ``CONSUMER_MEMORY_DEFAULTS``. ``consumer.*`` keys override everything.
     """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
@@ -96,6 +129,7 @@ def consumer_config(
         "auto.offset.reset": "earliest",
         "isolation.level": isolation_level(config),
         "statistics.interval.ms": 1000,
+        **CONSUMER_MEMORY_DEFAULTS,
     }
     if config.group_protocol == "consumer":
         settings.update({"group.protocol": "consumer", "group.remote.assignor": "range"})
@@ -112,6 +146,7 @@ def restore_consumer_config(config: StreamsConfig, thread_index: int, instance_i
 
     Under ``exactly_once_v2`` it reads ``read_committed``: aborted changelog records and transaction markers are
     skipped, and its end offset (``end_offset``) is the last stable offset, as Kafka Streams restores.
+    Prefetch is bounded by ``CONSUMER_MEMORY_DEFAULTS`` (``consumer.*`` keys override them here too).
     """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
@@ -122,6 +157,7 @@ def restore_consumer_config(config: StreamsConfig, thread_index: int, instance_i
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
         "isolation.level": isolation_level(config),
+        **CONSUMER_MEMORY_DEFAULTS,
     }
     settings.update({k: v for k, v in config.consumer.items() if not k.startswith("group.")})
     return settings
@@ -152,7 +188,8 @@ def transactional_id(config: StreamsConfig, thread_index: int, process_id: str) 
 def producer_config(
     config: StreamsConfig, thread_index: int, instance_id: str | None, process_id: str | None = None
 ) -> dict[str, Any]:
-    """The producer's settings: murmur2 partitioning, acks=all.
+    """The producer's settings: murmur2 partitioning, acks=all, the send queue bounded by
+    ``PRODUCER_MEMORY_DEFAULTS``.
 
     Under ``exactly_once_v2``: ``transactional.id`` = ``transactional_id(config, thread_index, process id)``
     (``process_id`` defaults to ``instance_id``, then to ``local``), idempotence on and
@@ -166,6 +203,7 @@ def producer_config(
         "acks": "all",
         "linger.ms": 100,
         "compression.type": "lz4",
+        **PRODUCER_MEMORY_DEFAULTS,
     }
     if config.exactly_once:
         settings.update(
