@@ -54,6 +54,12 @@ rocksdb.write.buffer.bytes               16777216            *streamapp*: memtab
 auto.register.schemas                    true                Avro/Protobuf serdes register their schema (Confluent)
 use.latest.version                       false               serialize with the subject's latest schema (Confluent)
 =======================================  ==================  ========================================================
+
+Memory bounds the runtime sets on librdkafka (*streamapp* defaults, librdkafka's in brackets; a ``consumer.*`` or
+``producer.*`` key overrides each; ``streamapp.kafka.clients``, docs/execution.md "Memory"):
+``consumer.fetch.max.bytes`` 1048576 [52428800], ``consumer.max.partition.fetch.bytes`` 262144 [1048576],
+``consumer.queued.min.messages`` 10000 [100000], ``consumer.queued.max.messages.kbytes`` 16384 [65536] (group
+and restore consumers); ``producer.queue.buffering.max.kbytes`` 32768 [1048576], like Java's ``buffer.memory``.
 """
 
 from __future__ import annotations
