@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -95,3 +97,27 @@ def test_pending_bytes_grow_with_writes() -> None:
     first = store.pending_bytes
     store.put(b"key2", b"value")
     assert 0 < first < store.pending_bytes
+
+
+def test_overwrites_do_not_grow_pending_bytes() -> None:
+    store, _ = make_store([0])
+    store.put(b"key", b"value")
+    first = store.pending_bytes
+    store.put(b"key", b"other")
+    assert store.pending_bytes == first
+
+
+def test_pending_bytes_account_for_pythons_memory_of_the_buffer() -> None:
+    """statestore.cache.max.bytes bounds what the buffer really holds: counting only key + value lengths
+    let a 10 MiB cache hold ~60 MB of Python objects with 8-byte keys and values."""
+    store, _ = make_store([0])
+    count = 50_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(count):
+            store.put(b"k%07d" % i, struct.pack(">q", i))
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 0.8 * used <= store.pending_bytes <= 1.5 * used
