@@ -54,16 +54,21 @@ def test_restore_consumer_has_no_group_membership_and_reports_the_end() -> None:
     assert settings["fetch.min.bytes"] == "1"
 
 
-def test_consumers_bound_their_prefetch_below_librdkafkas_defaults() -> None:
+def test_group_consumer_bounds_its_prefetch_below_librdkafkas_defaults() -> None:
     """librdkafka's defaults let one fetch queue ~100k small records per partition (the 1M-key build peaked at
-    305 MiB RSS); the stream thread's consumers must start from the bounded values."""
+    305 MiB RSS); the group consumer must start from the bounded values, and must not lower
+    queued.min.messages (the stream thread then waits for fetches: 5x slower)."""
     config = StreamsConfig.from_mapping(BASE)
-    for settings in (consumer_config(config, 0, None), restore_consumer_config(config, 0, None)):
-        assert settings["fetch.max.bytes"] == 1_048_576  # librdkafka: 52428800
-        assert settings["max.partition.fetch.bytes"] == 262_144  # librdkafka: 1048576
-        assert settings["queued.min.messages"] == 10_000  # librdkafka: 100000
-        assert settings["queued.max.messages.kbytes"] == 16_384  # librdkafka: 65536
-        assert {k: settings[k] for k in CONSUMER_MEMORY_DEFAULTS} == dict(CONSUMER_MEMORY_DEFAULTS)
+    settings = consumer_config(config, 0, None)
+    assert settings["max.partition.fetch.bytes"] == 262_144  # librdkafka: 1048576
+    assert settings["queued.max.messages.kbytes"] == 16_384  # librdkafka: 65536
+    assert "queued.min.messages" not in settings and "fetch.max.bytes" not in settings
+    assert {k: settings[k] for k in CONSUMER_MEMORY_DEFAULTS} == dict(CONSUMER_MEMORY_DEFAULTS)
+
+
+def test_restore_consumer_keeps_librdkafkas_fetch_sizes_for_restore_speed() -> None:
+    settings = restore_consumer_config(StreamsConfig.from_mapping(BASE), 0, None)
+    assert not set(CONSUMER_MEMORY_DEFAULTS) & set(settings)
 
 
 def test_consumer_keys_override_the_prefetch_bounds() -> None:
