@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from streamapp.serdes import SERDE_NAMES, SerdeError, serde_for
 
@@ -26,6 +27,84 @@ def test_string_serde_round_trips_any_text(text: str) -> None:
 def test_json_serde_round_trips_any_json_value(value: Any) -> None:
     serde = serde_for("json")
     assert serde.deserialize(serde.serialize(value)) == value
+
+
+def _contains_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, list):
+        return any(_contains_float(item) for item in value)
+    if isinstance(value, dict):
+        return any(_contains_float(item) for item in value.values())
+    return False
+
+
+@given(json_values)
+def test_json_serde_writes_what_json_dumps_writes_up_to_float_notation(value: Any) -> None:
+    assume(value is not None)  # a tombstone, passed through
+    data = serde_for("json").serialize(value)
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    assert data is not None and json.loads(data) == json.loads(expected)
+    if not _contains_float(value):
+        assert data == expected
+
+
+json_texts = st.builds(
+    lambda value, ensure_ascii, indent: json.dumps(value, ensure_ascii=ensure_ascii, indent=indent).encode(),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+        max_leaves=20,
+    ),
+    st.booleans(),
+    st.none() | st.integers(min_value=0, max_value=2),
+)
+
+
+@given(json_texts | st.binary() | st.text().map(str.encode) | st.text().map(lambda text: text.encode("utf-16")))
+def test_json_serde_reads_exactly_what_json_loads_reads(data: bytes) -> None:
+    try:
+        expected = json.loads(data)
+    except (ValueError, RecursionError):
+        with pytest.raises(SerdeError):
+            serde_for("json").deserialize(data)
+        return
+    # repr: NaN != NaN, and 1 == 1.0 == True would hide a float read for an int
+    assert repr(serde_for("json").deserialize(data)) == repr(expected)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"12345678901234567890123", 12345678901234567890123),
+        (b"-9223372036854775809", -9223372036854775809),
+        (b'{"id":18446744073709551616}', {"id": 18446744073709551616}),
+        (b"[1e400]", [float("inf")]),
+        (b'"\\ud800"', "\ud800"),
+        ('\ufeff{"a":1}'.encode(), {"a": 1}),
+    ],
+)
+def test_json_serde_reads_integers_beyond_64_bits_and_stdlib_extensions_exactly(data: bytes, expected: Any) -> None:
+    assert repr(serde_for("json").deserialize(data)) == repr(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({1: "a", None: 2}, b'{"1":"a","null":2}'),
+        ([2**64], b"[18446744073709551616]"),
+        ({"delay": 1e-05}, b'{"delay":0.00001}'),
+        ({"tail": None, "seats": 2}, b'{"tail":null,"seats":2}'),
+    ],
+)
+def test_json_serde_writes_keys_big_integers_and_floats_as_valid_json(value: Any, expected: bytes) -> None:
+    assert serde_for("json").serialize(value) == expected
+
+
+@pytest.mark.parametrize("value", [{"a": [float("nan")]}, [None, float("inf")], {"x": None, "y": -float("inf")}])
+def test_json_serde_refuses_nan_and_infinity_anywhere(value: Any) -> None:
+    with pytest.raises(SerdeError, match="json serde: cannot serialize"):
+        serde_for("json").serialize(value)
 
 
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))

@@ -64,17 +64,18 @@ _COMMIT_REBALANCE_CODES = {
 CONSUMER_MEMORY_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
     {
         "max.partition.fetch.bytes": 262_144,
-        "queued.max.messages.kbytes": 16_384,
+        "queued.max.messages.kbytes": 32_768,
     }
 )
 """Prefetch bounds of the group consumer (librdkafka's defaults: 1048576 and 65536). One fetch returns at most
 ``max.partition.fetch.bytes`` of compressed batches per partition (a larger first batch still comes whole), and a
 new fetch starts only while fewer than ``queued.min.messages`` (100000) records and ``queued.max.messages.kbytes``
 KiB are queued. With 16-byte records a 1 MiB fetch is ~100,000 records (~30 MB in librdkafka): building a
-1M-key store peaked at 305 MiB RSS with librdkafka's defaults, 183 MiB with these. ``fetch.max.bytes`` and
-``queued.min.messages`` stay at librdkafka's defaults: ``queued.min.messages=10000`` measured 5x slower (the
-stream thread waited for fetches). The restore consumer keeps librdkafka's defaults (restore speed; its peak
-while restoring a 1M-key store was 176-195 MiB)."""
+1M-key store peaked at 305 MiB RSS with librdkafka's defaults, 187 MiB with these. The queue bound is not lower
+because 16 MiB starved the stream thread (stateless benchmark: 58k records/s with 16 MiB, 101k with 32 MiB and
+97k with 64 MiB; the thread waited in ``poll`` 68% of the time). ``fetch.max.bytes`` and ``queued.min.messages``
+stay at librdkafka's defaults: ``queued.min.messages=10000`` measured 5x slower. The restore consumer keeps
+librdkafka's defaults (restore speed; its peak while restoring a 1M-key store was 170-195 MiB)."""
 
 PRODUCER_MEMORY_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
     {

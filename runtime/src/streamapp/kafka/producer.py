@@ -57,6 +57,8 @@ _GROUP_MOVED_CODES = {
     KafkaError.FENCED_MEMBER_EPOCH,
 }
 _RETRY_LIMIT_S = 60.0
+_ANY_PARTITION = -1
+"""librdkafka's ``RD_KAFKA_PARTITION_UA``: the partitioner chooses."""
 
 
 def transaction_error(error: KafkaError, what: str) -> KafkaClientError:
@@ -78,7 +80,8 @@ class KafkaProducer:
 
     def __init__(self, settings: Mapping[str, Any], on_delivery_error: DeliveryErrorHandler | None = None) -> None:
         self.transactional = "transactional.id" in settings
-        self._producer = confluent_kafka.Producer(dict(settings))
+        # records sent without their own callback report to this one (no Python closure per record)
+        self._producer = confluent_kafka.Producer({**settings, "on_delivery": self._check_delivery})
         self._on_delivery_error = None if self.transactional else on_delivery_error
         self._failure: str | None = None
         self.dropped_records = 0
@@ -96,7 +99,7 @@ class KafkaProducer:
         on_delivery: Callable[[TopicPartition, int], None] | None = None,
         headers: Headers | None = None,
     ) -> None:
-        delivered: Callable[[KafkaError | None, Any], None] = self._check_delivery
+        delivered: Callable[[KafkaError | None, Any], None] | None = None  # the producer's own on_delivery
         if on_delivery is not None:
 
             def delivered(error: KafkaError | None, message: Any) -> None:
@@ -104,16 +107,15 @@ class KafkaProducer:
                 if error is None:
                     on_delivery(TopicPartition(message.topic(), message.partition()), message.offset())
 
-        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
-        if timestamp >= 0:
-            kwargs["timestamp"] = timestamp
-        if partition is not None:
-            kwargs["partition"] = partition
-        if headers:
-            kwargs["headers"] = headers
+        # positional (topic, value, key, partition, on_delivery): no kwargs dict per record
+        partition_or_any = _ANY_PARTITION if partition is None else partition
+        timestamp_or_now = timestamp if timestamp >= 0 else 0
+        headers_or_none: Any = headers or None  # a list of (str, bytes) tuples; confluent-kafka copies it
         while True:
             try:
-                self._producer.produce(topic, **kwargs)
+                self._producer.produce(
+                    topic, value, key, partition_or_any, delivered, timestamp=timestamp_or_now, headers=headers_or_none
+                )
                 return
             except BufferError:
                 self._producer.poll(0.05)
