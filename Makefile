@@ -6,7 +6,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 RUN := $(UV) run --frozen
 OPERATOR_NS := streamapp-system
 
-.PHONY: help setup stack-up stack-down stack-status image operator-install demo test test-unit lint crds bench
+.PHONY: help setup stack-up stack-down stack-status purge-topics image operator-install demo test test-unit lint crds bench
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ stack-status: ## Show each local stack component
 	hack/stack/status.sh
 	hack/stack/schema-registry.sh status
 	e2e/nodeagent/run.sh status
+
+purge-topics: setup ## Delete the topics tests left on the local broker (all but __* and bench-*; stop the demo first)
+	$(RUN) python hack/stack/purge_topics.py
 
 image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)
 	hack/image/build.sh
