@@ -13,6 +13,7 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from streamapp_operator.instances import InstanceUnavailable
 from streamapp_operator.k8s import ApplyRejected
 from streamapp_operator.kafka import GroupLag, KafkaUnavailable, TopicSpec
 
@@ -64,7 +65,8 @@ def flights_spec(**overrides: Any) -> dict[str, Any]:
 
 class TestingCluster:
     """In-memory ``k8s.Cluster``. Applying the same manifest twice changes nothing (as server-side apply);
-    a different manifest bumps ``generation`` and ``resourceVersion`` and keeps the object's status."""
+    a different manifest bumps ``generation`` and ``resourceVersion`` and keeps the object's status and
+    ``uid``; ``delete`` honours the uid precondition."""
 
     __test__ = False  # a fake, not a test class
 
@@ -96,9 +98,21 @@ class TestingCluster:
         stored = copy.deepcopy(manifest)
         stored["metadata"]["generation"] = before["metadata"]["generation"] + 1 if before else 1
         stored["metadata"]["resourceVersion"] = str(self._version)
+        stored["metadata"]["uid"] = before["metadata"]["uid"] if before else f"uid-{kind}-{self._version}"
         stored["status"] = copy.deepcopy(before.get("status", {})) if before else {}
         self.objects[key] = stored
         return copy.deepcopy(stored)
+
+    def delete(self, kind: str, namespace: str, name: str, uid: str) -> None:
+        key = (kind, namespace, name)
+        obj = self.objects.get(key)
+        if obj is None:
+            return
+        if obj["metadata"].get("uid") != uid:
+            raise ApplyRejected(f"deleting {kind} {namespace}/{name}: precondition failed: UID mismatch")
+        self.journal.append(f"delete {kind}")
+        del self.objects[key]
+        self._manifests.pop(key, None)
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         wanted = dict(term.split("=", 1) for term in selector.split(","))
@@ -120,6 +134,23 @@ class TestingCluster:
     def set_status(self, kind: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         """What a controller would write: e.g. the StatefulSet controller's replica counts."""
         self.objects[(kind, namespace, name)]["status"] = status
+
+
+class TestingInstances:
+    """In-memory ``instances.InstanceReader``: ``/status`` documents (or an error text) per pod IP."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.documents: dict[str, dict[str, Any] | str] = {}
+        self.asked: list[str] = []
+
+    def status(self, pod_ip: str, port: int) -> dict[str, Any]:
+        self.asked.append(pod_ip)
+        document = self.documents.get(pod_ip, "connection refused")
+        if isinstance(document, str):
+            raise InstanceUnavailable(f"GET http://{pod_ip}:{port}/status: {document}")
+        return copy.deepcopy(document)
 
 
 class TestingKafka:

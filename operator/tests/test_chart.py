@@ -107,7 +107,9 @@ def test_rbac_is_least_privilege(helm: Path) -> None:
         for verb in rule["verbs"]
     }
     assert not any("*" in entry for entry in granted)
-    assert not any(verb in ("delete", "deletecollection", "escalate", "bind", "impersonate") for *_, verb in granted)
+    assert not any(verb in ("deletecollection", "escalate", "bind", "impersonate") for *_, verb in granted)
+    # The only delete: the PodDisruptionBudget, when spec.disruptionBudget turns it off (the GC does the rest).
+    assert {(g, r) for g, r, v in granted if v == "delete"} == {("policy", "poddisruptionbudgets")}
     assert {(g, r) for g, r, _ in granted} == {
         ("apiextensions.k8s.io", "customresourcedefinitions"),
         ("", "namespaces"),
@@ -117,6 +119,7 @@ def test_rbac_is_least_privilege(helm: Path) -> None:
         ("", "configmaps"),
         ("", "services"),
         ("apps", "statefulsets"),
+        ("policy", "poddisruptionbudgets"),
         ("", "pods"),
         ("", "events"),
     }

@@ -80,6 +80,20 @@ def test_spec_defaults_and_validation(crd: dict[str, Any]) -> None:
     assert node["properties"]["name"]["pattern"] == "^[a-zA-Z0-9._-]+$"
 
 
+def test_disruption_budget_schema_defaults_to_enabled_and_rejects_zero_and_both_bounds(crd: dict[str, Any]) -> None:
+    budget = _schema(crd)["properties"]["spec"]["properties"]["disruptionBudget"]
+    assert budget["default"] == {}
+    props = budget["properties"]
+    assert props["enabled"] == {**props["enabled"], "type": "boolean", "default": True}
+    for bound in ("maxUnavailable", "minAvailable"):
+        assert (props[bound]["type"], props[bound]["minimum"]) == ("integer", 1)
+        assert "default" not in props[bound]  # the operator's default (1) must not collide with minAvailable
+    assert budget["x-kubernetes-validations"] == [
+        {"rule": "!(has(self.maxUnavailable) && has(self.minAvailable))",
+         "message": "set either maxUnavailable or minAvailable, not both"},
+    ]  # fmt: skip
+
+
 def test_status_has_conditions_as_a_map_and_no_defaults(crd: dict[str, Any]) -> None:
     status = _schema(crd)["properties"]["status"]
     assert "default" not in yaml.safe_dump(status)
@@ -88,7 +102,7 @@ def test_status_has_conditions_as_a_map_and_no_defaults(crd: dict[str, Any]) -> 
     assert conditions["x-kubernetes-list-map-keys"] == ["type"]
     assert set(status["properties"]) >= {
         "observedGeneration", "conditions", "replicas", "readyReplicas", "ready", "selector",
-        "tasks", "lag", "consumerGroupState",
+        "tasks", "lag", "consumerGroupState", "disruptionBudget", "restoreRemaining",
     }  # fmt: skip
 
 

@@ -28,8 +28,10 @@ def test_every_child_is_owned_by_the_streamapp_so_deletion_cascades() -> None:
         desired.config_map(OWNER, "nodes: []\n", desired.streams_config(spec, "app")),
         desired.service(OWNER),
         desired.stateful_set(OWNER, spec, "abc"),
+        desired.disruption_budget(OWNER, spec).manifest,
     ]
     for child in children:
+        assert child is not None
         assert child["metadata"]["namespace"] == "apps"
         assert child["metadata"]["ownerReferences"] == [
             {

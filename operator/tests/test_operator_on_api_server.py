@@ -1,7 +1,9 @@
 """The whole operator (``kopf run`` of this working tree) against the local API server and Kafka broker:
 the CRD installs, a StreamApp gets its internal topics, ConfigMap, Service and StatefulSet with owner
 references, its status and printer columns are written, /scale works, an invalid topology or a missing source
-topic ends in Degraded with the reason in the message, and deleting the StreamApp removes its children.
+topic ends in Degraded with the reason in the message, and deleting the StreamApp removes its children. The
+PodDisruptionBudget follows spec.disruptionBudget and the replicas (the real disruption controller counts the
+StatefulSet's pods through its selector), and the CRD rejects budgets that are invalid with a clear message.
 
 The operator runs with the rights the Helm chart grants (its ServiceAccount's token, the chart's RBAC rendered
 with ``watchNamespaces`` = the test namespace), so the test also proves that RBAC sufficient.
@@ -27,6 +29,7 @@ from typing import Any, TypeVar
 
 import pytest
 import yaml
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from operator_fakes import FLIGHTS_TOPOLOGY
 from operator_helm import helm_binary, render
@@ -37,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV_FILE = ROOT / ".cache" / "run" / "env"
 CRD = ROOT / "crds" / "streamapp.io_streamapps.yaml"
 T = TypeVar("T")
+#: Changelog records the pod of the Restoring test restores: enough for several seconds of restore.
+RESTORE_RECORDS = 1_500_000
 
 
 def _stack_env() -> dict[str, str]:
@@ -74,6 +79,14 @@ class Kube:
 
     def apply(self, manifest: dict[str, Any]) -> None:
         self.run("apply", "-n", self.namespace, "-f", "-", stdin=yaml.safe_dump(manifest))
+
+    def rejection(self, manifest: dict[str, Any]) -> str:
+        """The API server's error for a server-side dry-run create of ``manifest`` ("" when accepted)."""
+        done = subprocess.run(
+            ["kubectl", "create", "--dry-run=server", "-n", self.namespace, "-f", "-"],
+            env=self.env, input=yaml.safe_dump(manifest), capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return done.stderr if done.returncode != 0 else ""
 
 
 def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
@@ -173,6 +186,10 @@ def _pause_installed_operators(kube: Kube) -> list[tuple[str, str, int]]:
         namespace, name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
         paused.append((namespace, name, deployment["spec"].get("replicas", 1)))
         kube.run("scale", "deployment", name, "-n", namespace, "--replicas=0")
+    # Scaling returns at once; an installed operator still terminating would reconcile the test's StreamApps
+    # with its own (possibly older) code.
+    for namespace, _, _ in paused:
+        kube.run("wait", "--for=delete", "pod", "-n", namespace, "-l", selector, "--timeout=90s", check=False)
     return paused
 
 
@@ -224,6 +241,8 @@ def test_operator_reconciles_a_streamapp_on_the_api_server(
     )
     assert _condition(app, "TopologyValid")["status"] == "True", app["status"]
     assert _condition(app, "Degraded")["status"] == "False", app["status"]
+    assert _condition(app, "Restoring")["reason"] == "NoRestore", app["status"]
+    assert app["status"]["disruptionBudget"] == "none: no replicas"
     assert app["status"]["tasks"] == 6
     assert app["status"]["ready"] == "0/0"
     assert app["status"]["selector"] == "app.kubernetes.io/name=streamapp,app.kubernetes.io/instance=flights"
@@ -351,3 +370,193 @@ def test_deleting_the_streamapp_garbage_collects_its_children(kube: Kube, operat
     kube.run("delete", "streamapp", "flights", "-n", kube.namespace, "--wait=true", "--timeout=60s")
     for kind, name in (("configmap", "flights-config"), ("service", "flights"), ("statefulset", "flights")):
         wait_for(functools.partial(kube.absent, kind, name), f"{kind} {name} to be deleted")
+
+
+def _owner(child: dict[str, Any]) -> tuple[str, str, str, bool]:
+    (owner,) = child["metadata"]["ownerReferences"]
+    return owner["kind"], owner["name"], owner["uid"], owner["controller"]
+
+
+def _merge(kube: Kube, name: str, spec: dict[str, Any]) -> None:
+    kube.run("patch", "streamapp", name, "-n", kube.namespace, "--type=merge", "-p", json.dumps({"spec": spec}))
+
+
+def test_disruption_budget_guards_the_pods_follows_the_spec_and_goes_with_the_streamapp(
+    kube: Kube, kafka: tuple[AdminClient, str], operator: Path
+) -> None:
+    admin, prefix = kafka
+    source = f"{prefix}-guarded"
+    for future in admin.create_topics([NewTopic(source, num_partitions=2, replication_factor=1)]).values():
+        future.result()
+    manifest = _streamapp("guarded", source, f"{prefix}-guarded", replicas=2)
+    manifest["spec"]["image"] = "localhost/absent:0"  # pods that never start: this test is about their budget
+    kube.apply(manifest)
+    budget = wait_for(
+        lambda: kube.get("poddisruptionbudget", "guarded"),
+        f"the PodDisruptionBudget; operator log:\n{_log_tail(operator)}",
+    )
+    app = kube.get("streamapp", "guarded")
+    stateful_set = kube.get("statefulset", "guarded")
+    assert app is not None and stateful_set is not None
+    assert _owner(budget) == ("StreamApp", "guarded", app["metadata"]["uid"], True)
+    assert budget["spec"]["maxUnavailable"] == 1 and "minAvailable" not in budget["spec"]
+    assert budget["spec"]["selector"] == stateful_set["spec"]["selector"]
+    # The real disruption controller finds both StatefulSet pods through the budget's selector.
+    wait_for(
+        lambda: (b := kube.get("poddisruptionbudget", "guarded")) and b.get("status", {}).get("expectedPods") == 2,
+        "the disruption controller to count the StatefulSet's 2 pods",
+    )
+    wait_for(
+        lambda: (
+            (kube.get("streamapp", "guarded") or {}).get("status", {}).get("disruptionBudget") == "maxUnavailable=1"
+        ),
+        "status.disruptionBudget",
+    )
+
+    _merge(kube, "guarded", {"disruptionBudget": {"minAvailable": 1}})
+    updated = wait_for(
+        lambda: (b := kube.get("poddisruptionbudget", "guarded")) and "minAvailable" in b["spec"] and b,
+        f"the budget to switch to minAvailable; operator log:\n{_log_tail(operator)}",
+    )
+    assert updated["spec"]["minAvailable"] == 1
+    assert "maxUnavailable" not in updated["spec"], "server-side apply must drop the bound it no longer sets"
+    assert updated["metadata"]["uid"] == budget["metadata"]["uid"]
+
+    # minAvailable 1 of 1 pod would block every eviction: the operator removes the budget and warns.
+    kube.run("scale", "streamapp", "guarded", "-n", kube.namespace, "--replicas=1")
+    wait_for(lambda: kube.absent("poddisruptionbudget", "guarded"), "the blocking budget to be removed")
+    events = json.loads(kube.run("get", "events", "-n", kube.namespace, "-o", "json", "--field-selector",
+                                 "involvedObject.name=guarded,reason=DisruptionBudgetSkipped"))  # fmt: skip
+    assert [e["message"] for e in events["items"]] == [
+        "No PodDisruptionBudget: minAvailable 1 with 1 replicas would block every voluntary eviction"
+    ]
+    kube.run("scale", "streamapp", "guarded", "-n", kube.namespace, "--replicas=2")
+    wait_for(lambda: kube.get("poddisruptionbudget", "guarded"), "the budget to come back at 2 replicas")
+
+    _merge(kube, "guarded", {"disruptionBudget": {"enabled": False}})
+    wait_for(lambda: kube.absent("poddisruptionbudget", "guarded"), "the disabled budget to be deleted")
+    _merge(kube, "guarded", {"disruptionBudget": {"enabled": True}})
+    wait_for(lambda: kube.get("poddisruptionbudget", "guarded"), "the re-enabled budget")
+
+    kube.run("delete", "streamapp", "guarded", "-n", kube.namespace, "--wait=true", "--timeout=60s")
+    wait_for(lambda: kube.absent("poddisruptionbudget", "guarded"), "the budget to be garbage-collected")
+    assert "Traceback" not in operator.read_text(), _log_tail(operator)
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        ({"maxUnavailable": 0}, "spec.disruptionBudget.maxUnavailable in body should be greater than or equal to 1"),
+        ({"minAvailable": 0}, "spec.disruptionBudget.minAvailable in body should be greater than or equal to 1"),
+        ({"maxUnavailable": 1, "minAvailable": 1}, "set either maxUnavailable or minAvailable, not both"),
+        ({"maxUnavailable": "50%"}, "spec.disruptionBudget.maxUnavailable in body must be of type integer"),
+    ],
+    ids=["max-unavailable-0", "min-available-0", "both-bounds", "percentage"],
+)
+def test_crd_rejects_an_invalid_disruption_budget_with_a_clear_message(
+    kube: Kube, budget: dict[str, Any], message: str
+) -> None:
+    manifest = _streamapp("rejected", "topic", "app")
+    manifest["spec"]["disruptionBudget"] = budget
+    assert message in kube.rejection(manifest)
+    manifest["spec"]["disruptionBudget"] = {"maxUnavailable": 2}
+    assert kube.rejection(manifest) == ""
+
+
+def _evict(kube: Kube, pod: str) -> str:
+    """Ask the Eviction API (what ``kubectl drain`` does) to evict ``pod``; the API server's error, or ""."""
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": kube.namespace}}
+    done = subprocess.run(
+        ["kubectl", "create", "--raw", f"/api/v1/namespaces/{kube.namespace}/pods/{pod}/eviction", "-f", "-"],
+        env=kube.env, input=json.dumps(eviction), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stderr if done.returncode != 0 else ""
+
+
+def test_a_drain_evicts_one_ready_pod_at_a_time(kube: Kube, kafka: tuple[AdminClient, str], operator: Path) -> None:
+    """Two pods of the real runtime, ready: the first eviction is allowed, the second refused by the budget."""
+    admin, prefix = kafka
+    source, sink = f"{prefix}-drained", f"{prefix}-drained-out"
+    topics = [NewTopic(topic, num_partitions=2, replication_factor=1) for topic in (source, sink)]
+    for future in admin.create_topics(topics).values():
+        future.result()
+    manifest = _streamapp("drained", source, f"{prefix}-drained", replicas=2)
+    manifest["spec"]["threads"] = 1
+    manifest["spec"]["topology"]["nodes"][-1]["topic"] = sink
+    kube.apply(manifest)
+    wait_for(
+        lambda: (b := kube.get("poddisruptionbudget", "drained")) and b.get("status", {}).get("currentHealthy") == 2,
+        f"2 ready pods counted by the budget; operator log:\n{_log_tail(operator)}",
+        timeout=180,
+    )
+    app = wait_for(
+        lambda: (a := kube.get("streamapp", "drained")) and _condition(a, "Ready").get("status") == "True" and a,
+        "the StreamApp to be Ready",
+        timeout=60,
+    )
+    assert (_condition(app, "Restoring")["status"], _condition(app, "Restoring")["reason"]) == ("False", "NoRestore")
+    assert _evict(kube, "drained-0") == ""
+    refused = _evict(kube, "drained-1")
+    assert "Cannot evict pod as it would violate the pod's disruption budget" in refused, refused
+    kube.run("delete", "streamapp", "drained", "-n", kube.namespace, "--wait=true", "--timeout=60s")
+
+
+def test_restoring_condition_reports_a_pod_restoring_its_store_from_the_changelog(
+    kube: Kube, kafka: tuple[AdminClient, str], env: dict[str, str], operator: Path
+) -> None:
+    """A real pod of the runtime restores a changelog of RESTORE_RECORDS records before it is ready; the
+    operator reads its /status and says so (``Restoring=True`` with the records left), then clears it."""
+    admin, prefix = kafka
+    app_id = f"{prefix}-restored"
+    source, sink, changelog = (
+        f"{prefix}-restored-in",
+        f"{prefix}-restored-out",
+        f"{app_id}-departures-per-carrier-store-changelog",
+    )
+    topics = [NewTopic(t, num_partitions=1, replication_factor=1) for t in (source, sink)]
+    topics.append(NewTopic(changelog, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"}))
+    for future in admin.create_topics(topics).values():
+        future.result()
+    producer = Producer({"bootstrap.servers": env["KAFKA_BOOTSTRAP"], "linger.ms": 50, "batch.num.messages": 10000})
+    value = (1).to_bytes(8, "big")
+    for i in range(RESTORE_RECORDS):
+        while True:
+            try:
+                producer.produce(changelog, value, f"k{i}".encode())
+                break
+            except BufferError:
+                producer.poll(0.1)
+    assert producer.flush(60) == 0
+
+    manifest = _streamapp("restored", source, app_id, replicas=1)
+    manifest["spec"]["threads"] = 1
+    manifest["spec"]["topology"]["nodes"][-1]["topic"] = sink
+    kube.apply(manifest)
+    seen: dict[str, Any] = {}
+
+    def restoring() -> dict[str, Any] | None:
+        # Annotating the StreamApp makes kopf reconcile now instead of at the next 10 s timer tick.
+        kube.run("annotate", "--overwrite", "streamapp", "restored", "-n", kube.namespace, f"test/poke={time.time()}")
+        app = kube.get("streamapp", "restored")
+        condition = _condition(app, "Restoring")
+        if condition.get("status") == "True" and app:
+            seen.update(condition=condition, remaining=app["status"].get("restoreRemaining"))
+            return condition
+        time.sleep(1.0)
+        return None
+
+    wait_for(restoring, f"Restoring=True; operator log:\n{_log_tail(operator)}", timeout=120)
+    assert seen["condition"]["reason"] == "RestoringState"
+    assert seen["condition"]["message"].startswith("pod restored-0 restores tasks 1_0 ("), seen["condition"]
+    assert 0 < seen["remaining"] <= RESTORE_RECORDS
+    done = wait_for(
+        lambda: (a := kube.get("streamapp", "restored")) and _condition(a, "Ready").get("status") == "True" and a,
+        "the pod to finish restoring and be ready",
+        timeout=240,
+    )
+    assert (_condition(done, "Restoring")["status"], done["status"]["restoreRemaining"]) == ("False", 0)
+    events = json.loads(kube.run("get", "events", "-n", kube.namespace, "-o", "json",
+                                 "--field-selector", "involvedObject.name=restored"))  # fmt: skip
+    reasons = [e["reason"] for e in events["items"]]
+    assert "RestoreStarted" in reasons and "RestoreFinished" in reasons, reasons
+    kube.run("delete", "streamapp", "restored", "-n", kube.namespace, "--wait=true", "--timeout=60s")

@@ -9,7 +9,7 @@ import copy
 from typing import Any
 
 import yaml
-from operator_fakes import FLIGHTS_TOPOLOGY, TestingCluster, TestingKafka, flights_spec
+from operator_fakes import FLIGHTS_TOPOLOGY, TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.reconcile import App, Result, World, reconcile
 
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)
@@ -22,8 +22,9 @@ def _run(
     spec: dict[str, Any] | None = None,
     status: dict[str, Any] | None = None,
     app: App = APP,
+    instances: TestingInstances | None = None,
 ) -> Result:
-    world = World(cluster=cluster, kafka_for=lambda servers: kafka)
+    world = World(cluster=cluster, kafka_for=lambda servers: kafka, instances=instances or TestingInstances())
     return reconcile(app, spec if spec is not None else flights_spec(), status or {}, world, NOW)
 
 
@@ -31,7 +32,7 @@ def _conditions(result: Result) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in result.status["conditions"]}
 
 
-def test_creates_internal_topics_then_config_map_service_and_stateful_set(
+def test_creates_internal_topics_then_config_map_service_stateful_set_and_disruption_budget(
     cluster: TestingCluster, kafka: TestingKafka
 ) -> None:
     result = _run(cluster, kafka)
@@ -45,8 +46,9 @@ def test_creates_internal_topics_then_config_map_service_and_stateful_set(
         ("ConfigMap", "flights-per-carrier-config"),
         ("Service", "flights-per-carrier"),
         ("StatefulSet", "flights-per-carrier"),
+        ("PodDisruptionBudget", "flights-per-carrier"),
     ]
-    assert [e.reason for e in result.events] == ["TopicsCreated", "Created", "Created", "Created"]
+    assert [e.reason for e in result.events] == ["TopicsCreated", "Created", "Created", "Created", "Created"]
     config_map = cluster.get("ConfigMap", "apps", "flights-per-carrier-config")
     assert config_map is not None
     topology = yaml.safe_load(config_map["data"]["topology.yaml"])
@@ -76,6 +78,7 @@ def test_status_reports_generation_tasks_selector_lag_and_ready_count(
         "Progressing": "False",
         "Degraded": "False",
         "TopologyValid": "True",
+        "Restoring": "False",
     }
     group, topics = kafka.lag_requests[-1]
     assert group == "flights-per-carrier"
@@ -210,11 +213,19 @@ def test_intent_is_written_to_status_before_pods_are_replaced(cluster: TestingCl
     app = App(name=APP.name, namespace=APP.namespace, uid=APP.uid, generation=3)
     new_image = flights_spec(replicas=4, image="localhost/streamapp:2")
     result = _run(cluster, kafka, spec=new_image, status=first.status, app=app)
-    assert cluster.journal == ["apply ConfigMap", "apply Service", "status", "apply StatefulSet"]
+    assert cluster.journal == [
+        "apply ConfigMap", "apply Service", "status", "apply StatefulSet", "apply PodDisruptionBudget"
+    ]  # fmt: skip
     (intent,) = cluster.status_writes
     progressing = {c["type"]: c for c in intent["conditions"]}["Progressing"]
     assert (progressing["status"], progressing["reason"]) == ("True", "RollingOut")
     assert progressing["observedGeneration"] == 3
     assert progressing["message"] == "replacing 1 pods with the pod template of generation 3"
-    assert [c["type"] for c in intent["conditions"]] == ["Ready", "Progressing", "Degraded", "TopologyValid"]
+    assert [c["type"] for c in intent["conditions"]] == [
+        "Ready",
+        "Progressing",
+        "Degraded",
+        "TopologyValid",
+        "Restoring",
+    ]
     assert _conditions(result)["Progressing"]["status"] == "True"

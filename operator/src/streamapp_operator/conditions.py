@@ -11,11 +11,14 @@ the ``observedGeneration`` it was computed for.
   an object the API server rejects), or pods fail in a way that does not heal by itself (crash loop, image
   not pullable); the message says what.
 - ``TopologyValid``: the topology parses and fits the Kafka topics; ``Unknown`` while it cannot be checked.
+- ``Restoring``: some pod's tasks are restoring their state stores from the changelogs (read from the
+  ``/status`` of the pods that are not ready, see :func:`restore_view`); the message names the pods, tasks
+  and records left. ``Unknown`` when a pod that is not ready cannot be asked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +28,8 @@ READY = "Ready"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 TOPOLOGY_VALID = "TopologyValid"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID)
+RESTORING = "Restoring"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID, RESTORING)
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,65 @@ def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class RestoringTask:
+    """A task of a pod that is not running yet: restoring (or about to restore) its stores."""
+
+    pod: str
+    task_id: str
+    remaining: int
+    """Changelog records left to restore (0 when not known yet)."""
+
+
+@dataclass(frozen=True)
+class RestoreView:
+    """What the pods that are not ready say about restoration; ``unreadable`` maps pod -> why not."""
+
+    tasks: tuple[RestoringTask, ...] = ()
+    unreadable: Mapping[str, str] | None = None
+
+    @property
+    def remaining(self) -> int:
+        return sum(task.remaining for task in self.tasks)
+
+
+def unready_pods(pods: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(name, pod IP)`` of the running pods whose Ready condition is not True: the only ones that can be
+    restoring (the runtime's readiness requires every task restored), so ready pods are never asked."""
+    found = []
+    for pod in sorted(pods, key=lambda p: str(p.get("metadata", {}).get("name"))):
+        metadata, status = pod.get("metadata", {}), pod.get("status") or {}
+        if metadata.get("deletionTimestamp") or status.get("phase") != "Running" or not status.get("podIP"):
+            continue
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        if not ready:
+            found.append((str(metadata.get("name")), str(status["podIP"])))
+    return found
+
+
+def restore_view(documents: Mapping[str, dict[str, Any] | str]) -> RestoreView:
+    """Restoring tasks from the pods' ``/status`` documents (pod -> document, or pod -> error text).
+
+    A document has ``workers[].tasks[]`` with ``task_id``, ``state`` and ``restore_remaining``
+    (``asdict`` of the runtime's ``streamapp.processing.status.TaskStatus``); tasks not ``running`` are
+    restoring, as the runtime's ``/readyz`` says ("restores tasks ...").
+    """
+    tasks: list[RestoringTask] = []
+    unreadable: dict[str, str] = {}
+    for pod in sorted(documents):
+        document = documents[pod]
+        if isinstance(document, str):
+            unreadable[pod] = document
+            continue
+        for worker in document.get("workers") or []:
+            for task in worker.get("tasks") or []:
+                if task.get("state") != "running":
+                    remaining = task.get("restore_remaining")
+                    count = remaining if isinstance(remaining, int) and remaining > 0 else 0
+                    tasks.append(RestoringTask(pod, str(task.get("task_id")), count))
+    return RestoreView(tuple(tasks), unreadable)
+
+
 def conditions(
     *,
     generation: int,
@@ -123,10 +186,12 @@ def conditions(
     previous: Sequence[dict[str, Any]],
     now: str,
     failing: Sequence[str] = (),
+    restore: RestoreView | None = None,
 ) -> list[dict[str, Any]]:
-    """The four conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
+    """The conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
 
-    ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) degrades the app without blocking.
+    ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) degrades the app without blocking;
+    ``restore`` (from :func:`restore_view`; None: the pods were not asked) decides ``Restoring``.
     """
     before = {c.get("type"): c for c in previous}
 
@@ -147,6 +212,7 @@ def conditions(
         make(PROGRESSING, *_progressing(problems, progress)),
         make(DEGRADED, *_degraded(problems, failing)),
         make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
+        make(RESTORING, *_restoring(restore)),
     ]
 
 
@@ -216,6 +282,24 @@ def _topology_valid(problems: Sequence[Problem], checked: bool) -> tuple[str, st
     return "Unknown", "NotChecked", "the topology could not be checked against Kafka"
 
 
+def _restoring(restore: RestoreView | None) -> tuple[str, str, str]:
+    if restore is None:
+        return "Unknown", "NotObserved", "the pods' /status was not read"
+    if restore.tasks:
+        by_pod: dict[str, list[RestoringTask]] = {}
+        for task in restore.tasks:
+            by_pod.setdefault(task.pod, []).append(task)
+        parts = []
+        for pod, tasks in by_pod.items():
+            left = sum(t.remaining for t in tasks)
+            parts.append(f"pod {pod} restores tasks {', '.join(t.task_id for t in tasks)} ({left} records left)")
+        return "True", "RestoringState", "; ".join(parts)
+    if restore.unreadable:
+        detail = "; ".join(f"pod {pod}: {why}" for pod, why in restore.unreadable.items())
+        return "Unknown", "InstanceStatusUnavailable", f"cannot read /status of pods that are not ready: {detail}"
+    return "False", "NoRestore", "no pod is restoring state"
+
+
 def _joined(problems: Sequence[Problem]) -> str:
     return "; ".join(p.message for p in problems)
 
@@ -238,4 +322,9 @@ def condition_events(previous: Sequence[dict[str, Any]], current: Sequence[dict[
     old, new = before.get(READY, {}), after[READY]
     if new["status"] == "True" and old.get("status") != "True":
         events.append(Event("Normal", "Ready", new["message"]))
+    old, new = before.get(RESTORING, {}), after[RESTORING]
+    if new["status"] == "True" and old.get("status") != "True":
+        events.append(Event("Normal", "RestoreStarted", new["message"]))
+    elif new["status"] == "False" and old.get("status") == "True":
+        events.append(Event("Normal", "RestoreFinished", "every task has restored its state"))
     return events

@@ -5,7 +5,8 @@ or writes the cluster. The workload follows the runtime process contract: a Conf
 with ``topology.yaml`` and ``streams.yaml`` mounted at ``/etc/streamapp``, a headless Service ``<name>``,
 and a StatefulSet ``<name>`` whose pods keep their state stores on a per-pod volume (``state``) at
 ``/var/lib/streamapp``. A hash of the ConfigMap's data is stamped on the pod template, so a change of
-topology or configuration rolls the pods.
+topology or configuration rolls the pods. A PodDisruptionBudget ``<name>`` bounds how many of those pods a
+node drain evicts at once (:func:`disruption_budget`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from streamapp_operator.resources import API_VERSION, KIND, StreamAppSpec
+from streamapp_operator.resources import API_VERSION, DEFAULT_MAX_UNAVAILABLE, KIND, StreamAppSpec
 
 CONFIG_DIR = "/etc/streamapp"
 STATE_DIR = "/var/lib/streamapp"
@@ -170,6 +171,57 @@ def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str) -> dict[
             "volumeClaimTemplates": [_state_claim(owner, spec)],
         },
     }
+
+
+@dataclass(frozen=True)
+class DisruptionBudget:
+    """The decision on the PodDisruptionBudget: its manifest, or None when there must be none, and a
+    one-line ``summary`` for ``status.disruptionBudget`` (the bound in force, or why there is none).
+    ``blocking`` marks a budget left out because it would forbid every voluntary eviction."""
+
+    manifest: dict[str, Any] | None
+    summary: str
+    blocking: bool = False
+
+
+def disruption_budget(owner: Owner, spec: StreamAppSpec) -> DisruptionBudget:
+    """PodDisruptionBudget ``<name>`` over the app's pods, from ``spec.disruptionBudget``.
+
+    - disabled, or ``replicas == 0``: none (nothing to protect);
+    - ``minAvailable`` not below ``replicas`` (e.g. 1 of 1 pod, or after a scale-down): none, because
+      such a budget allows no eviction at all: ``kubectl drain`` would retry forever and the cluster
+      autoscaler could never remove the node (the CRD already rejects ``maxUnavailable: 0`` for the
+      same reason). ``blocking`` is set so that the reconcile warns once;
+    - otherwise ``maxUnavailable`` (default 1) or ``minAvailable`` as given. With one replica the default
+      budget still lets the pod go: one pod cannot be protected without blocking the drain.
+
+    ``unhealthyPodEvictionPolicy`` keeps the Kubernetes default (``IfHealthyBudget``): while a pod is
+    not ready (restoring its state), no other ready pod is evicted, which is the storm the budget avoids.
+    """
+    budget = spec.disruption_budget
+    if not budget.enabled:
+        return DisruptionBudget(None, "none: spec.disruptionBudget.enabled is false")
+    if spec.replicas == 0:
+        return DisruptionBudget(None, "none: no replicas")
+    bound: dict[str, int]
+    if budget.min_available is not None:
+        if budget.min_available >= spec.replicas:
+            reason = (
+                f"none: minAvailable {budget.min_available} with {spec.replicas} replicas would block every "
+                "voluntary eviction"
+            )
+            return DisruptionBudget(None, reason, blocking=True)
+        bound = {"minAvailable": budget.min_available}
+    else:
+        bound = {"maxUnavailable": budget.max_unavailable or DEFAULT_MAX_UNAVAILABLE}
+    manifest = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _metadata(owner, owner.name),
+        "spec": {**bound, "selector": {"matchLabels": selector_labels(owner.name)}},
+    }
+    ((key, value),) = bound.items()
+    return DisruptionBudget(manifest, f"{key}={value}")
 
 
 def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:

@@ -33,7 +33,8 @@ class KubernetesUnavailable(Exception):
 
 
 class Cluster(Protocol):
-    """Namespaced objects of the kinds the operator manages (ConfigMap, Service, StatefulSet) and its pods."""
+    """Namespaced objects of the kinds the operator manages (ConfigMap, Service, StatefulSet,
+    PodDisruptionBudget) and its pods."""
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object as served, or None when it does not exist."""
@@ -41,6 +42,10 @@ class Cluster(Protocol):
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply ``manifest``; returns the object as stored afterwards."""
+        ...
+
+    def delete(self, kind: str, namespace: str, name: str, uid: str) -> None:
+        """Delete the object if it still is the one with ``uid`` (a precondition); absent is fine."""
         ...
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -60,6 +65,7 @@ class KubernetesCluster:
             api_client = _default_api_client()
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
+        self._policy = client.PolicyV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -67,6 +73,7 @@ class KubernetesCluster:
             "ConfigMap": self._core.read_namespaced_config_map,
             "Service": self._core.read_namespaced_service,
             "StatefulSet": self._apps.read_namespaced_stateful_set,
+            "PodDisruptionBudget": self._policy.read_namespaced_pod_disruption_budget,
         }[kind]
         try:
             response = read(name, namespace, _preload_content=False, _request_timeout=_TIMEOUT)
@@ -85,6 +92,7 @@ class KubernetesCluster:
             "ConfigMap": self._core.patch_namespaced_config_map,
             "Service": self._core.patch_namespaced_service,
             "StatefulSet": self._apps.patch_namespaced_stateful_set,
+            "PodDisruptionBudget": self._policy.patch_namespaced_pod_disruption_budget,
         }[kind]
         try:
             response = patch(
@@ -102,6 +110,18 @@ class KubernetesCluster:
         except OSError as exc:
             raise KubernetesUnavailable(f"applying {kind} {namespace}/{name}: {exc}") from exc
         return _json(response)
+
+    def delete(self, kind: str, namespace: str, name: str, uid: str) -> None:
+        remove = {"PodDisruptionBudget": self._policy.delete_namespaced_pod_disruption_budget}[kind]
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        try:
+            remove(name, namespace, body=options, _preload_content=False, _request_timeout=_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise _translate(exc, f"deleting {kind} {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"deleting {kind} {namespace}/{name}: {exc}") from exc
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         try:

@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 
 from streamapp_operator import kafka, reconcile
+from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.resources import GROUP, PLURAL, VERSION
 
@@ -41,7 +42,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     )
     settings.posting.level = logging.INFO
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per liveness probe otherwise
-    _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=kafka.admin_for)
+    _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=kafka.admin_for, instances=HttpInstanceReader())
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)

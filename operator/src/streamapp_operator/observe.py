@@ -1,8 +1,10 @@
-"""Observation of a StreamApp's world: its child objects and its topics and consumer group in Kafka.
+"""Observation of a StreamApp's world: its child objects, its pods' restore progress, and its topics and
+consumer group in Kafka.
 
 ``observe`` only reads. Kubernetes failures propagate (``k8s.KubernetesUnavailable``: the reconcile is
 retried), while Kafka failures are recorded in :attr:`Observation.kafka_error`, because an unreachable
-broker is a condition to report (``Degraded``), not a reason to stop reconciling the workload.
+broker is a condition to report (``Degraded``), not a reason to stop reconciling the workload. A pod
+that does not answer ``/status`` is recorded too (``Restoring=Unknown``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator.desired import config_map_name, selector
+from streamapp_operator.conditions import RestoreView, restore_view, unready_pods
+from streamapp_operator.desired import HTTP_PORT, config_map_name, selector
+from streamapp_operator.instances import InstanceReader, InstanceUnavailable
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 
@@ -25,13 +29,16 @@ class Observation:
     ``pods`` are the app's pods (the StatefulSet's selector). ``partitions`` holds the partition counts of
     the topology's topics that exist (external sources, repartition and changelog topics); ``group`` the
     consumer group's lag and state over the topics it consumes; ``kafka_error`` why Kafka could not be read
-    (then ``partitions`` is empty and ``group`` None).
+    (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods that are not ready
+    report about restoration (None: pods not asked).
     """
 
     config_map: dict[str, Any] | None = None
     service: dict[str, Any] | None = None
     stateful_set: dict[str, Any] | None = None
+    disruption_budget: dict[str, Any] | None = None
     pods: list[dict[str, Any]] = field(default_factory=list)
+    restore: RestoreView | None = None
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
     kafka_error: str | None = None
@@ -44,13 +51,18 @@ def observe(
     topology: TopologyDescription | None = None,
     application_id: str | None = None,
     kafka: KafkaAdmin | None = None,
+    instances: InstanceReader | None = None,
 ) -> Observation:
-    """Read the children and pods of StreamApp ``namespace/name`` and, given a topology, its topics and group."""
+    """Read the children and pods of StreamApp ``namespace/name``, given ``instances`` the ``/status`` of
+    its pods that are not ready, and, given a topology, its topics and group."""
+    pods = cluster.list_pods(namespace, selector(name))
     children = Observation(
         config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
         service=cluster.get("Service", namespace, name),
         stateful_set=cluster.get("StatefulSet", namespace, name),
-        pods=cluster.list_pods(namespace, selector(name)),
+        disruption_budget=cluster.get("PodDisruptionBudget", namespace, name),
+        pods=pods,
+        restore=observe_restore(pods, instances) if instances is not None else None,
     )
     if topology is None or application_id is None or kafka is None:
         return children
@@ -61,6 +73,17 @@ def observe(
     except KafkaUnavailable as exc:
         return replace(children, kafka_error=str(exc))
     return replace(children, partitions=partitions, group=group)
+
+
+def observe_restore(pods: list[dict[str, Any]], instances: InstanceReader) -> RestoreView:
+    """Ask each pod that is not ready for its ``/status``; a pod that cannot answer is noted, not raised."""
+    documents: dict[str, dict[str, Any] | str] = {}
+    for pod, ip in unready_pods(pods):
+        try:
+            documents[pod] = instances.status(ip, HTTP_PORT)
+        except InstanceUnavailable as exc:
+            documents[pod] = str(exc)
+    return restore_view(documents)
 
 
 def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:

@@ -9,7 +9,9 @@ nothing is wrong brings Kafka and the cluster to the desired state, in this orde
 2. ``apply_config_map``: topology and runtime configuration;
 3. ``apply_service``: the headless Service;
 4. ``apply_stateful_set``: the pods, rolled when their template (or the ConfigMap's hash) changes; the
-   intent (``Progressing=True``) is written to status before a change that replaces running pods.
+   intent (``Progressing=True``) is written to status before a change that replaces running pods;
+5. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none
+   (disabled, no replicas, or a budget that would block every eviction: ``desired.disruption_budget``).
 
 An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised:
 the result is a status and events, which ``main.py`` writes through kopf. Only an unreachable API server
@@ -34,6 +36,7 @@ from streamapp_operator.conditions import (
     ready_text,
     rollout,
 )
+from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import ApplyRejected, Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
 from streamapp_operator.observe import Observation, observe
@@ -60,10 +63,12 @@ class App:
 
 @dataclass(frozen=True)
 class World:
-    """The seams reconcile acts through: the Kubernetes API and a Kafka admin per bootstrap servers."""
+    """The seams reconcile acts through: the Kubernetes API, a Kafka admin per bootstrap servers and the
+    pods' ``/status`` (None: not read, ``Restoring`` stays Unknown)."""
 
     cluster: Cluster
     kafka_for: Callable[[str], KafkaAdmin]
+    instances: InstanceReader | None = None
 
 
 @dataclass
@@ -78,17 +83,18 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     """Bring StreamApp ``app`` towards ``raw_spec``; ``now`` (RFC 3339) stamps condition transitions."""
     spec, problems = parse_spec(raw_spec)
     if spec is None:
-        observation = observe(app.namespace, app.name, world.cluster)
+        observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
         return _result(app, None, None, problems, None, observation.stateful_set, observation, previous_status, now)
     application_id = spec.effective_application_id(app.name)
     topology, topology_problems = parse_topology(spec)
     problems += topology_problems
     kafka = world.kafka_for(spec.kafka.bootstrap_servers)
-    observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka)
+    observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances)
     plan, plan_problems = _plan(topology, application_id, observation)
     problems += plan_problems
     events: list[Event] = []
     stateful_set = observation.stateful_set
+    budget: desired.DisruptionBudget | None = None
     if topology is not None and plan is not None and not problems:
         try:
             events += create_internal_topics(kafka, plan, spec)
@@ -99,11 +105,16 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
             previous = previous_status.get("conditions") or []
             stateful_set, step_events = apply_stateful_set(world.cluster, app, manifest, observation, previous, now)
             events += step_events
+            decision = desired.disruption_budget(app.owner, spec)
+            events += apply_disruption_budget(world.cluster, app, decision, observation, previous_status)
+            budget = decision  # reported in status only once it is in force
         except KafkaUnavailable as exc:
             problems.append(Problem(KAFKA_UNAVAILABLE, f"Kafka at {spec.kafka.bootstrap_servers}: {exc}"))
         except ApplyRejected as exc:
             problems.append(Problem(APPLY_REJECTED, str(exc)))
     result = _result(app, spec, plan, problems, application_id, stateful_set, observation, previous_status, now)
+    if budget is not None:
+        result.status["disruptionBudget"] = budget.summary
     result.events[:0] = events
     return result
 
@@ -154,6 +165,36 @@ def apply_stateful_set(
     return _apply(cluster, manifest, observation.stateful_set)
 
 
+def apply_disruption_budget(
+    cluster: Cluster,
+    app: App,
+    budget: desired.DisruptionBudget,
+    observation: Observation,
+    previous_status: dict[str, Any],
+) -> list[Event]:
+    """Apply the PodDisruptionBudget, or delete ours when there must be none.
+
+    Only a budget owned by this StreamApp (its uid in the ownerReferences) is deleted: a PodDisruptionBudget
+    of the same name made by someone else is left alone. A budget left out because it would block every
+    eviction is a Warning event, once per change of ``status.disruptionBudget``.
+    """
+    events: list[Event] = []
+    if budget.blocking and previous_status.get("disruptionBudget") != budget.summary:
+        why = budget.summary.removeprefix("none: ")
+        events.append(Event("Warning", "DisruptionBudgetSkipped", f"No PodDisruptionBudget: {why}"))
+    if budget.manifest is not None:
+        return events + apply(cluster, budget.manifest, observation.disruption_budget)
+    current = observation.disruption_budget
+    if current is not None and _owned_by(current, app.uid):
+        cluster.delete("PodDisruptionBudget", app.namespace, app.name, current["metadata"]["uid"])
+        events.append(Event("Normal", "Deleted", f"Deleted PodDisruptionBudget {app.name} ({budget.summary})"))
+    return events
+
+
+def _owned_by(obj: dict[str, Any], uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
+
+
 def _apply(
     cluster: Cluster, manifest: dict[str, Any], before: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[Event]]:
@@ -194,6 +235,7 @@ def _result(
         previous=previous,
         now=now,
         failing=failing_pods(observation.pods),
+        restore=observation.restore,
     )
     ready = progress.ready if progress else 0
     group = observation.group
@@ -208,6 +250,7 @@ def _result(
         "tasks": plan.tasks if plan else None,
         "lag": group.lag if group else None,
         "consumerGroupState": group.state if group else None,
+        "restoreRemaining": observation.restore.remaining if observation.restore else None,
     }
     return Result(status=status, events=condition_events(previous, new_conditions))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
 GROUP = "streamapp.io"
@@ -113,6 +113,50 @@ class ResourceRequirements(_Model):
     requests: dict[str, Quantity] | None = Field(default=None, description="Requested resources.")
 
 
+#: The budget the operator applies when ``spec.disruptionBudget`` sets neither bound (Strimzi's default).
+DEFAULT_MAX_UNAVAILABLE = 1
+_ONE_BOUND = "set either maxUnavailable or minAvailable, not both"
+
+
+class DisruptionBudgetSpec(_Model):
+    """The PodDisruptionBudget ``<name>`` of the app's pods: how many a voluntary disruption (node drain,
+    cluster-autoscaler scale-down) may evict at once. Each evicted pod's tasks move and restore their
+    state on other pods, so the default lets one pod go at a time (``maxUnavailable: 1``).
+
+    Counts only (no percentages), as Strimzi's ``template.podDisruptionBudget``; a bound of 0 would forbid
+    every voluntary eviction (drains hang), so it is rejected: use ``enabled: false`` for no budget.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "!(has(self.maxUnavailable) && has(self.minAvailable))", "message": _ONE_BOUND}
+            ]
+        }
+    )
+
+    enabled: bool = Field(default=True, description="Create the PodDisruptionBudget (deleted when false).")
+    max_unavailable: int | None = Field(
+        default=None,
+        ge=1,
+        description="Pods a voluntary disruption may evict at once. Default 1 when minAvailable is not set.",
+    )
+    min_available: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Pods that must stay available instead of maxUnavailable. When it is not below spec.replicas the "
+            "budget would block every eviction, so the operator creates none (a Warning event says so)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> DisruptionBudgetSpec:
+        if self.max_unavailable is not None and self.min_available is not None:
+            raise ValueError(_ONE_BOUND)
+        return self
+
+
 class StreamAppSpec(_Model):
     """Desired state of a StreamApp: one Kafka Streams application run as a StatefulSet."""
 
@@ -143,6 +187,11 @@ class StreamAppSpec(_Model):
         default_factory=dict, description="Extra Kafka Streams configuration passed to the runtime."
     )
     resources: ResourceRequirements | None = Field(default=None, description="Container compute resources.")
+    disruption_budget: DisruptionBudgetSpec = Field(
+        default_factory=DisruptionBudgetSpec,
+        description="PodDisruptionBudget of the pods; default: one pod evicted at a time.",
+        json_schema_extra={"default": {}},
+    )
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> StreamAppSpec:
@@ -157,7 +206,7 @@ class StreamAppSpec(_Model):
 class Condition(_Model):
     """A status condition, after the Kubernetes API conventions (``metav1.Condition``)."""
 
-    type: str = Field(description="Ready, Progressing, Degraded or TopologyValid.")
+    type: str = Field(description="Ready, Progressing, Degraded, TopologyValid or Restoring.")
     status: Literal["True", "False", "Unknown"]
     reason: str = Field(default="", description="CamelCase machine-readable reason.")
     message: str = Field(default="", description="Human-readable detail.")
@@ -175,7 +224,7 @@ class StreamAppStatus(_Model):
     observed_generation: int | None = Field(default=None, description="Last metadata.generation reconciled.")
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Progressing, Degraded, TopologyValid; one per type.",
+        description="Ready, Progressing, Degraded, TopologyValid, Restoring; one per type.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     replicas: int | None = Field(default=None, description="Pods of the StatefulSet (the /scale status).")
@@ -186,3 +235,10 @@ class StreamAppStatus(_Model):
     lag: int | None = Field(default=None, description="Total consumer lag of the application, in records.")
     consumer_group_state: str | None = Field(default=None, description="State of the consumer group.")
     application_id: str | None = Field(default=None, description="Effective application.id.")
+    disruption_budget: str | None = Field(
+        default=None,
+        description='The PodDisruptionBudget in force, e.g. "maxUnavailable=1", or why there is none.',
+    )
+    restore_remaining: int | None = Field(
+        default=None, description="Changelog records left to restore over the pods that are not ready."
+    )
