@@ -218,3 +218,57 @@ class FakeRestoreConsumer:
 
     def close(self) -> None:
         self.closed = True
+
+
+@dataclass
+class FakeDeleteRecordsRequest:
+    """One ``DeleteRecords`` request of a ``FakeRecordsDeleter``: what it asked, and the group's committed
+    offsets when it was sent (to check that nothing uncommitted was ever deleted)."""
+
+    offsets: dict[TopicPartition, int]
+    committed_when_sent: dict[TopicPartition, int]
+    answered: bool = False
+    errors: dict[TopicPartition, str] = field(default_factory=dict)
+
+    def done(self) -> bool:
+        return self.answered
+
+    def failures(self) -> dict[TopicPartition, str]:
+        return dict(self.errors) if self.answered else {}
+
+
+class FakeRecordsDeleter:
+    """The admin's ``delete_records`` (``streamapp.processing.purge.RecordsDeleter``) over a ``FakeCluster``.
+
+    Answers at once unless ``hold`` (then ``answer()`` does); ``fail_with`` makes every partition fail with
+    that error text; ``raise_on_send`` is raised by the next ``delete_records``. ``low_watermarks`` is each
+    partition's earliest offset after the successful deletions.
+    """
+
+    def __init__(self, cluster: FakeCluster | None = None) -> None:
+        self.cluster = cluster
+        self.requests: list[FakeDeleteRecordsRequest] = []
+        self.hold = False
+        self.fail_with: str | None = None
+        self.raise_on_send: Exception | None = None
+        self.low_watermarks: dict[TopicPartition, int] = {}
+
+    def delete_records(self, before_offsets: Mapping[TopicPartition, int]) -> FakeDeleteRecordsRequest:
+        if self.raise_on_send is not None:
+            exc, self.raise_on_send = self.raise_on_send, None
+            raise exc
+        committed = dict(self.cluster.committed) if self.cluster is not None else {}
+        request = FakeDeleteRecordsRequest(dict(before_offsets), committed)
+        self.requests.append(request)
+        if not self.hold:
+            self.answer(request)
+        return request
+
+    def answer(self, request: FakeDeleteRecordsRequest | None = None) -> None:
+        request = request if request is not None else self.requests[-1]
+        request.answered = True
+        if self.fail_with is not None:
+            request.errors = {tp: self.fail_with for tp in request.offsets}
+            return
+        for tp, offset in request.offsets.items():
+            self.low_watermarks[tp] = max(self.low_watermarks.get(tp, 0), offset)

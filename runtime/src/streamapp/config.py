@@ -19,6 +19,10 @@ processing.guarantee                     at_least_once       or ``exactly_once_v
                                                              thread, offsets in the transaction, ``read_committed``
 commit.interval.ms                       30000 / 100 (EOS)   how often a stream thread commits (Kafka's defaults:
                                                              100 under ``exactly_once_v2`` unless set)
+repartition.purge.interval.ms            30000               how often a stream thread deletes the records of its
+                                                             repartition topics' partitions before their committed
+                                                             offsets (``Admin.deleteRecords``; same default under
+                                                             ``exactly_once_v2``; docs/execution.md)
 poll.ms                                  100                 longest a poll blocks
 max.poll.records                         1000                records a stream thread takes per poll
 buffered.records.per.partition           1000                records a task buffers per input partition; the
@@ -97,6 +101,7 @@ class StreamsConfig(BaseModel):
         AT_LEAST_ONCE, alias="processing.guarantee"
     )
     commit_interval_ms: int = Field(_ALOS_COMMIT_INTERVAL_MS, alias="commit.interval.ms", ge=0)
+    repartition_purge_interval_ms: int = Field(30_000, alias="repartition.purge.interval.ms", ge=0)
     poll_ms: int = Field(100, alias="poll.ms", ge=0)
     max_poll_records: int = Field(1000, alias="max.poll.records", ge=1)
     buffered_records_per_partition: int = Field(1000, alias="buffered.records.per.partition", ge=1)

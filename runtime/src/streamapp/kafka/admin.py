@@ -1,18 +1,28 @@
-"""Topic administration: partition counts of existing topics and idempotent topic creation."""
+"""Topic administration: partition counts of existing topics, idempotent topic creation, group descriptions
+and record deletion (the purge of consumed repartition records)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamapp.kafka.types import KafkaClientError, TopicPartition
 
-__all__ = ["GroupDescription", "GroupMember", "TopicAdmin", "TopicMismatchError", "TopicSpec"]
+__all__ = [
+    "DeleteRecordsResult",
+    "GroupDescription",
+    "GroupMember",
+    "TopicAdmin",
+    "TopicMismatchError",
+    "TopicSpec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +56,34 @@ class GroupDescription:
 
     state: str
     members: tuple[GroupMember, ...]
+
+
+class DeleteRecordsResult:
+    """The answer to one ``DeleteRecords`` request, read without blocking (Kafka's ``DeleteRecordsResult``):
+    one future per partition, completed by librdkafka's background thread."""
+
+    def __init__(self, futures: Mapping[TopicPartition, Future[Any]]) -> None:
+        self._futures = dict(futures)
+
+    def done(self) -> bool:
+        """True once every partition's future completed (deleted or failed)."""
+        return all(future.done() for future in self._futures.values())
+
+    def failures(self) -> dict[TopicPartition, str]:
+        """The completed partitions that failed, with the broker's (or client's) error text."""
+        failed: dict[TopicPartition, str] = {}
+        for tp, future in self._futures.items():
+            if future.done() and (exc := future.exception()) is not None:
+                failed[tp] = _error_text(exc)
+        return failed
+
+    def low_watermarks(self) -> dict[TopicPartition, int]:
+        """The completed partitions that succeeded, with their low watermark after the deletion."""
+        marks: dict[TopicPartition, int] = {}
+        for tp, future in self._futures.items():
+            if future.done() and future.exception() is None:
+                marks[tp] = int(future.result().low_watermark)
+        return marks
 
 
 class TopicAdmin:
@@ -113,6 +151,28 @@ class TopicAdmin:
                 if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise KafkaClientError(f"cannot delete topic {name}: {exc.args[0].str()}") from exc
 
+    def delete_records(
+        self, before_offsets: Mapping[TopicPartition, int], timeout_s: float = 60.0
+    ) -> DeleteRecordsResult:
+        """Ask the partition leaders to delete every record before each offset (``Admin.deleteRecords``; the
+        partition's low watermark, its earliest offset, moves there). Returns at once: the result is read
+        later with ``DeleteRecordsResult.done`` / ``failures``. ``timeout_s`` bounds the whole request, like
+        Kafka's ``default.api.timeout.ms`` (60 s).
+
+        Offsets must be >= 0 (librdkafka reads -1 as "delete everything"): ValueError otherwise. Raises
+        KafkaClientError when the request cannot be sent.
+        """
+        if any(offset < 0 for offset in before_offsets.values()):
+            raise ValueError(f"delete_records needs offsets >= 0, got {dict(before_offsets)}")
+        if not before_offsets:
+            return DeleteRecordsResult({})
+        request = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in before_offsets.items()]
+        try:
+            futures = self._admin.delete_records(request, request_timeout=timeout_s, operation_timeout=timeout_s)
+        except KafkaException as exc:
+            raise KafkaClientError(f"cannot send delete-records: {exc.args[0].str()}") from exc
+        return DeleteRecordsResult({TopicPartition(tp.topic, tp.partition): future for tp, future in futures.items()})
+
     def describe_group(self, group_id: str) -> GroupDescription:
         """The group's state and members with their assignments (classic and KIP-848 groups alike).
 
@@ -137,3 +197,10 @@ class TopicAdmin:
             for member in description.members
         )
         return GroupDescription(state, members)
+
+
+def _error_text(exc: BaseException) -> str:
+    """A KafkaException's error text (``KafkaError.str()``), else the exception's text."""
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return str(exc.args[0].str())
+    return str(exc) or type(exc).__name__

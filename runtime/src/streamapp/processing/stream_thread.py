@@ -9,7 +9,8 @@ Each iteration:
 3. open newly created tasks and advance restoration by one bounded batch;
 4. run wall-clock punctuations that are due;
 5. commit when ``commit.interval.ms`` has passed or the buffered store writes exceed
-   ``statestore.cache.max.bytes``;
+   ``statestore.cache.max.bytes``; then, when more than ``repartition.purge.interval.ms`` passed since the last
+   purge, delete the repartition records the running tasks committed past (``streamapp.processing.purge``);
 6. about once a second, report a ``WorkerStatus`` to the supervisor.
 
 Under ``exactly_once_v2`` the thread's one producer is transactional (``streamapp.processing.streams_producer``).
@@ -41,6 +42,7 @@ from streamapp.kafka.types import (
 )
 from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
+from streamapp.processing.purge import CommittedRecordsPurger, RecordsDeleter, purge_due, repartition_topics
 from streamapp.processing.standby import GroupDescriber, MemberRef, StandbyManager
 from streamapp.processing.status import TaskStatus, ThreadMetrics, WorkerStatus
 from streamapp.processing.streams_producer import StreamsProducer
@@ -107,12 +109,15 @@ class StreamThread:
         global_consumer: GlobalConsumerClient | None = None,
         instance: str | None = None,
         describe_group: GroupDescriber | None = None,
+        records_deleter: RecordsDeleter | None = None,
     ) -> None:
         """``producer`` is the thread's producer client (transactional under exactly-once);
         ``producer_factory`` creates a replacement after fencing (default: fencing is fatal for the thread).
         ``clock_ms`` is the wall clock (epoch ms) for wall-clock punctuation and ``max.task.idle.ms``.
         ``instance`` (the name in the consumer's client id) and ``describe_group`` enable standby tasks
-        (``num.standby.replicas``, ``streamapp.processing.standby``); without them there are none."""
+        (``num.standby.replicas``, ``streamapp.processing.standby``); without them there are none.
+        ``records_deleter`` (the admin client) enables the purge of committed repartition records every
+        ``repartition.purge.interval.ms`` of ``clock_ms``; without it repartition topics are never purged."""
         self.index = index
         self._config = config
         self._consumer = consumer
@@ -155,6 +160,7 @@ class StreamThread:
             )
 
         self._reader = ChangelogReader(restore_consumer)
+        self.purger = CommittedRecordsPurger(records_deleter) if records_deleter is not None else None
         self.tasks = TaskManager(
             self._topics,
             create_task,
@@ -163,6 +169,8 @@ class StreamThread:
             self._reader,
             buffered_records_per_partition=config.buffered_records_per_partition,
             clock_ms=clock_ms,
+            purger=self.purger,
+            repartition_topics=repartition_topics(description, config.application_id),
         )
         self.standbys: StandbyManager | None = None
         if config.num_standby_replicas > 0 and describe_group is not None and instance is not None:
@@ -183,6 +191,8 @@ class StreamThread:
         self.metrics = ThreadMetrics()
         self.state = "starting"
         self._last_commit = time.monotonic()
+        self._last_purge_ms = 0
+        """``clock_ms`` of the last purge check that fired; 0 = none yet (Kafka's ``lastPurgeMs``)."""
         self._last_report = 0.0
         self._poll_timeout_s = config.poll_ms / 1000
 
@@ -304,6 +314,18 @@ class StreamThread:
         due = (time.monotonic() - self._last_commit) * 1000 >= self._config.commit_interval_ms
         if due or self.tasks.pending_bytes > self._config.statestore_cache_max_bytes:
             self.commit()
+        self._maybe_purge()
+
+    def _maybe_purge(self) -> None:
+        """Kafka's ``StreamThread.maybeCommit`` tail: purge committed repartition records when more than
+        ``repartition.purge.interval.ms`` passed since the last purge (a purge whose predecessor is still in
+        flight sends nothing but counts as done)."""
+        if self.purger is None:
+            return
+        now = self._clock_ms()
+        if purge_due(now, self._last_purge_ms, self._config.repartition_purge_interval_ms):
+            self.tasks.maybe_purge_committed_records()
+            self._last_purge_ms = now
 
     def _close(self, clean: bool) -> None:
         if clean:

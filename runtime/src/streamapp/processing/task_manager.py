@@ -15,13 +15,15 @@
   A failed commit (group moved on, aborted transaction, fenced producer) closes every task without commit and
   revives the tasks still assigned from their stores and committed offsets; ``producer_fenced`` then tells the
   stream thread to replace its producer.
+- ``maybe_purge_committed_records`` deletes the records of repartition partitions that running tasks committed
+  past (Kafka's ``TaskManager.maybePurgeCommittedRecords``, ``streamapp.processing.purge``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from streamapp.kafka.types import (
@@ -36,6 +38,7 @@ from streamapp.kafka.types import (
 )
 from streamapp.processing.commit import CommitResult, commit_tasks
 from streamapp.processing.partition_group import RecordQueue
+from streamapp.processing.purge import CommittedRecordsPurger, purgeable_offsets
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask, TaskId, TaskState
 from streamapp.state.directory import TaskDirectoryLockedError
@@ -78,7 +81,11 @@ class TaskManager:
         *,
         buffered_records_per_partition: int = 1000,
         clock_ms: Callable[[], int] | None = None,
+        purger: CommittedRecordsPurger | None = None,
+        repartition_topics: Collection[str] = (),
     ) -> None:
+        """``purger`` and ``repartition_topics`` (real topic names) enable the purge of committed repartition
+        records; without a purger nothing is ever deleted."""
         self._topic_subtopologies = topic_subtopologies
         self._task_factory = task_factory
         self._consumer = consumer
@@ -99,6 +106,8 @@ class TaskManager:
         self._max_buffered = buffered_records_per_partition
         self._full: set[TopicPartition] = set()
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._purger = purger
+        self._repartition_topics = frozenset(repartition_topics)
 
     # -- RebalanceListener -------------------------------------------------------------------------
 
@@ -261,6 +270,26 @@ class TaskManager:
         if result.tasks:
             self.last_commit = result
         return result
+
+    def purgeable_offsets(self) -> dict[TopicPartition, int]:
+        """Per repartition partition of a running task, its committed offset (next to read): the records
+        before it may be deleted (Kafka's ``StreamTask.purgeableOffsets`` over the active running tasks)."""
+        offsets: dict[TopicPartition, int] = {}
+        repartition = self._repartition_topics
+        if not repartition:
+            return offsets
+        for task in self.tasks.values():
+            if task.state is TaskState.RUNNING:
+                offsets.update(purgeable_offsets(task.committed_offsets, task.input_partitions, repartition))
+        return offsets
+
+    def maybe_purge_committed_records(self) -> bool:
+        """Send ``DeleteRecords`` for ``purgeable_offsets`` unless the previous request is still in flight
+        (Kafka's ``TaskManager.maybePurgeCommittedRecords``); returns whether one was sent. Failures are
+        logged and ignored: the next purge sends newer offsets."""
+        if self._purger is None:
+            return False
+        return self._purger.maybe_purge(self.purgeable_offsets())
 
     def handle_commit_failure(self) -> None:
         """After a CommitFailedError, TransactionAbortedError or ProducerFencedError: close every task without

@@ -163,5 +163,6 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
         ),
         instance=instance or process_id,
         describe_group=lambda: admin.describe_group(config.application_id),
+        records_deleter=admin,  # repartition.purge.interval.ms (streamapp.processing.purge)
     )
     return thread
