@@ -77,14 +77,6 @@ class DeleteRecordsResult:
                 failed[tp] = _error_text(exc)
         return failed
 
-    def low_watermarks(self) -> dict[TopicPartition, int]:
-        """The completed partitions that succeeded, with their low watermark after the deletion."""
-        marks: dict[TopicPartition, int] = {}
-        for tp, future in self._futures.items():
-            if future.done() and future.exception() is None:
-                marks[tp] = int(future.result().low_watermark)
-        return marks
-
 
 class TopicAdmin:
     """A small AdminClient wrapper. ``settings`` are librdkafka settings (``bootstrap.servers`` ...)."""
