@@ -31,7 +31,7 @@ stack-status: ## Show each local stack component
 	hack/stack/schema-registry.sh status
 	e2e/nodeagent/run.sh status
 
-purge-topics: setup ## Delete the topics tests left on the local broker (all but __* and bench-*; stop the demo first)
+purge-topics: setup ## Delete the topics tests left on the local broker (all but __* and bench-*; stop demo, tests, benchmarks first)
 	$(RUN) python hack/stack/purge_topics.py
 
 image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)

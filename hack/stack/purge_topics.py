@@ -6,7 +6,8 @@ day of runs a local broker held ~6,000 partitions and answered slower (NOT_LEADE
 benchmarks 3-4x slower). Run ``make purge-topics`` while nothing uses the broker: it deletes the demo's topics
 too. CI's broker is fresh and never needs it.
 
-Usage: ``python hack/stack/purge_topics.py [--bootstrap HOST:PORT] [--dry-run]``.
+Usage: ``python hack/stack/purge_topics.py [--bootstrap HOST:PORT] [--dry-run] [--force]``. Refuses a broker
+that is not on the loopback interface unless ``--force`` is given.
 """
 
 from __future__ import annotations
@@ -28,11 +29,21 @@ def topics_to_purge(names: Iterable[str]) -> list[str]:
     return sorted(name for name in names if not name.startswith(KEPT_PREFIXES))
 
 
+def is_loopback(bootstrap: str) -> bool:
+    """Every ``host:port`` of a bootstrap list is on the loopback interface (127.0.0.0/8, ::1, localhost)."""
+    hosts = [server.strip().rsplit(":", 1)[0].strip("[]") for server in bootstrap.split(",") if server.strip()]
+    return bool(hosts) and all(h == "localhost" or h == "::1" or h.startswith("127.") for h in hosts)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
     parser.add_argument("--dry-run", action="store_true", help="list the topics, delete nothing")
+    parser.add_argument("--force", action="store_true", help="also purge a broker that is not on 127.0.0.1")
     args = parser.parse_args()
+    if not is_loopback(args.bootstrap) and not args.force:
+        print(f"refusing to purge {args.bootstrap}: not the local broker (use --force)")
+        return 2
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     topics = topics_to_purge(admin.list_topics(timeout=30).topics)
     print(f"{len(topics)} topics to delete on {args.bootstrap}")

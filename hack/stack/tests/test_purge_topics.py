@@ -18,3 +18,11 @@ def test_purge_keeps_internal_topics_and_benchmark_datasets() -> None:
 
 def test_purge_deletes_topics_that_merely_contain_a_kept_prefix() -> None:
     assert purge_topics.topics_to_purge(["x__y", "my-bench-out"]) == ["my-bench-out", "x__y"]
+
+
+def test_purge_refuses_brokers_off_the_loopback_interface_by_default() -> None:
+    assert purge_topics.is_loopback("127.0.0.1:9092")
+    assert purge_topics.is_loopback("localhost:9092,[::1]:9093")
+    assert not purge_topics.is_loopback("127.0.0.1:9092,kafka.prod.example:9092")
+    assert not purge_topics.is_loopback("10.0.0.5:9092")
+    assert not purge_topics.is_loopback("")

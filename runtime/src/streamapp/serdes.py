@@ -31,6 +31,7 @@ key is a record without a key (Kafka's serializers do the same).
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 from collections.abc import Callable
@@ -111,15 +112,19 @@ class JsonSerde:
     ``deserialize`` returns exactly what ``json.loads(data)`` returns: orjson parses (3-4x faster), and the
     stdlib parses whatever orjson refuses or could read differently: a run of 19 or more digits (an integer
     beyond 64 bits, which orjson turns into a float), ``NaN``/``Infinity``, lone surrogates, UTF-16/32 or a BOM.
+    (One leniency: nesting deeper than Python's recursion limit allows, up to orjson's 1024 levels, is read.)
 
-    ``serialize`` writes compact UTF-8 JSON (``separators=(",", ":")``, ``ensure_ascii=False``) with orjson (~10x
-    faster); the text equals ``json.dumps``' except that floats are written in orjson's shortest round-trip form
-    (``1e-05`` becomes ``0.00001``, ``1.5e-07`` becomes ``1.5e-7``: the same float when read back). NaN and
-    infinities are refused (``allow_nan=False``; orjson would write ``null``). Values orjson cannot write as
-    ``json.dumps`` would (non-string dict keys, integers beyond 64 bits, dataclasses, datetimes, subclasses of
-    ``str``/``int``/``dict``/``list``) take the stdlib encoder: exactly ``json.dumps``' bytes or its error.
+    ``serialize`` returns exactly ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
+    allow_nan=False).encode()``, written by orjson (~10x faster) whenever orjson's bytes are the same: the stdlib
+    writes values with floats of exponent -5 to -9 (orjson writes ``0.00001`` and ``1.5e-7`` where the stdlib
+    writes ``1e-05`` and ``1.5e-07``), non-string dict keys, integers beyond 64 bits, dataclasses, datetimes and
+    subclasses of ``str``/``int``/``dict``/``list``. Byte equality matters: serialized keys address store entries
+    and choose partitions. NaN and infinities are refused anywhere in the value (orjson would write ``null``).
+    One leniency: ``Enum`` members and ``UUID``s are written (as their value and as a string) where
+    ``json.dumps`` raises.
 
-    Errors: SerdeError (a ``ValueError``) for a value JSON cannot hold and for bytes that are not JSON.
+    Errors: SerdeError (a ``ValueError``) for a value JSON cannot hold and for bytes that are not JSON
+    (including nesting too deep and integers beyond Python's 4300-digit conversion limit).
     """
 
     name = "json"
@@ -128,20 +133,21 @@ class JsonSerde:
         if obj is None:
             return None
         if type(obj) is int:
-            return str(obj).encode()
+            return self._serialize_stdlib(obj)
         try:
             data = orjson.dumps(obj, option=_ORJSON_OPTIONS)
         except TypeError:
             return self._serialize_stdlib(obj)
-        if b"null" in data:
-            # orjson writes NaN and infinities as null; the stdlib encoder raises for them
-            self._serialize_stdlib(obj)
+        if b"e-" in data or b"0.0000" in data:
+            return self._serialize_stdlib(obj)  # maybe a float orjson writes differently (see above)
+        if b"null" in data and not _all_finite(obj):
+            return self._serialize_stdlib(obj)  # orjson wrote NaN or an infinity as null: the stdlib raises
         return data
 
     def _serialize_stdlib(self, obj: Any) -> bytes:
         try:
             return _JSON_ENCODER.encode(obj).encode("utf-8")
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise SerdeError(f"json serde: cannot serialize {type(obj).__name__}: {exc}") from exc
 
     def deserialize(self, data: bytes | None) -> Any:
@@ -157,8 +163,23 @@ class JsonSerde:
                 # json.loads would detect UTF-8 and decode with "surrogatepass" too
                 return _JSON_DECODER.decode(bytes(data).decode("utf-8", "surrogatepass"))
             return json.loads(bytes(data))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise SerdeError(f"json serde: bytes are not JSON: {exc}") from exc
+
+
+def _all_finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in a JSON value (lists, tuples and dict values are walked; ~2 us per flight)."""
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, list | tuple):
+        return not isinstance(value, float) or math.isfinite(value)
+    for item in value:
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict | list | tuple) and not _all_finite(item):
+            return False
+    return True
 
 
 class FixedWidthSerde:

@@ -26,8 +26,11 @@ def global_consumer_config(config: StreamsConfig, thread_index: int, instance_id
 
     ``group.id`` is required by librdkafka but never used to join a group (no ``subscribe``, no commit).
     ``read_committed`` under ``exactly_once_v2`` so aborted writes never reach a global store. Prefetch keeps
-    librdkafka's defaults like the restore consumer's (bootstrapping a global store is a restore: its speed
-    matters, and restoring a 1M-key store peaked at 170-195 MiB RSS with them); ``consumer.*`` keys apply.
+    librdkafka's defaults, like the restore consumer's: bootstrapping a global store is a restore, and its speed
+    matters (the restore consumer restoring a 1M-key store peaked at 170-195 MiB RSS with them; a global store's
+    bootstrap was not measured apart). After the bootstrap the global thread polls continuously, so the queue
+    holds only what arrived since its last poll; ``consumer.max.partition.fetch.bytes`` and
+    ``consumer.queued.max.messages.kbytes`` bound it when needed (``consumer.*`` keys apply, except ``group.*``).
     """
     instance = instance_id or "local"
     settings: dict[str, Any] = {

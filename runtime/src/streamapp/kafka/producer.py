@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -80,8 +81,16 @@ class KafkaProducer:
 
     def __init__(self, settings: Mapping[str, Any], on_delivery_error: DeliveryErrorHandler | None = None) -> None:
         self.transactional = "transactional.id" in settings
-        # records sent without their own callback report to this one (no Python closure per record)
-        self._producer = confluent_kafka.Producer({**settings, "on_delivery": self._check_delivery})
+        # records sent without their own callback report to this one (no Python closure per record); it holds
+        # this object weakly: a dropped (fenced) producer is freed at once, not by a later cyclic collection
+        owner = weakref.ref(self)
+
+        def check_delivery(error: KafkaError | None, message: Any) -> None:
+            producer = owner()
+            if producer is not None:
+                producer._check_delivery(error, message)
+
+        self._producer = confluent_kafka.Producer({**settings, "on_delivery": check_delivery})
         self._on_delivery_error = None if self.transactional else on_delivery_error
         self._failure: str | None = None
         self.dropped_records = 0
