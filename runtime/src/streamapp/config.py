@@ -61,7 +61,7 @@ use.latest.version                       false               serialize with the 
 
 Memory bounds the runtime sets on librdkafka (*streamapp* defaults, librdkafka's in brackets; a ``consumer.*`` or
 ``producer.*`` key overrides each; ``streamapp.kafka.clients``, docs/execution.md "Memory"):
-``consumer.max.partition.fetch.bytes`` 262144 [1048576], ``consumer.queued.max.messages.kbytes`` 16384 [65536]
+``consumer.max.partition.fetch.bytes`` 262144 [1048576], ``consumer.queued.max.messages.kbytes`` 32768 [65536]
 (group consumer; the restore consumer keeps librdkafka's); ``producer.queue.buffering.max.kbytes`` 32768
 [1048576], like Java's ``buffer.memory``.
 """

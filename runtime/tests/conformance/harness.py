@@ -277,6 +277,8 @@ class _BrokerRun:
         self.partitions = partitions
         self.config = {
             "commit.interval.ms": 100,
+            # the harness reads repartition topics from offset 0 after the run: never purge them under it
+            "repartition.purge.interval.ms": 3_600_000,
             **config,
             "application.id": self.app_id,
             "bootstrap.servers": engine.bootstrap,
