@@ -47,6 +47,7 @@ def test_default_budget_lets_one_pod_go_at_a_time_and_selects_exactly_the_statef
     assert budget.manifest["spec"] == {
         "maxUnavailable": 1,
         "selector": {"matchLabels": {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": OWNER.name}},
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
     }
     sts = desired.stateful_set(OWNER, StreamAppSpec.parse(flights_spec(replicas=3)), "abc")
     assert budget.manifest["spec"]["selector"] == sts["spec"]["selector"]

@@ -463,9 +463,15 @@ def test_crd_rejects_an_invalid_disruption_budget_with_a_clear_message(
     assert kube.rejection(manifest) == ""
 
 
-def _evict(kube: Kube, pod: str) -> str:
+def _evict(kube: Kube, pod: str, dry_run: bool = False) -> str:
     """Ask the Eviction API (what ``kubectl drain`` does) to evict ``pod``; the API server's error, or ""."""
-    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": kube.namespace}}
+    eviction: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": kube.namespace},
+    }
+    if dry_run:
+        eviction["deleteOptions"] = {"dryRun": ["All"]}
     done = subprocess.run(
         ["kubectl", "create", "--raw", f"/api/v1/namespaces/{kube.namespace}/pods/{pod}/eviction", "-f", "-"],
         env=kube.env, input=json.dumps(eviction), capture_output=True, text=True, check=False,
@@ -546,6 +552,15 @@ def test_restoring_condition_reports_a_pod_restoring_its_store_from_the_changelo
         return None
 
     wait_for(restoring, f"Restoring=True; operator log:\n{_log_tail(operator)}", timeout=120)
+    # A drain must not hang on the one pod while it is not ready (restoring, or crash-looping): the budget's
+    # unhealthyPodEvictionPolicy AlwaysAllow lets it go (with IfHealthyBudget: "would violate the budget").
+    wait_for(
+        lambda: (b := kube.get("poddisruptionbudget", "restored")) and b.get("status", {}).get("expectedPods") == 1,
+        "the disruption controller to count the restoring pod",
+    )
+    assert _evict(kube, "restored-0", dry_run=True) == ""
+    still = kube.get("poddisruptionbudget", "restored")
+    assert still is not None and still["status"]["currentHealthy"] == 0, "the pod was ready: no proof"
     assert seen["condition"]["reason"] == "RestoringState"
     assert seen["condition"]["message"].startswith("pod restored-0 restores tasks 1_0 ("), seen["condition"]
     assert 0 < seen["remaining"] <= RESTORE_RECORDS

@@ -195,8 +195,10 @@ def disruption_budget(owner: Owner, spec: StreamAppSpec) -> DisruptionBudget:
     - otherwise ``maxUnavailable`` (default 1) or ``minAvailable`` as given. With one replica the default
       budget still lets the pod go: one pod cannot be protected without blocking the drain.
 
-    ``unhealthyPodEvictionPolicy`` keeps the Kubernetes default (``IfHealthyBudget``): while a pod is
-    not ready (restoring its state), no other ready pod is evicted, which is the storm the budget avoids.
+    ``unhealthyPodEvictionPolicy: AlwaysAllow``: a pod that is not ready (restoring its state, crash-looping)
+    may always be evicted; the bound still counts it as unavailable, so no ready pod goes while one is not
+    ready. With the default (``IfHealthyBudget``) such a pod could not be evicted at all while the budget is
+    not met (with 1 replica: never), and a drain would hang on it.
     """
     budget = spec.disruption_budget
     if not budget.enabled:
@@ -218,7 +220,11 @@ def disruption_budget(owner: Owner, spec: StreamAppSpec) -> DisruptionBudget:
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": _metadata(owner, owner.name),
-        "spec": {**bound, "selector": {"matchLabels": selector_labels(owner.name)}},
+        "spec": {
+            **bound,
+            "selector": {"matchLabels": selector_labels(owner.name)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
     }
     ((key, value),) = bound.items()
     return DisruptionBudget(manifest, f"{key}={value}")
