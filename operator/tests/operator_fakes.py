@@ -122,6 +122,13 @@ class TestingCluster:
             if kind == "Pod" and ns == namespace and wanted.items() <= pod["metadata"].get("labels", {}).items()
         ]
 
+    def list_disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        return [
+            copy.deepcopy(obj)
+            for (kind, ns, _), obj in sorted(self.objects.items())
+            if kind == "PodDisruptionBudget" and ns == namespace
+        ]
+
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.status_writes.append(copy.deepcopy(status))
         self.journal.append("status")

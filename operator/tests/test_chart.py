@@ -127,6 +127,8 @@ def test_rbac_is_least_privilege(helm: Path) -> None:
                       for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
     assert {v for *_, v in cluster_scoped} <= {"get", "list", "watch"}
     assert {v for g, r, v in granted if r == "pods"} == {"list"}
+    # PodDisruptionBudgets are listed (someone else's may cover the pods), never watched.
+    assert {v for g, r, v in granted if r == "poddisruptionbudgets"} == {"get", "list", "create", "patch", "delete"}
     assert ("", "secrets", "get") not in granted
 
 

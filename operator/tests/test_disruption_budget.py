@@ -158,3 +158,90 @@ def test_a_budget_of_the_same_name_not_owned_by_the_streamapp_is_never_deleted(
     cluster.apply(foreign)
     _run(cluster, kafka, disruptionBudget={"enabled": False})
     assert _pdb(cluster) is not None
+
+
+def _foreign(name: str, selector: dict[str, Any] | None, owner_uid: str | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "apps"}
+    if owner_uid is not None:
+        metadata["ownerReferences"] = [{"kind": "StreamApp", "name": OWNER.name, "uid": owner_uid}]
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": metadata,
+            "spec": {"maxUnavailable": 1, "selector": selector}}  # fmt: skip
+
+
+def _decide(*existing: dict[str, Any], pod_labels: tuple[dict[str, str], ...] = ()) -> desired.DisruptionBudget:
+    return desired.disruption_budget(OWNER, StreamAppSpec.parse(flights_spec(replicas=3)), existing, pod_labels)
+
+
+def test_a_same_name_budget_we_do_not_own_is_never_applied_over() -> None:
+    decision = _decide(_foreign(OWNER.name, {"matchLabels": {"team": "x"}}))
+    assert (decision.manifest, decision.foreign, decision.blocking) == (None, True, False)
+    assert decision.summary == f"none: PodDisruptionBudget {OWNER.name} exists and is not owned by this StreamApp"
+
+
+def test_our_own_budget_is_not_in_the_way() -> None:
+    ours = _foreign(OWNER.name, {"matchLabels": desired.selector_labels(OWNER.name)}, owner_uid=OWNER.uid)
+    decision = _decide(ours)
+    assert decision.manifest is not None and not decision.foreign
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": {"app.kubernetes.io/name": "streamapp"}},  # every StreamApp of the namespace
+        {},  # policy/v1: an empty selector selects every pod of the namespace
+        {"matchExpressions": [{"key": "app.kubernetes.io/instance", "operator": "In", "values": [OWNER.name]}]},
+        {"matchExpressions": [{"key": "app.kubernetes.io/instance", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]},
+        {"matchLabels": {"statefulset.kubernetes.io/pod-name": f"{OWNER.name}-1"}},  # one running pod
+    ],
+    ids=["name-label", "empty", "in", "exists", "not-in", "running-pod-label"],
+)
+def test_no_budget_when_someone_elses_already_covers_the_pods(selector: dict[str, Any]) -> None:
+    running = {**desired.labels(OWNER.name), "statefulset.kubernetes.io/pod-name": f"{OWNER.name}-1"}
+    decision = _decide(_foreign("team-pdb", selector), pod_labels=(running,))
+    assert (decision.manifest, decision.foreign) == (None, True)
+    assert decision.summary == "none: PodDisruptionBudget team-pdb already covers the pods"
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        None,  # a null selector selects nothing
+        {"matchLabels": {"app.kubernetes.io/instance": "other-app"}},
+        {"matchExpressions": [{"key": "app.kubernetes.io/instance", "operator": "NotIn", "values": [OWNER.name]}]},
+        {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "DoesNotExist"}]},
+    ],
+    ids=["null", "other-app", "not-in-us", "does-not-exist"],
+)
+def test_budgets_over_other_pods_do_not_keep_ours_out(selector: dict[str, Any] | None) -> None:
+    decision = _decide(_foreign("other", selector))
+    assert decision.manifest is not None and decision.summary == "maxUnavailable=1"
+
+
+def test_reconcile_never_takes_over_a_same_name_budget_and_warns_once(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    cluster.apply(_foreign("flights-per-carrier", {"matchLabels": {"team": "x"}}))
+    first = _run(cluster, kafka)
+    stored = _pdb(cluster)
+    assert stored is not None and stored["spec"]["selector"] == {"matchLabels": {"team": "x"}}
+    assert [a["kind"] for a in cluster.applied].count("PodDisruptionBudget") == 1  # only the test's own apply
+    summary = "none: PodDisruptionBudget flights-per-carrier exists and is not owned by this StreamApp"
+    assert first.status["disruptionBudget"] == summary
+    assert [(e.type, e.message) for e in first.events if e.reason == "DisruptionBudgetSkipped"] == [
+        ("Warning", "No PodDisruptionBudget: " + summary.removeprefix("none: "))
+    ]
+    second = _run(cluster, kafka, first.status)
+    assert [e for e in second.events if e.reason == "DisruptionBudgetSkipped"] == []
+
+
+def test_reconcile_deletes_its_budget_when_another_comes_to_cover_the_pods(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    status = _run(cluster, kafka).status
+    assert _pdb(cluster) is not None
+    cluster.apply(_foreign("team-pdb", {"matchLabels": {"app.kubernetes.io/name": "streamapp"}}))
+    result = _run(cluster, kafka, status)
+    assert _pdb(cluster) is None, "two budgets over one pod make it impossible to evict"
+    assert result.status["disruptionBudget"] == "none: PodDisruptionBudget team-pdb already covers the pods"
+    assert [e.reason for e in result.events].count("DisruptionBudgetSkipped") == 1

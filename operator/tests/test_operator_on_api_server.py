@@ -443,6 +443,77 @@ def test_disruption_budget_guards_the_pods_follows_the_spec_and_goes_with_the_st
     assert "Traceback" not in operator.read_text(), _log_tail(operator)
 
 
+def _skipped_events(kube: Kube, name: str) -> list[str]:
+    events = json.loads(kube.run("get", "events", "-n", kube.namespace, "-o", "json", "--field-selector",
+                                 f"involvedObject.name={name},reason=DisruptionBudgetSkipped"))  # fmt: skip
+    return [e["message"] for e in events["items"]]
+
+
+def _status_budget(kube: Kube, name: str, summary: str, operator: Path) -> None:
+    wait_for(
+        lambda: (kube.get("streamapp", name) or {}).get("status", {}).get("disruptionBudget") == summary,
+        f"status.disruptionBudget {summary!r}; operator log:\n{_log_tail(operator)}",
+    )
+
+
+def _app_beside_a_users_budget(
+    kube: Kube, kafka: tuple[AdminClient, str], name: str, budget_name: str, bound: dict[str, Any],
+    selector: dict[str, Any],
+) -> None:  # fmt: skip
+    """The user's PodDisruptionBudget ``budget_name``, then StreamApp ``name`` (1 pod that never starts)."""
+    admin, prefix = kafka
+    source = f"{prefix}-{name}"
+    for future in admin.create_topics([NewTopic(source, num_partitions=1, replication_factor=1)]).values():
+        future.result()
+    users = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": budget_name},
+             "spec": {**bound, "selector": selector}}  # fmt: skip
+    kube.apply(users)
+    manifest = _streamapp(name, source, f"{prefix}-{name}", replicas=1)
+    manifest["spec"]["image"] = "localhost/absent:0"
+    kube.apply(manifest)
+
+
+def test_a_users_budget_of_the_same_name_is_never_taken_over(
+    kube: Kube, kafka: tuple[AdminClient, str], operator: Path
+) -> None:
+    _app_beside_a_users_budget(
+        kube, kafka, "clash", "clash", {"minAvailable": 1}, {"matchLabels": {"team": "payments"}}
+    )
+    summary = "none: PodDisruptionBudget clash exists and is not owned by this StreamApp"
+    _status_budget(kube, "clash", summary, operator)
+    kube.run("annotate", "streamapp", "clash", "-n", kube.namespace, "test/poke=1")  # one more reconcile
+    time.sleep(2)
+    kept = kube.get("poddisruptionbudget", "clash")
+    assert kept is not None
+    assert kept["spec"]["selector"] == {"matchLabels": {"team": "payments"}} and kept["spec"]["minAvailable"] == 1
+    assert "maxUnavailable" not in kept["spec"] and not kept["metadata"].get("ownerReferences")
+    assert _condition(kube.get("streamapp", "clash"), "Degraded").get("reason") != "ApplyRejected"
+    assert _skipped_events(kube, "clash") == [f"No PodDisruptionBudget: {summary.removeprefix('none: ')}"]
+    kube.run("delete", "streamapp", "clash", "-n", kube.namespace, "--wait=true", "--timeout=60s")
+    assert kube.get("poddisruptionbudget", "clash") is not None, "the user's budget went with the StreamApp"
+    assert "Traceback" not in operator.read_text(), _log_tail(operator)
+
+
+def test_no_second_budget_over_pods_a_users_budget_already_covers(
+    kube: Kube, kafka: tuple[AdminClient, str], operator: Path
+) -> None:
+    """A pod selected by two budgets cannot be evicted at all, so the operator makes none while the user's
+    covers the pods, and makes its own once the user's is gone."""
+    covers = {"matchLabels": {"app.kubernetes.io/instance": "covered"}}
+    _app_beside_a_users_budget(kube, kafka, "covered", "team-budget", {"maxUnavailable": 1}, covers)
+    summary = "none: PodDisruptionBudget team-budget already covers the pods"
+    _status_budget(kube, "covered", summary, operator)
+    assert kube.absent("poddisruptionbudget", "covered")
+    assert _skipped_events(kube, "covered") == [
+        "No PodDisruptionBudget: PodDisruptionBudget team-budget already covers the pods"
+    ]
+    kube.run("delete", "poddisruptionbudget", "team-budget", "-n", kube.namespace)
+    kube.run("annotate", "streamapp", "covered", "-n", kube.namespace, "test/poke=1")
+    wait_for(lambda: kube.get("poddisruptionbudget", "covered"), "our budget once the user's is gone")
+    _status_budget(kube, "covered", "maxUnavailable=1", operator)
+    kube.run("delete", "streamapp", "covered", "-n", kube.namespace, "--wait=true", "--timeout=60s")
+
+
 @pytest.mark.parametrize(
     ("budget", "message"),
     [

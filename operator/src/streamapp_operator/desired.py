@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,10 +183,29 @@ class DisruptionBudget:
     manifest: dict[str, Any] | None
     summary: str
     blocking: bool = False
+    foreign: bool = False
+    """Left out because a PodDisruptionBudget the app does not own is in the way (same name, or it
+    already selects the app's pods)."""
 
 
-def disruption_budget(owner: Owner, spec: StreamAppSpec) -> DisruptionBudget:
+def disruption_budget(
+    owner: Owner,
+    spec: StreamAppSpec,
+    existing: Sequence[Mapping[str, Any]] = (),
+    pod_labels: Sequence[Mapping[str, str]] = (),
+) -> DisruptionBudget:
     """PodDisruptionBudget ``<name>`` over the app's pods, from ``spec.disruptionBudget``.
+
+    ``existing`` are the PodDisruptionBudgets of the namespace as served, ``pod_labels`` the labels of the
+    app's pods as they run (the pod template's labels are always checked too). A budget this app does not
+    own decides first (``foreign``), because our own budget would then do harm:
+
+    - one named ``<name>``: none, never applied over (server-side apply would take it over, replace its
+      selector and later delete it; or be refused when it sets the other bound);
+    - one that selects the app's pods: none, because the Eviction API refuses any pod covered by two
+      budgets ("more than one PodDisruptionBudget"), so with ours no pod could be evicted at all.
+
+    Then:
 
     - disabled, or ``replicas == 0``: none (nothing to protect);
     - ``minAvailable`` not below ``replicas`` (e.g. 1 of 1 pod, or after a scale-down): none, because
@@ -205,6 +225,9 @@ def disruption_budget(owner: Owner, spec: StreamAppSpec) -> DisruptionBudget:
         return DisruptionBudget(None, "none: spec.disruptionBudget.enabled is false")
     if spec.replicas == 0:
         return DisruptionBudget(None, "none: no replicas")
+    in_the_way = foreign_budget(owner, existing, [labels(owner.name), *pod_labels])
+    if in_the_way is not None:
+        return DisruptionBudget(None, f"none: {in_the_way}", foreign=True)
     bound: dict[str, int]
     if budget.min_available is not None:
         if budget.min_available >= spec.replicas:
@@ -228,6 +251,56 @@ def disruption_budget(owner: Owner, spec: StreamAppSpec) -> DisruptionBudget:
     }
     ((key, value),) = bound.items()
     return DisruptionBudget(manifest, f"{key}={value}")
+
+
+def foreign_budget(
+    owner: Owner, existing: Sequence[Mapping[str, Any]], pod_labels: Sequence[Mapping[str, str]]
+) -> str | None:
+    """Why a PodDisruptionBudget not owned by ``owner`` keeps ours out (None: nothing in the way).
+
+    Owned means ``owner.uid`` among its ownerReferences. The same name is named first; otherwise the first
+    budget (by name) whose selector matches any of ``pod_labels``.
+    """
+    foreign = [
+        pdb
+        for pdb in existing
+        if not any(ref.get("uid") == owner.uid for ref in pdb.get("metadata", {}).get("ownerReferences") or [])
+    ]
+    for pdb in foreign:
+        if pdb.get("metadata", {}).get("name") == owner.name:
+            return f"PodDisruptionBudget {owner.name} exists and is not owned by this StreamApp"
+    for pdb in sorted(foreign, key=lambda p: str(p.get("metadata", {}).get("name"))):
+        selector = (pdb.get("spec") or {}).get("selector")
+        if any(selector_matches(selector, pod) for pod in pod_labels):
+            return f"PodDisruptionBudget {pdb['metadata'].get('name')} already covers the pods"
+    return None
+
+
+def selector_matches(selector: Mapping[str, Any] | None, pod_labels: Mapping[str, str]) -> bool:
+    """Whether a ``LabelSelector`` selects a pod with ``pod_labels``, as a policy/v1 budget does: a null
+    selector selects nothing, an empty one every pod of the namespace. A requirement the operator does not
+    know (a malformed budget) counts as matching: when in doubt, keep out of the way."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if pod_labels.get(key) != value:
+            return False
+    for requirement in selector.get("matchExpressions") or []:
+        key, op, values = requirement.get("key"), requirement.get("operator"), requirement.get("values") or []
+        present = key in pod_labels
+        if op == "In":
+            ok = present and pod_labels[key] in values
+        elif op == "NotIn":
+            ok = not present or pod_labels[key] not in values
+        elif op == "Exists":
+            ok = present
+        elif op == "DoesNotExist":
+            ok = not present
+        else:
+            ok = True
+        if not ok:
+            return False
+    return True
 
 
 def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:

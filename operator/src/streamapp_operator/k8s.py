@@ -52,6 +52,10 @@ class Cluster(Protocol):
         """Pods of ``namespace`` matching the label ``selector`` (``k=v,k2=v2``)."""
         ...
 
+    def list_disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        """Every PodDisruptionBudget of ``namespace`` (ours and anyone else's)."""
+        ...
+
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into a StreamApp's status now (intent written before an action)."""
         ...
@@ -132,6 +136,18 @@ class KubernetesCluster:
             raise _unavailable(exc, f"listing pods in {namespace}") from exc
         except OSError as exc:
             raise KubernetesUnavailable(f"listing pods in {namespace}: {exc}") from exc
+        items: list[dict[str, Any]] = _json(response).get("items", [])
+        return items
+
+    def list_disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        try:
+            response = self._policy.list_namespaced_pod_disruption_budget(
+                namespace, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        except ApiException as exc:
+            raise _unavailable(exc, f"listing PodDisruptionBudgets in {namespace}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"listing PodDisruptionBudgets in {namespace}: {exc}") from exc
         items: list[dict[str, Any]] = _json(response).get("items", [])
         return items
 

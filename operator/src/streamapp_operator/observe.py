@@ -26,17 +26,19 @@ from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 class Observation:
     """What exists now. Objects are plain dicts as served by the API server (None: absent).
 
-    ``pods`` are the app's pods (the StatefulSet's selector). ``partitions`` holds the partition counts of
-    the topology's topics that exist (external sources, repartition and changelog topics); ``group`` the
-    consumer group's lag and state over the topics it consumes; ``kafka_error`` why Kafka could not be read
-    (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods that are not ready
-    report about restoration (None: pods not asked).
+    ``pods`` are the app's pods (the StatefulSet's selector), ``disruption_budgets`` every
+    PodDisruptionBudget of the namespace (someone else's may already cover the pods). ``partitions`` holds
+    the partition counts of the topology's topics that exist (external sources, repartition and changelog
+    topics); ``group`` the consumer group's lag and state over the topics it consumes; ``kafka_error`` why
+    Kafka could not be read (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods
+    that are not ready report about restoration (None: pods not asked).
     """
 
     config_map: dict[str, Any] | None = None
     service: dict[str, Any] | None = None
     stateful_set: dict[str, Any] | None = None
     disruption_budget: dict[str, Any] | None = None
+    disruption_budgets: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     restore: RestoreView | None = None
     partitions: Mapping[str, int] = field(default_factory=dict)
@@ -61,6 +63,7 @@ def observe(
         service=cluster.get("Service", namespace, name),
         stateful_set=cluster.get("StatefulSet", namespace, name),
         disruption_budget=cluster.get("PodDisruptionBudget", namespace, name),
+        disruption_budgets=cluster.list_disruption_budgets(namespace),
         pods=pods,
         restore=observe_restore(pods, instances) if instances is not None else None,
     )

@@ -105,7 +105,8 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
             previous = previous_status.get("conditions") or []
             stateful_set, step_events = apply_stateful_set(world.cluster, app, manifest, observation, previous, now)
             events += step_events
-            decision = desired.disruption_budget(app.owner, spec)
+            pod_labels = [pod.get("metadata", {}).get("labels") or {} for pod in observation.pods]
+            decision = desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels)
             events += apply_disruption_budget(world.cluster, app, decision, observation, previous_status)
             budget = decision  # reported in status only once it is in force
         except KafkaUnavailable as exc:
@@ -175,11 +176,12 @@ def apply_disruption_budget(
     """Apply the PodDisruptionBudget, or delete ours when there must be none.
 
     Only a budget owned by this StreamApp (its uid in the ownerReferences) is deleted: a PodDisruptionBudget
-    of the same name made by someone else is left alone. A budget left out because it would block every
-    eviction is a Warning event, once per change of ``status.disruptionBudget``.
+    of the same name made by someone else is left alone (never applied over: ``desired.disruption_budget``
+    decides none). A budget left out because it would block every eviction, or because someone else's is in
+    the way, is a Warning event, once per change of ``status.disruptionBudget``.
     """
     events: list[Event] = []
-    if budget.blocking and previous_status.get("disruptionBudget") != budget.summary:
+    if (budget.blocking or budget.foreign) and previous_status.get("disruptionBudget") != budget.summary:
         why = budget.summary.removeprefix("none: ")
         events.append(Event("Warning", "DisruptionBudgetSkipped", f"No PodDisruptionBudget: {why}"))
     if budget.manifest is not None:
