@@ -168,13 +168,24 @@ def restore_view(documents: Mapping[str, dict[str, Any] | str]) -> RestoreView:
         if isinstance(document, str):
             unreadable[pod] = document
             continue
-        for worker in document.get("workers") or []:
-            for task in worker.get("tasks") or []:
-                if task.get("state") != "running":
-                    remaining = task.get("restore_remaining")
-                    count = remaining if isinstance(remaining, int) and remaining > 0 else 0
-                    tasks.append(RestoringTask(pod, str(task.get("task_id")), count))
+        for task in _tasks(document):
+            if task.get("state") != "running":
+                remaining = task.get("restore_remaining")
+                count = remaining if type(remaining) is int and remaining > 0 else 0
+                tasks.append(RestoringTask(pod, str(task.get("task_id")), count))
     return RestoreView(tuple(tasks), unreadable)
+
+
+def _tasks(document: Any) -> list[dict[str, Any]]:
+    """The task objects of a ``/status`` document; whatever does not have the runtime's shape (the pod
+    runs the user's code) is skipped, never raised."""
+    if not isinstance(document, dict) or not isinstance(workers := document.get("workers"), list):
+        return []
+    found: list[dict[str, Any]] = []
+    for worker in workers:
+        if isinstance(worker, dict) and isinstance(tasks := worker.get("tasks"), list):
+            found.extend(task for task in tasks if isinstance(task, dict))
+    return found
 
 
 def conditions(

@@ -11,16 +11,18 @@ slow pod must not hold up the reconcile of the others.
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.request
 from typing import Any, Protocol
 
 STATUS_PATH = "/status"
 _TIMEOUT = 2.0
+#: The most of a pod's answer read: a pod is the user's code, and must not make the operator run out of memory.
+MAX_STATUS_BYTES = 1024 * 1024
 
 
 class InstanceUnavailable(Exception):
-    """The pod did not answer ``/status`` with a JSON object (not listening yet, refused, timed out)."""
+    """The pod did not answer ``/status`` with a JSON object (not listening yet, refused, timed out, a
+    malformed or truncated answer, one larger than ``MAX_STATUS_BYTES``)."""
 
 
 class InstanceReader(Protocol):
@@ -43,9 +45,14 @@ class HttpInstanceReader:
         url = f"http://{host}:{port}{STATUS_PATH}"
         try:
             with self._opener.open(url, timeout=self._timeout) as response:
-                document = json.loads(response.read())
-        except (OSError, urllib.error.URLError, ValueError) as exc:
-            raise InstanceUnavailable(f"GET {url}: {exc}") from exc
+                body = response.read(MAX_STATUS_BYTES + 1)
+            if len(body) > MAX_STATUS_BYTES:
+                raise InstanceUnavailable(f"GET {url}: answer larger than {MAX_STATUS_BYTES} bytes")
+            document = json.loads(body)
+        except InstanceUnavailable:
+            raise
+        except Exception as exc:  # whatever the pod sends: HTTPException, RecursionError, ...
+            raise InstanceUnavailable(f"GET {url}: {type(exc).__name__}: {exc}") from exc
         if not isinstance(document, dict):
             raise InstanceUnavailable(f"GET {url}: not a JSON object")
         return document

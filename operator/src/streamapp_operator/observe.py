@@ -84,8 +84,8 @@ def observe_restore(pods: list[dict[str, Any]], instances: InstanceReader) -> Re
     for pod, ip in unready_pods(pods):
         try:
             documents[pod] = instances.status(ip, HTTP_PORT)
-        except InstanceUnavailable as exc:
-            documents[pod] = str(exc)
+        except Exception as exc:  # a pod's answer must never fail the reconcile
+            documents[pod] = str(exc) if isinstance(exc, InstanceUnavailable) else f"{type(exc).__name__}: {exc}"
     return restore_view(documents)
 
 
