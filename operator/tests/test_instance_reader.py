@@ -9,12 +9,20 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from streamapp_operator.conditions import RestoringTask, restore_view
-from streamapp_operator.instances import MAX_STATUS_BYTES, HttpInstanceReader, InstanceUnavailable
+from streamapp_operator.instances import (
+    MAX_PODS_ASKED,
+    MAX_STATUS_BYTES,
+    STATUS_DEADLINE,
+    HttpInstanceReader,
+    InstanceUnavailable,
+    read_statuses,
+)
 
 
 class RawPod:
@@ -132,3 +140,79 @@ def test_well_formed_tasks_beside_malformed_ones_still_count() -> None:
     document = {"workers": [None, {"tasks": ["x", {"task_id": "0_1", "state": "restoring", "restore_remaining": True}]},
                             {"tasks": [{"task_id": "0_2", "state": "restoring", "restore_remaining": 9}]}]}  # fmt: skip
     assert restore_view({"p-0": document}).tasks == (RestoringTask("p-0", "0_1", 0), RestoringTask("p-0", "0_2", 9))
+
+
+def test_hung_pods_cost_one_overall_deadline_not_a_timeout_each(pod: Any) -> None:
+    hung = pod(hang=True)
+    answering = pod(_http(b'{"workers": []}'))
+    reader = HttpInstanceReader()  # the defaults main.py uses
+    names = [(f"hung-{i}", "127.0.0.1") for i in range(4)]
+    started = time.monotonic()
+    documents = read_statuses(reader, names, hung.port)
+    took = time.monotonic() - started
+    assert took < STATUS_DEADLINE + 0.5, took  # sequentially: 4 x 2 s
+    assert sorted(documents) == [name for name, _ in names]
+    assert all(isinstance(why, str) and "timed out" in why for why in documents.values()), documents
+    # However slow a reader's own timeouts, the overall deadline bounds the wait.
+    slow = HttpInstanceReader(timeout=30.0, deadline=30.0)
+    started = time.monotonic()
+    documents = read_statuses(slow, names, hung.port, deadline=1.0)
+    assert time.monotonic() - started < 1.5
+    assert documents == {name: "no answer within 1 s" for name, _ in names}
+    # A pod that answers is read beside hung ones (concurrently, within the same deadline).
+    mixed = read_statuses(_Routed({"ok": answering.port, "hung": hung.port}), [("ok", "ok"), ("hung", "hung")], 0)
+    assert mixed["ok"] == {"workers": []} and "timed out" in str(mixed["hung"])
+
+
+class _Routed:
+    """An ``InstanceReader`` that sends each "IP" to a port of 127.0.0.1."""
+
+    def __init__(self, ports: dict[str, int]) -> None:
+        self.ports, self.reader = ports, HttpInstanceReader()
+
+    def status(self, pod_ip: str, port: int) -> dict[str, Any]:
+        return self.reader.status("127.0.0.1", self.ports[pod_ip])
+
+
+def test_a_pod_dripping_its_answer_is_dropped_at_the_deadline(pod: Any) -> None:
+    class Drip(RawPod):
+        def _answer(self, conn: socket.socket) -> None:
+            with conn, contextlib.suppress(OSError):
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+                while not self._stop.wait(0.2):
+                    conn.sendall(b" ")
+
+    drip = Drip()
+    try:
+        started = time.monotonic()
+        with pytest.raises(InstanceUnavailable):
+            HttpInstanceReader(timeout=2.0, deadline=1.0).status("127.0.0.1", drip.port)
+        assert time.monotonic() - started < 2.0
+    finally:
+        drip.close()
+
+
+def test_at_most_max_pods_are_asked_and_the_others_are_named() -> None:
+    asked: list[str] = []
+
+    class Reader:
+        def status(self, pod_ip: str, port: int) -> dict[str, Any]:
+            asked.append(pod_ip)
+            return {"workers": []}
+
+    pods = [(f"p-{i:02d}", f"10.0.0.{i}") for i in range(MAX_PODS_ASKED + 2)]
+    documents = read_statuses(Reader(), pods, 8080)
+    assert len(asked) == MAX_PODS_ASKED
+    assert documents["p-11"] == f"not asked: at most {MAX_PODS_ASKED} pods are asked per reconcile"
+    assert documents["p-00"] == {"workers": []}
+
+
+def test_a_reader_raising_anything_makes_the_pod_unreadable_not_the_reconcile_fail() -> None:
+    class Broken:
+        def status(self, pod_ip: str, port: int) -> dict[str, Any]:
+            raise RecursionError("maximum recursion depth exceeded")
+
+    assert read_statuses(Broken(), [("p-0", "10.0.0.1")], 8080) == {
+        "p-0": "RecursionError: maximum recursion depth exceeded"
+    }

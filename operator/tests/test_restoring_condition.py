@@ -40,8 +40,9 @@ def _document(*tasks: TaskStatus) -> dict[str, Any]:
                                          **asdict(worker)}]}  # fmt: skip
 
 
-def _pod_status(ip: str, ready: bool) -> dict[str, Any]:
-    return {"phase": "Running", "podIP": ip, "conditions": [{"type": "Ready", "status": str(ready)}]}
+def _pod_status(ip: str, ready: bool, started: bool = True) -> dict[str, Any]:
+    return {"phase": "Running", "podIP": ip, "conditions": [{"type": "Ready", "status": str(ready)}],
+            "containerStatuses": [{"name": "streamapp", "started": started}]}  # fmt: skip
 
 
 def _restoring(restore: RestoreView | None, previous: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -50,13 +51,15 @@ def _restoring(restore: RestoreView | None, previous: list[dict[str, Any]] | Non
     return next(c for c in made if c["type"] == RESTORING)
 
 
-def test_only_running_pods_that_are_not_ready_are_asked() -> None:
+def test_only_running_started_pods_that_are_not_ready_are_asked() -> None:
     pods = [
         {"metadata": {"name": "a-2"}, "status": _pod_status("10.0.0.2", ready=False)},
         {"metadata": {"name": "a-0"}, "status": _pod_status("10.0.0.0", ready=True)},
         {"metadata": {"name": "a-1", "deletionTimestamp": T0}, "status": _pod_status("10.0.0.1", ready=False)},
         {"metadata": {"name": "a-3"}, "status": {"phase": "Pending"}},
         {"metadata": {"name": "a-4"}, "status": _pod_status("10.0.0.4", ready=False)},
+        {"metadata": {"name": "a-5"}, "status": _pod_status("10.0.0.5", ready=False, started=False)},  # crash loop
+        {"metadata": {"name": "a-6"}, "status": {**_pod_status("10.0.0.6", ready=False), "containerStatuses": []}},
     ]
     assert unready_pods(pods) == [("a-2", "10.0.0.2"), ("a-4", "10.0.0.4")]
 

@@ -142,11 +142,16 @@ class RestoreView:
 
 def unready_pods(pods: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     """``(name, pod IP)`` of the running pods whose Ready condition is not True: the only ones that can be
-    restoring (the runtime's readiness requires every task restored), so ready pods are never asked."""
+    restoring (the runtime's readiness requires every task restored), so ready pods are never asked.
+    Pods whose containers have not all started (``containerStatuses[].started``: waiting to be restarted
+    after a crash, still in the startup probe) cannot answer and are not asked either."""
     found = []
     for pod in sorted(pods, key=lambda p: str(p.get("metadata", {}).get("name"))):
         metadata, status = pod.get("metadata", {}), pod.get("status") or {}
         if metadata.get("deletionTimestamp") or status.get("phase") != "Running" or not status.get("podIP"):
+            continue
+        containers = status.get("containerStatuses") or []
+        if not containers or not all(c.get("started") is True for c in containers):
             continue
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
         if not ready:

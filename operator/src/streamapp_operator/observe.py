@@ -17,7 +17,7 @@ from streamapp.topology import TopologyDescription
 
 from streamapp_operator.conditions import RestoreView, restore_view, unready_pods
 from streamapp_operator.desired import HTTP_PORT, config_map_name, selector
-from streamapp_operator.instances import InstanceReader, InstanceUnavailable
+from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 
@@ -79,14 +79,9 @@ def observe(
 
 
 def observe_restore(pods: list[dict[str, Any]], instances: InstanceReader) -> RestoreView:
-    """Ask each pod that is not ready for its ``/status``; a pod that cannot answer is noted, not raised."""
-    documents: dict[str, dict[str, Any] | str] = {}
-    for pod, ip in unready_pods(pods):
-        try:
-            documents[pod] = instances.status(ip, HTTP_PORT)
-        except Exception as exc:  # a pod's answer must never fail the reconcile
-            documents[pod] = str(exc) if isinstance(exc, InstanceUnavailable) else f"{type(exc).__name__}: {exc}"
-    return restore_view(documents)
+    """Ask the pods that are not ready for their ``/status`` (concurrently, within one overall deadline:
+    ``instances.read_statuses``); a pod that cannot answer is noted, not raised."""
+    return restore_view(read_statuses(instances, unready_pods(pods), HTTP_PORT))
 
 
 def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:
