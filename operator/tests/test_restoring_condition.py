@@ -146,3 +146,31 @@ def test_http_reader_turns_a_pod_that_does_not_listen_into_instance_unavailable(
     runtime_server.stop()
     with pytest.raises(InstanceUnavailable, match=f"GET http://127.0.0.1:{port}/status"):
         HttpInstanceReader(timeout=1.0).status("127.0.0.1", port)
+
+
+def test_restore_remaining_is_null_not_zero_when_restoring_is_unknown(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    instances = TestingInstances()  # answers nothing: "connection refused"
+    world = World(cluster=cluster, kafka_for=lambda servers: kafka, instances=instances)
+    cluster.add_pod("apps", "flights-per-carrier-0", LABELS, _pod_status("127.0.100.2", ready=False))
+    status = reconcile(APP, flights_spec(), {}, world, T0).status
+    assert next(c for c in status["conditions"] if c["type"] == RESTORING)["status"] == "Unknown"
+    assert status["restoreRemaining"] is None
+
+
+def test_restore_started_is_announced_only_after_false_or_nothing_not_after_unknown() -> None:
+    restoring = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=[], now=T0,
+                           restore=RestoreView((RestoringTask("a-0", "0_0", 10),)))  # fmt: skip
+
+    def started(previous_status: str | None) -> bool:
+        previous = [] if previous_status is None else [{"type": RESTORING, "status": previous_status}]
+        return "RestoreStarted" in [e.reason for e in condition_events(previous, restoring)]
+
+    assert (started(None), started("False"), started("Unknown"), started("True")) == (True, True, False, False)
+
+
+def test_the_restoring_message_names_pods_that_could_not_be_read() -> None:
+    view = RestoreView((RestoringTask("a-0", "0_0", 10),), {"a-1": "timed out", "a-2": "refused"})
+    message = _restoring(view)["message"]
+    assert message == "pod a-0 restores tasks 0_0 (10 records left); /status unreadable: pods a-1, a-2"

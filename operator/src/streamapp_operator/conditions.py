@@ -139,6 +139,12 @@ class RestoreView:
     def remaining(self) -> int:
         return sum(task.remaining for task in self.tasks)
 
+    @property
+    def known_remaining(self) -> int | None:
+        """``remaining``, or None when it is not known (``Restoring=Unknown``: no restoring task seen and a
+        pod that is not ready could not be read)."""
+        return None if not self.tasks and self.unreadable else self.remaining
+
 
 def unready_pods(pods: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     """``(name, pod IP)`` of the running pods whose Ready condition is not True: the only ones that can be
@@ -309,6 +315,8 @@ def _restoring(restore: RestoreView | None) -> tuple[str, str, str]:
         for pod, tasks in by_pod.items():
             left = sum(t.remaining for t in tasks)
             parts.append(f"pod {pod} restores tasks {', '.join(t.task_id for t in tasks)} ({left} records left)")
+        if restore.unreadable:
+            parts.append(f"/status unreadable: pods {', '.join(restore.unreadable)}")
         return "True", "RestoringState", "; ".join(parts)
     if restore.unreadable:
         detail = "; ".join(f"pod {pod}: {why}" for pod, why in restore.unreadable.items())
@@ -339,7 +347,7 @@ def condition_events(previous: Sequence[dict[str, Any]], current: Sequence[dict[
     if new["status"] == "True" and old.get("status") != "True":
         events.append(Event("Normal", "Ready", new["message"]))
     old, new = before.get(RESTORING, {}), after[RESTORING]
-    if new["status"] == "True" and old.get("status") != "True":
+    if new["status"] == "True" and old.get("status") in (None, "False"):  # not Unknown -> True (flapping)
         events.append(Event("Normal", "RestoreStarted", new["message"]))
     elif new["status"] == "False" and old.get("status") == "True":
         events.append(Event("Normal", "RestoreFinished", "every task has restored its state"))

@@ -252,7 +252,7 @@ def _result(
         "tasks": plan.tasks if plan else None,
         "lag": group.lag if group else None,
         "consumerGroupState": group.state if group else None,
-        "restoreRemaining": observation.restore.remaining if observation.restore else None,
+        "restoreRemaining": observation.restore.known_remaining if observation.restore else None,
     }
     return Result(status=status, events=condition_events(previous, new_conditions))
 
