@@ -139,13 +139,17 @@ class DisruptionBudgetSpec(_Model):
     max_unavailable: int | None = Field(
         default=None,
         ge=1,
-        description="Pods a voluntary disruption may evict at once. Default 1 when minAvailable is not set.",
+        description=(
+            "Pods a voluntary disruption may evict at once, >= 1 (0 would block every eviction: for no "
+            "budget set enabled: false). Default 1 when minAvailable is not set."
+        ),
     )
     min_available: int | None = Field(
         default=None,
         ge=1,
         description=(
-            "Pods that must stay available instead of maxUnavailable. When it is not below spec.replicas the "
+            "Pods that must stay available instead of maxUnavailable, >= 1 (for no budget set enabled: "
+            "false). When it is not below spec.replicas the "
             "budget would block every eviction, so the operator creates none (a Warning event says so)."
         ),
     )
