@@ -90,7 +90,8 @@ class ThreadHarness:
         self.reports: list[WorkerStatus] = []
         self.thread: StreamThread | None = None
 
-    def start(self) -> StreamThread:
+    def start(self, **thread_options: Any) -> StreamThread:
+        """Build and subscribe the thread; ``thread_options`` go to ``StreamThread`` (e.g. ``clock_ms``)."""
         self.thread = StreamThread(
             index=0,
             config=self.config,
@@ -101,6 +102,7 @@ class ThreadHarness:
             restore_consumer=self.restore_consumer,
             store_factory=lambda name, path: self.store_factory(name, path),
             report=self.reports.append,
+            **thread_options,
         )
         self.consumer.subscribe(sorted(self.consumer.topics or []), self.thread.tasks)
         return self.thread

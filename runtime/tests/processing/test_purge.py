@@ -130,22 +130,8 @@ class PurgingHarness(ThreadHarness):
         self.deleter = FakeRecordsDeleter(cluster)
         self.clock = Clock(1_700_000_000_000)
 
-    def start(self) -> StreamThread:
-        self.thread = StreamThread(
-            index=0,
-            config=self.config,
-            description=self.description,
-            functions=self.description.resolve_functions(),
-            consumer=self.consumer,
-            producer=self.producer,
-            restore_consumer=self.restore_consumer,
-            store_factory=lambda name, path: self.store_factory(name, path),
-            report=self.reports.append,
-            clock_ms=self.clock,
-            records_deleter=self.deleter,
-        )
-        self.consumer.subscribe(sorted(self.consumer.topics or []), self.thread.tasks)
-        return self.thread
+    def start(self, **thread_options: Any) -> StreamThread:
+        return super().start(clock_ms=self.clock, records_deleter=self.deleter, **thread_options)
 
     def repartition_committed(self) -> dict[TopicPartition, int]:
         return {tp: o for tp, o in self.cluster.committed.items() if tp.topic == REPARTITION and o > 0}
