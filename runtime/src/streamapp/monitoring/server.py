@@ -1,13 +1,23 @@
-"""The instance's HTTP endpoints on one port: /healthz, /readyz, /metrics, /status.
+"""The instance's HTTP endpoints on one port: /healthz (= /livez), /readyz, /metrics, /status.
 
 The server runs in a daemon thread of the supervisor and only reads: every answer is computed from
 callables the supervisor provides.
+
+Robust to idle and broken clients (a probe must never be starved by them):
+
+- every socket read and write times out after ``timeout_s`` (default ``SOCKET_TIMEOUT_S``, 5 s): an idle
+  connection, or one that sent half a request, is closed then instead of pinning its thread for ever;
+- at most ``max_connections`` (default ``MAX_CONNECTIONS``, 32) connections are served at once, one thread
+  each; a connection beyond that is closed at once without an answer (the client retries, as probes do);
+- a client that disconnects or resets mid-request is logged in one line (no traceback).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,11 +25,16 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["MonitoringServer"]
+__all__ = ["MAX_CONNECTIONS", "SOCKET_TIMEOUT_S", "MonitoringServer"]
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[], tuple[bool, str]]
+
+SOCKET_TIMEOUT_S = 5.0
+"""Longest a connection may stay silent (per read or write) before the server closes it."""
+MAX_CONNECTIONS = 32
+"""Connections served at once (one thread each); more are closed unanswered."""
 
 
 class MonitoringServer:
@@ -33,6 +48,9 @@ class MonitoringServer:
         readiness: Check,
         registry: CollectorRegistry,
         status: Callable[[], dict[str, Any]],
+        *,
+        timeout_s: float = SOCKET_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {
             "/healthz": lambda: _check(liveness),
@@ -43,6 +61,8 @@ class MonitoringServer:
         }
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = timeout_s  # StreamRequestHandler.setup: socket timeout of every read and write
+
             def do_GET(self) -> None:
                 route = routes.get(self.path.split("?", 1)[0])
                 if route is None:
@@ -62,8 +82,7 @@ class MonitoringServer:
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("HTTP " + format, *args)
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self._server = _BoundedHTTPServer((host, port), Handler, max_connections)
         self._thread = threading.Thread(target=self._server.serve_forever, name="http", daemon=True)
 
     @property
@@ -77,6 +96,41 @@ class MonitoringServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` at once; client failures in one log line."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], max_connections: int) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._max_connections = max_connections
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            log.warning("HTTP: %d connections open, closing one from %s", self._max_connections, client_address[0])
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line per failed connection (the client went away or timed out), never a traceback."""
+        exc = sys.exc_info()[1]
+        level = logging.DEBUG if isinstance(exc, (ConnectionError, socket.timeout)) else logging.WARNING
+        log.log(level, "HTTP client %s: %s: %s", client_address[0], type(exc).__name__, exc)
 
 
 def _check(check: Check) -> tuple[int, str, bytes]:
