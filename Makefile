@@ -1,8 +1,11 @@
 # StreamApp — every target does its own set-up and is idempotent. `make help` lists them.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-UV_VERSION := 0.13.9
-UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+# Pinned tool versions (plain NAME=value lines); uv is installed by the project itself (hack/env.sh) and every
+# recipe and script reaches it through hack/bin/ (first on PATH below), never through a uv someone installed by hand.
+include hack/stack/versions.env
+export PATH := $(CURDIR)/hack/bin:$(PATH)
+UV := $(CURDIR)/hack/bin/uv
 RUN := $(UV) run --frozen
 OPERATOR_NS := streamapp-system
 
@@ -11,8 +14,7 @@ OPERATOR_NS := streamapp-system
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-setup: ## Install uv (pinned) and the pinned workspace into .venv
-	@command -v uv >/dev/null 2>&1 || [ -x $(HOME)/.local/bin/uv ] || python3 -m pip install -q --user uv==$(UV_VERSION)
+setup: ## Install uv (pinned, into .cache/uv-<version>/) and the pinned workspace into .venv
 	@$(UV) sync --frozen --quiet
 
 stack-up: setup ## Start Kafka, the Kubernetes control plane, a Schema Registry and the node agent on 127.0.0.1 (cached)

@@ -10,7 +10,6 @@ samples: per function the share of samples where it is on top of the stack (self
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -24,13 +23,13 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 
 def py_spy() -> str:
-    """Path of a py-spy binary: on PATH, else from ``uv run --with py-spy==<version>``."""
-    found = shutil.which("py-spy")
-    if found:
-        return found
+    """Path of py-spy ``PY_SPY_VERSION``, from ``uv run --with`` of the project's pinned uv (``hack/bin/uv``).
+
+    Never a py-spy found on PATH: its version is unknown and a fresh machine has none.
+    """
     result = subprocess.run(
         [
-            "uv",
+            str(Path(__file__).resolve().parent.parent / "hack" / "bin" / "uv"),
             "run",
             "--no-project",
             "--with",

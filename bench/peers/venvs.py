@@ -6,7 +6,6 @@ file holding the requirement list marks a finished install, so a second call ret
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,10 +23,8 @@ PEERS: dict[str, tuple[str, list[str]]] = {
 
 
 def _uv() -> str:
-    found = shutil.which("uv") or str(Path.home() / ".local" / "bin" / "uv")
-    if not Path(found).exists():
-        raise RuntimeError("uv is needed to create the peer venvs (make setup installs it)")
-    return found
+    """The project's pinned uv (``hack/bin/uv`` installs it on first use; never one found on PATH)."""
+    return str(REPO / "hack" / "bin" / "uv")
 
 
 def ensure_venv(name: str) -> tuple[Path, str]:

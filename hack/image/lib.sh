@@ -7,6 +7,9 @@
 IMAGE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$IMAGE_DIR/../.." && pwd)
 CACHE=$ROOT/.cache
+# the project's own tools (uv through hack/bin): hack/env.sh is the one place that knows where they are
+# shellcheck source=../env.sh
+. "$ROOT/hack/env.sh"
 
 # The image every consumer uses (operator chart values, node agent, e2e).
 IMAGE=${STREAMAPP_IMAGE:-localhost/streamapp:dev}

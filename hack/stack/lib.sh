@@ -9,6 +9,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source=versions.env
 . "$HERE/versions.env"
+# the project's own tools (uv through hack/bin, $STACK_BIN): hack/env.sh is the one place that knows where they are
+# shellcheck source=../env.sh
+. "$ROOT/hack/env.sh"
 CACHE=$ROOT/.cache
 RUN=$CACHE/run
 LOGS=$RUN/logs
