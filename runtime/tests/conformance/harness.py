@@ -53,7 +53,7 @@ from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.serdes import Serde, serde_for
 from streamapp.testing import TopologyTestDriver
 from streamapp.testing.driver import declared_serdes
-from streamapp.topology.joins import GlobalTableNode
+from streamapp.topology import GlobalTableNode
 
 __all__ = ["BrokerEngine", "DriverEngine", "Engine", "Input", "Outputs", "assert_same_outputs", "final_values"]
 

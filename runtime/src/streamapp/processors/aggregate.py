@@ -23,7 +23,7 @@ from typing import Any
 from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology import CountNode, NodeBase
-from streamapp.topology.nodes import AggregateNode, ReduceNode
+from streamapp.topology.nodes.aggregate import AggregateNode, ReduceNode
 
 __all__ = [
     "CountProcessor",

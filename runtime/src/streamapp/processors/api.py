@@ -30,7 +30,7 @@ from streamapp.processor import (
 from streamapp.processors.base import BuildContext, Processor
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology import NodeBase
-from streamapp.topology.nodes import ProcessNode
+from streamapp.topology.nodes.process import ProcessNode
 
 __all__ = [
     "NodeProcessorContext",

@@ -18,8 +18,8 @@ from typing import Any
 
 from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
-from streamapp.topology.node_base import NodeBase
+from streamapp.topology.nodes.base import NodeBase
+from streamapp.topology.nodes.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
 
 __all__ = [
     "JoinProcessor",

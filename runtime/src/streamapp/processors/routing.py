@@ -9,7 +9,7 @@ from streamapp.processors.base import BuildContext, Processor, RecordSender
 from streamapp.processors.io import SinkProcessor, build_sink
 from streamapp.serdes import Serde, serde_for
 from streamapp.topology import NodeBase, SinkNode
-from streamapp.topology.nodes import BranchNode, SplitNode
+from streamapp.topology.nodes.stateless import BranchNode, SplitNode
 
 __all__ = [
     "BranchProcessor",

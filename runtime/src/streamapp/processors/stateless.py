@@ -13,7 +13,14 @@ from typing import Any
 from streamapp.processors.base import BuildContext, Change, Processor
 from streamapp.processors.tables import build_table_filter, build_table_map_values
 from streamapp.topology import FilterNode, MapValuesNode, MergeNode, NodeBase, SelectKeyNode, ToStreamNode
-from streamapp.topology.nodes import FilterNotNode, FlatMapNode, FlatMapValuesNode, ForeachNode, MapNode, PeekNode
+from streamapp.topology.nodes.stateless import (
+    FilterNotNode,
+    FlatMapNode,
+    FlatMapValuesNode,
+    ForeachNode,
+    MapNode,
+    PeekNode,
+)
 
 __all__ = [
     "FilterProcessor",

@@ -45,8 +45,8 @@ from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics
 from streamapp.processors.join import Joiner, JoinProcessor
 from streamapp.serdes import Serde
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
-from streamapp.topology.joins import StreamStreamJoinNode
-from streamapp.topology.node_base import NodeBase
+from streamapp.topology.nodes.base import NodeBase
+from streamapp.topology.nodes.joins import StreamStreamJoinNode
 from streamapp.topology.windows import JoinWindowsSpec
 
 __all__ = ["OuterJoinBuffer", "StreamStreamJoinProcessor", "build_stream_stream_join"]

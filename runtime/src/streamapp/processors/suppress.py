@@ -15,8 +15,8 @@ from typing import Any
 
 from streamapp.processors.base import BuildContext, Change, Processor
 from streamapp.state.suppression_buffer import SuppressionBuffer
-from streamapp.topology.node_base import NodeBase
-from streamapp.topology.windows import SuppressNode
+from streamapp.topology.nodes.base import NodeBase
+from streamapp.topology.nodes.windowed import SuppressNode
 from streamapp.windowed import Windowed
 
 __all__ = ["SuppressProcessor", "build_suppress"]

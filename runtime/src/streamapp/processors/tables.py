@@ -17,7 +17,9 @@ from streamapp.processors.io import SinkProcessor, SourceProcessor, build_repart
 from streamapp.serdes import Serde, SerdeError, serde_for
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology import NodeBase, RepartitionNode
-from streamapp.topology.nodes import FilterNode, FilterNotNode, GroupByNode, MapValuesNode, TableSourceNode
+from streamapp.topology.nodes.aggregate import GroupByNode
+from streamapp.topology.nodes.io import TableSourceNode
+from streamapp.topology.nodes.stateless import FilterNode, FilterNotNode, MapValuesNode
 
 __all__ = [
     "ChangeSerde",

@@ -20,14 +20,14 @@ from typing import Any
 from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
 from streamapp.state.session_store import SessionStore
 from streamapp.state.window_store import WindowStore, WindowValue
-from streamapp.topology.node_base import NodeBase
-from streamapp.topology.windows import (
+from streamapp.topology.nodes.base import NodeBase
+from streamapp.topology.nodes.windowed import (
     WindowedAggregateNode,
     WindowedAggregationNode,
     WindowedCountNode,
     WindowedReduceNode,
-    WindowSpec,
 )
+from streamapp.topology.windows import WindowSpec
 from streamapp.windowed import Windowed
 
 __all__ = [

@@ -16,7 +16,7 @@ from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.topology import TopologyDescription
-from streamapp.topology.windows import suppression_grace_ms
+from streamapp.topology.nodes.windowed import suppression_grace_ms
 
 __all__ = ["WindowedStateAccess"]
 

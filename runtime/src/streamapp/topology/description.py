@@ -1,8 +1,8 @@
 """TopologyDescription: the topology as data, the contract between DSL, runtime and operator.
 
 A document (YAML or JSON, camelCase keys) with ``nodes`` (the closed set of core node types in
-``streamapp.topology.nodes``) and ``stores``. Everything else (sub-topologies, internal topics, task ids)
-is derived from it by pure functions, without importing user code.
+``streamapp.topology.nodes``, one module per family) and ``stores``. Everything else (sub-topologies,
+internal topics, task ids) is derived from it by pure functions, without importing user code.
 """
 
 from __future__ import annotations
@@ -17,17 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from streamapp.topology.errors import TopologyError
 from streamapp.topology.functions import resolve_function
 from streamapp.topology.internal_topics import InternalTopic, PartitionCounts, internal_topics
-from streamapp.topology.joins import GlobalTableNode
-from streamapp.topology.nodes import (
-    NODE_TYPES,
-    Node,
-    RepartitionNode,
-    SinkNode,
-    SourceNode,
-    StoreSpec,
-    changelog_topic_suffix,
-    node_to_dict,
-)
+from streamapp.topology.nodes import NODE_TYPES, Node
+from streamapp.topology.nodes.base import changelog_topic_suffix, node_to_dict
+from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode
+from streamapp.topology.stores import StoreSpec
 from streamapp.topology.subtopologies import Subtopology, split_subtopologies
 from streamapp.topology.validation import output_kinds, validate_graph
 
@@ -135,7 +128,7 @@ class TopologyDescription(BaseModel):
 
     def output_kinds(self) -> dict[str, str | None]:
         """The kind of every node's output: ``"stream"``, ``"table"``, ``"grouped_table"``, or ``None`` for a
-        terminal node (see ``streamapp.topology.node_base``)."""
+        terminal node (see ``streamapp.topology.nodes.base``)."""
         return output_kinds(self.nodes)
 
     def subtopologies(self) -> list[Subtopology]:
@@ -242,7 +235,7 @@ def _parse_node(position: int, raw: Any) -> Node:
     if model is None:
         raise TopologyError(f"{label}: unknown type '{node_type}'; allowed types: {', '.join(NODE_TYPES)}")
     try:
-        return model.model_validate(dict(raw))  # type: ignore[return-value]
+        return model.model_validate(dict(raw))
     except ValidationError as exc:
         raise _topology_error(exc, label) from None
 

@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from streamapp.topology.errors import TopologyError
-from streamapp.topology.nodes import RepartitionNode, StoreSpec, changelog_topic_suffix
+from streamapp.topology.nodes.base import changelog_topic_suffix
+from streamapp.topology.nodes.io import RepartitionNode
+from streamapp.topology.stores import StoreSpec
 from streamapp.topology.subtopologies import Subtopology, TopicRef
 
 REPARTITION_TOPIC_CONFIG: dict[str, str] = {"cleanup.policy": "delete", "retention.ms": "-1"}

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 
 from streamapp.topology.description import TopologyDescription
 from streamapp.topology.errors import TopologyError
-from streamapp.topology.joins import GlobalTableNode
-from streamapp.topology.nodes import NodeBase, RepartitionNode, SinkNode, SourceNode
+from streamapp.topology.nodes.base import NodeBase
+from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode
 from streamapp.topology.subtopologies import Subtopology
 
 APPLICATION_ID_PLACEHOLDER = "<application.id>"

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from streamapp.topology.nodes import NodeBase, RepartitionNode, SinkNode, SourceNode
+from streamapp.topology.nodes.base import NodeBase
+from streamapp.topology.nodes.io import RepartitionNode, SinkNode, SourceNode
 
 
 class TopicRef(BaseModel):

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 from streamapp.topology.errors import TopologyError
 from streamapp.topology.names import check_name
-from streamapp.topology.node_base import describe_kinds
-from streamapp.topology.nodes import NodeBase, RepartitionNode, SinkNode, SourceNode, StoreSpec
+from streamapp.topology.nodes.base import NodeBase, describe_kinds
+from streamapp.topology.nodes.io import RepartitionNode, SinkNode, SourceNode
+from streamapp.topology.stores import StoreSpec
 
 
 def validate_graph(nodes: Sequence[NodeBase], stores: Sequence[StoreSpec]) -> None:

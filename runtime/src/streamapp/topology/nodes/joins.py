@@ -1,4 +1,4 @@
-"""Join node types and the GlobalKTable node of a topology description.
+"""The ``joins`` family: stream-global, stream-table, table-table and windowed stream-stream joins.
 
 Every join names its two parents in ``inputs`` (ordered: ``[left, right]``; for stream-table and
 stream-global joins the stream comes first). ``join`` picks the variant. User functions are
@@ -8,7 +8,6 @@ stream-global joins the stream comes first). ``join`` picks the variant. User fu
 =================== ============================================================ ==========================
 type                parameters                                                   Kafka Streams class
 =================== ============================================================ ==========================
-global_table        topic, store, keySerde, valueSerde (no inputs)               GlobalKTableImpl
 stream_global_join  inputs [stream, global_table], keySelector                   KStreamGlobalKTableJoin
                     ``fn(key, value) -> global key``, joiner
                     ``fn(value, global value)``, join inner|left
@@ -22,11 +21,10 @@ stream_stream_join  inputs [stream, stream], joiner ``fn(left, right)``,        
                     outer joins: records waiting for their window to close)
 =================== ============================================================ ==========================
 
-A ``global_table`` belongs to no sub-topology: every worker reads all partitions of its topic into a
-global store (no changelog: the topic is the changelog), bootstrapped before any task processes. Stream
-and table joins need both inputs partitioned by the same key (``requires_copartitioned_input``): a side
-whose key changed since its last source or repartition must be repartitioned first (the DSL inserts
-``<name>-left-repartition`` / ``<name>-right-repartition``, as Kafka Streams does).
+The ``global_table`` a stream-global join reads is an ``io`` node. Stream and table joins need both inputs
+partitioned by the same key (``requires_copartitioned_input``): a side whose key changed since its last
+source or repartition must be repartitioned first (the DSL inserts ``<name>-left-repartition`` /
+``<name>-right-repartition``, as Kafka Streams does).
 """
 
 from __future__ import annotations
@@ -34,16 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from streamapp.topology.errors import TopologyError
-from streamapp.topology.names import check_name
-from streamapp.topology.node_base import FunctionRef, NodeBase, SerdeName, check_serde
+from streamapp.topology.nodes.base import FunctionRef, NodeBase, store_type_problem
+from streamapp.topology.nodes.io import GLOBAL_TABLE_KIND
 from streamapp.topology.windows import JoinWindowsSpec
 
 __all__ = [
-    "GLOBAL_TABLE_KIND",
-    "GlobalTableNode",
     "JoinType",
     "StreamGlobalJoinNode",
     "StreamStreamJoinNode",
@@ -51,54 +46,8 @@ __all__ = [
     "TableTableJoinNode",
 ]
 
-GLOBAL_TABLE_KIND = "global_table"
-"""The output kind of a ``global_table`` node; only ``stream_global_join`` reads it (at position 1)."""
-
 JoinType = Literal["inner", "left", "outer"]
 """``inner``: both sides present; ``left``: every left record, right ``None`` when absent; ``outer``: either."""
-
-
-class GlobalTableNode(NodeBase):
-    """A GlobalKTable: the latest value per key of every partition of ``topic``, in global store ``store``.
-
-    Kafka's ``StreamsBuilder.globalTable``. A null key is skipped, a null value deletes the key.
-    """
-
-    type: Literal["global_table"] = "global_table"
-    topic: str
-    store: str
-    key_serde: SerdeName = "bytes"
-    value_serde: SerdeName = "bytes"
-    output: ClassVar[str | None] = GLOBAL_TABLE_KIND
-    accepts: ClassVar[frozenset[str]] = frozenset()
-
-    _serdes = field_validator("key_serde", "value_serde")(check_serde)
-
-    def stores(self) -> list[str]:
-        return [self.store]
-
-    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
-        try:
-            check_name("topic", self.topic)
-        except TopologyError as exc:
-            return str(exc)
-        for other in nodes.values():
-            if other.name == self.name:
-                continue
-            if self.topic in _topics_read(other):
-                return f"topic '{self.topic}' is already read by {other.type} node '{other.name}'"
-            if self.store in other.stores():
-                return f"global store '{self.store}' is also used by node '{other.name}'; join the global table instead"
-        spec = stores.get(self.store)
-        if spec is not None:
-            problem = _store_type(spec, "key_value")
-            if problem is None and (spec.key_serde, spec.value_serde) != (self.key_serde, self.value_serde):
-                problem = (
-                    f"store '{self.store}' has serdes {spec.key_serde}/{spec.value_serde} but the global table's "
-                    f"topic has {self.key_serde}/{self.value_serde}"
-                )
-            return problem
-        return None
 
 
 class _TwoInputs(NodeBase):
@@ -133,9 +82,6 @@ class StreamGlobalJoinNode(_TwoInputs):
     def accepted_kinds(self, position: int) -> frozenset[str]:
         return frozenset({"stream"}) if position == 0 else frozenset({GLOBAL_TABLE_KIND})
 
-    def functions(self) -> dict[str, str]:
-        return {"key_selector": self.key_selector, "joiner": self.joiner}
-
 
 class StreamTableJoinNode(_TwoInputs):
     """Joins each stream record with the table's current value for the same key (Kafka's ``KStreamKTableJoin``).
@@ -160,9 +106,6 @@ class StreamTableJoinNode(_TwoInputs):
 
     def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
         return _check_own_stores(self, nodes, stores, {self.store: "key_value"})
-
-    def functions(self) -> dict[str, str]:
-        return {"joiner": self.joiner}
 
 
 class TableTableJoinNode(_TwoInputs):
@@ -190,9 +133,6 @@ class TableTableJoinNode(_TwoInputs):
         if self.left_store == self.right_store:
             return "leftStore and rightStore must be different stores"
         return _check_own_stores(self, nodes, stores, {self.left_store: "key_value", self.right_store: "key_value"})
-
-    def functions(self) -> dict[str, str]:
-        return {"joiner": self.joiner}
 
 
 class StreamStreamJoinNode(_TwoInputs):
@@ -231,9 +171,6 @@ class StreamStreamJoinNode(_TwoInputs):
     def stores(self) -> list[str]:
         return [self.left_store, self.right_store, *([self.outer_store] if self.outer_store else [])]
 
-    def functions(self) -> dict[str, str]:
-        return {"joiner": self.joiner}
-
     def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
         types = {self.left_store: "window", self.right_store: "window"}
         if self.outer_store is not None:
@@ -257,22 +194,6 @@ class StreamStreamJoinNode(_TwoInputs):
         return None
 
 
-def _topics_read(node: NodeBase) -> list[str]:
-    """External topics a node reads (source and table nodes: ``topics``; a global table: ``topic``)."""
-    topics = getattr(node, "topics", None)
-    if isinstance(topics, list):
-        return topics
-    topic = getattr(node, "topic", None)
-    return [topic] if isinstance(node, GlobalTableNode) and isinstance(topic, str) else []
-
-
-def _store_type(spec: Any, expected: str) -> str | None:
-    actual = getattr(spec, "type", "key_value")
-    if actual != expected:
-        return f"store '{spec.name}' must be a {expected} store, not {actual}"
-    return None
-
-
 def _check_own_stores(
     node: NodeBase, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any], types: Mapping[str, str]
 ) -> str | None:
@@ -280,7 +201,7 @@ def _check_own_stores(
     for name, expected in types.items():
         spec = stores.get(name)
         if spec is not None:
-            problem = _store_type(spec, expected)
+            problem = store_type_problem(spec, expected)
             if problem is not None:
                 return problem
         for other in nodes.values():

@@ -1,7 +1,8 @@
-"""What every node model of a topology description shares: fields, markers and helpers.
+"""What every node model of a topology description shares: fields, kinds, families and helpers.
 
-Node model modules (``streamapp.topology.nodes`` for the core set, and the modules of joins and windows)
-import ``NodeBase`` from here; ``streamapp.topology.nodes`` assembles the closed union of node types.
+The node classes live in one module per family (``streamapp.topology.nodes.<family>``); the module a class
+is defined in is its ``family``, and ``streamapp.topology.nodes`` derives the closed set of node types from
+those modules. A node's user functions are its fields typed ``FunctionRef`` (``function_params``).
 
 **Kinds.** Every node outputs one of three kinds of record flow, which validation checks edge by edge:
 
@@ -25,26 +26,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator
+from pydantic.fields import FieldInfo
 
-from streamapp.serdes import SERDE_NAMES, is_serde_name, registry_serde_name
+from streamapp.topology.document import DescriptionModel
 
 __all__ = [
+    "FAMILY_PACKAGE",
     "KINDS",
-    "DescriptionModel",
     "FunctionRef",
     "Kind",
     "NodeBase",
-    "SerdeName",
     "changelog_topic_suffix",
-    "check_serde",
     "describe_kinds",
     "node_to_dict",
     "repartition_topic_suffix",
+    "store_type_problem",
 ]
+
+FAMILY_PACKAGE = "streamapp.topology.nodes"
+"""The package whose modules are the node families: a node class's family is its module's name in it."""
 
 _FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -67,24 +70,27 @@ def _check_function_ref(value: str) -> str:
     return value
 
 
-FunctionRef = Annotated[str, AfterValidator(_check_function_ref)]
-"""A user function referenced by import path: ``"package.module:qualname"``."""
+class _UserFunction:
+    """The marker of ``FunctionRef`` fields (how ``NodeBase.function_params`` finds them)."""
 
-SerdeName = Annotated[str, Field(min_length=1)]
-
-
-class DescriptionModel(BaseModel):
-    """Base of every document model: camelCase aliases, unknown fields rejected, immutable."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+    def __repr__(self) -> str:
+        return "UserFunction"
 
 
-def check_serde(value: str) -> str:
-    """Validator of serde name fields: ``value`` if it names a known serde, else ValueError."""
-    if value not in SERDE_NAMES and not is_serde_name(value):  # is_serde_name: windowed, Schema Registry serdes
-        registry_serde_name(value)  # a malformed avro:/protobuf: name raises its own SerdeError (a ValueError)
-        raise ValueError(f"unknown serde '{value}'; known serdes: {', '.join(SERDE_NAMES)}, see docs/serdes.md")
-    return value
+_USER_FUNCTION = _UserFunction()
+
+FunctionRef = Annotated[str, AfterValidator(_check_function_ref), _USER_FUNCTION]
+"""A user function referenced by import path: ``"package.module:qualname"``. A node field of this type (or
+``FunctionRef | None``) is one of the node's user functions."""
+
+
+def _is_function_field(field: FieldInfo) -> bool:
+    """True when ``field`` is typed ``FunctionRef`` or ``FunctionRef | None``."""
+    if _USER_FUNCTION in field.metadata:
+        return True
+    return any(
+        get_origin(arg) is Annotated and _USER_FUNCTION in arg.__metadata__ for arg in get_args(field.annotation)
+    )
 
 
 def describe_kinds(kinds: frozenset[str] | set[str]) -> str:
@@ -108,21 +114,22 @@ class NodeBase(DescriptionModel):
     requires_copartitioned_input: ClassVar[bool] = False
     """True for stateful nodes that need their input partitioned by the current key (``count``)."""
 
-    # Compatibility markers of issue 2 (read-only views of ``output`` / ``accepts``; a subclass that sets them
-    # instead of ``output`` / ``accepts`` is translated in ``__pydantic_init_subclass__``).
-    produces_table: ClassVar[bool] = False
-    accepts_table: ClassVar[bool] = False
+    # Derived per class in ``__pydantic_init_subclass__`` (never set them by hand):
+    type_name: ClassVar[str | None] = None
+    """The node type (the default of ``type``, e.g. ``"filter"``); ``None`` for an abstract base."""
+    family: ClassVar[str | None] = None
+    """The family (``"stateless"``, ...): the module of ``streamapp.topology.nodes`` defining the class."""
+    function_params: ClassVar[tuple[str, ...]] = ()
+    """The fields typed ``FunctionRef`` (snake_case), in field order: the node's user-function parameters."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        own = cls.__dict__
-        if own.get("produces_table") and "output" not in own:
-            cls.output = "table"
-        if own.get("accepts_table") and "accepts" not in own:
-            cls.accepts = frozenset({"table"})
-        cls.produces_table = cls.output == "table"
-        cls.accepts_table = cls.accepts == frozenset({"table"})
+        default = cls.model_fields["type"].default
+        cls.type_name = default if isinstance(default, str) else None
+        package, _, module = cls.__module__.rpartition(".")
+        cls.family = module if package == FAMILY_PACKAGE else None
+        cls.function_params = tuple(name for name, field in cls.model_fields.items() if _is_function_field(field))
 
     def inputs(self) -> list[str]:
         """Names of the upstream nodes, in order (empty for a source). Multi-input nodes override."""
@@ -134,8 +141,8 @@ class NodeBase(DescriptionModel):
         return []
 
     def functions(self) -> dict[str, str]:
-        """User-function references of this node, by parameter name (snake_case)."""
-        return {}
+        """User-function references of this node, by parameter name (snake_case); unset optional ones left out."""
+        return {name: ref for name in self.function_params if (ref := getattr(self, name)) is not None}
 
     def accepted_kinds(self, position: int) -> frozenset[str]:
         """Kinds the input at ``position`` (0-based, in ``inputs()`` order) may have."""
@@ -175,3 +182,11 @@ def changelog_topic_suffix(store_name: str) -> str:
 def node_to_dict(node: NodeBase) -> dict[str, Any]:
     """The camelCase document form of a node (``None`` fields left out)."""
     return node.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def store_type_problem(spec: Any, expected: str) -> str | None:
+    """``"store 's' must be a window store, not key_value"`` when store spec ``spec`` has another type."""
+    actual = getattr(spec, "type", "key_value")
+    if actual != expected:
+        return f"store '{spec.name}' must be a {expected} store, not {actual}"
+    return None

@@ -1,11 +1,21 @@
-"""KTable and KGroupedTable node types, and the aggregations shared by grouped streams and grouped tables.
+"""The ``aggregate`` family: grouping and the keyed aggregations of grouped streams and grouped tables.
+
+===========  ==================================================  =========================================
+type         parameters                                          semantics (Kafka Streams class)
+===========  ==================================================  =========================================
+group_by     input (table), selector ``fn(k, v) -> (k, v)``      re-keys a table (KTableRepartitionMap)
+count        input, store                                        KTable of counts (KStreamAggregate)
+reduce       input, store, reducer | adder + subtractor          KStreamReduce / KTableReduce
+aggregate    input, store, initializer, aggregator | adder +     KStreamAggregate / KTableAggregate
+             subtractor
+===========  ==================================================  =========================================
 
 A table's ``group_by`` (Kafka's ``KTableRepartitionMap``) re-keys its updates into a grouped table: for an
 update ``Change(new, old)`` of key ``k`` it emits ``selector(k, old)`` as a retraction and
 ``selector(k, new)`` as an addition, through a repartition topic (whose records carry both values), into
 ``count`` / ``reduce`` / ``aggregate``, which subtract the old value and add the new one (Kafka's
 ``KTableAggregate`` / ``KTableReduce``). On a stream, ``reduce`` / ``aggregate`` follow ``KStreamReduce`` /
-``KStreamAggregate``.
+``KStreamAggregate``. Windowed aggregations are the ``windowed`` family.
 """
 
 from __future__ import annotations
@@ -13,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from streamapp.topology.node_base import FunctionRef, NodeBase
+from pydantic.alias_generators import to_camel
 
-__all__ = ["AggregateNode", "GroupByNode", "ReduceNode"]
+from streamapp.topology.nodes.base import FunctionRef, NodeBase
+
+__all__ = ["AggregateNode", "CountNode", "GroupByNode", "ReduceNode"]
 
 
 class GroupByNode(NodeBase):
@@ -34,8 +46,23 @@ class GroupByNode(NodeBase):
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     changes_key: ClassVar[bool] = True
 
-    def functions(self) -> dict[str, str]:
-        return {"selector": self.selector}
+
+class CountNode(NodeBase):
+    """Counts records per key in a key-value store; the output is a KTable of counts.
+
+    Emits ``Change(new count, old count)`` per counted record (old ``None`` for a new key). Records with a
+    null key or value are dropped and counted in the dropped-records metric (Kafka's ``KStreamAggregate``).
+    """
+
+    type: Literal["count"] = "count"
+    input: str
+    store: str
+    output: ClassVar[str | None] = "table"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "grouped_table"})
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    def stores(self) -> list[str]:
+        return [self.store]
 
 
 class _Aggregation(NodeBase):
@@ -52,20 +79,16 @@ class _Aggregation(NodeBase):
     def stores(self) -> list[str]:
         return [self.store]
 
-    def functions(self) -> dict[str, str]:
-        fields = (*self._stream_fields, *self._table_fields, "initializer")
-        return {name: ref for name in fields if (ref := getattr(self, name, None)) is not None}
-
     def check_input_kinds(self, input_kinds: Sequence[str]) -> str | None:
         grouped_table = input_kinds[0] == "grouped_table"
         needed, forbidden = (
             (self._table_fields, self._stream_fields) if grouped_table else (self._stream_fields, self._table_fields)
         )
         what = "a grouped table" if grouped_table else "a grouped stream"
-        missing = [_camel(f) for f in needed if getattr(self, f) is None]
+        missing = [to_camel(f) for f in needed if getattr(self, f) is None]
         if missing:
             return f"a {self.type} of {what} needs {' and '.join(repr(m) for m in missing)}"
-        extra = [_camel(f) for f in forbidden if getattr(self, f) is not None]
+        extra = [to_camel(f) for f in forbidden if getattr(self, f) is not None]
         if extra:
             return f"a {self.type} of {what} takes no {' or '.join(repr(e) for e in extra)}"
         return None
@@ -100,8 +123,3 @@ class AggregateNode(_Aggregation):
     adder: FunctionRef | None = None
     subtractor: FunctionRef | None = None
     _stream_fields: ClassVar[tuple[str, ...]] = ("aggregator",)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)

@@ -1,0 +1,174 @@
+"""The ``io`` family: where records enter and leave a topology (Kafka's source and sink nodes).
+
+=============  =====================================================  ======================================
+type           parameters                                             semantics (Kafka Streams class)
+=============  =====================================================  ======================================
+source         topics, keySerde, valueSerde, timestampExtractor       records of the topics (SourceNode)
+table          topics: [t], store, keySerde, valueSerde               KTable from a topic (KTableSource)
+sink           input, topic | topicExtractor, keySerde, valueSerde    writes to an external topic (SinkNode)
+repartition    input, keySerde, valueSerde, partitions (optional)     through topic
+                                                                      ``<applicationId>-<name>-repartition``
+global_table   topic, store, keySerde, valueSerde (no inputs)         GlobalKTable (GlobalKTableImpl)
+=============  =====================================================  ======================================
+
+A ``global_table`` belongs to no sub-topology: every worker reads all partitions of its topic into a global
+store (no changelog: the topic is the changelog), bootstrapped before any task processes; only a
+``stream_global_join`` reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from streamapp.topology.document import SerdeName, check_serde
+from streamapp.topology.errors import TopologyError
+from streamapp.topology.names import check_name
+from streamapp.topology.nodes.base import FunctionRef, NodeBase, repartition_topic_suffix, store_type_problem
+from streamapp.topology.timestamps import TimestampExtractorSpec
+
+__all__ = [
+    "GLOBAL_TABLE_KIND",
+    "GlobalTableNode",
+    "RepartitionNode",
+    "SinkNode",
+    "SourceNode",
+    "TableSourceNode",
+]
+
+GLOBAL_TABLE_KIND = "global_table"
+"""The output kind of a ``global_table`` node; only ``stream_global_join`` reads it (at position 1)."""
+
+
+class SourceNode(NodeBase):
+    """Reads the records of one or more external topics. ``timestampExtractor`` (optional): where each record's
+    event time comes from (``streamapp.topology.timestamps``; default the record timestamp)."""
+
+    type: Literal["source"] = "source"
+    topics: list[str] = Field(min_length=1)
+    key_serde: SerdeName = "bytes"
+    value_serde: SerdeName = "bytes"
+    timestamp_extractor: TimestampExtractorSpec | None = None
+
+    _serdes = field_validator("key_serde", "value_serde")(check_serde)
+
+
+class TableSourceNode(SourceNode):
+    """A KTable read from one topic (Kafka's ``StreamsBuilder.table``, ``KTableSource``), materialized in
+    key-value store ``store``.
+
+    Per record: a null key is dropped (dropped-records metric); a null value (tombstone) deletes the key;
+    forwards ``Change(new, old)`` with the store's previous value. The store has its own changelog
+    ``<applicationId>-<store>-changelog`` (Kafka's behaviour without ``topology.optimization=all``, which would
+    reuse the source topic as the changelog; we do not).
+    """
+
+    type: Literal["table"] = "table"  # type: ignore[assignment]
+    topics: list[str] = Field(min_length=1, max_length=1)
+    store: str
+    output: ClassVar[str | None] = "table"
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+
+class SinkNode(NodeBase):
+    """Writes every record to an external topic, partitioned by murmur2 of the serialized key.
+
+    The topic is ``topic``, or per record ``topicExtractor(key, value) -> topic name`` (Kafka's
+    ``TopicNameExtractor``; such topics must exist, they are not in ``sink_topics()``). Exactly one is set.
+    """
+
+    type: Literal["sink"] = "sink"
+    input: str
+    output: ClassVar[str | None] = None
+    topic: str | None = None
+    topic_extractor: FunctionRef | None = None
+    key_serde: SerdeName = "bytes"
+    value_serde: SerdeName = "bytes"
+
+    _serdes = field_validator("key_serde", "value_serde")(check_serde)
+
+    @model_validator(mode="after")
+    def _one_topic(self) -> SinkNode:
+        if (self.topic is None) == (self.topic_extractor is None):
+            raise ValueError("set exactly one of 'topic' and 'topicExtractor'")
+        return self
+
+
+class RepartitionNode(NodeBase):
+    """Writes to and reads back from the internal topic ``<applicationId>-<name>-repartition``.
+
+    It ends the upstream sub-topology (as its sink) and starts the downstream one (as its source).
+    ``partitions`` fixes the topic's partition count; without it the count is the maximum partition count
+    of the upstream sub-topology's source topics (Kafka Streams' rule).
+    """
+
+    type: Literal["repartition"] = "repartition"
+    input: str
+    output: ClassVar[str | None] = "input"
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream", "grouped_table"})
+    key_serde: SerdeName = "bytes"
+    value_serde: SerdeName = "bytes"
+    partitions: int | None = Field(default=None, ge=1)
+
+    _serdes = field_validator("key_serde", "value_serde")(check_serde)
+
+    @property
+    def topic_suffix(self) -> str:
+        """The repartition topic name without the application id prefix."""
+        return repartition_topic_suffix(self.name)
+
+
+class GlobalTableNode(NodeBase):
+    """A GlobalKTable: the latest value per key of every partition of ``topic``, in global store ``store``.
+
+    Kafka's ``StreamsBuilder.globalTable``. A null key is skipped, a null value deletes the key.
+    """
+
+    type: Literal["global_table"] = "global_table"
+    topic: str
+    store: str
+    key_serde: SerdeName = "bytes"
+    value_serde: SerdeName = "bytes"
+    output: ClassVar[str | None] = GLOBAL_TABLE_KIND
+    accepts: ClassVar[frozenset[str]] = frozenset()
+
+    _serdes = field_validator("key_serde", "value_serde")(check_serde)
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        try:
+            check_name("topic", self.topic)
+        except TopologyError as exc:
+            return str(exc)
+        for other in nodes.values():
+            if other.name == self.name:
+                continue
+            if self.topic in _topics_read(other):
+                return f"topic '{self.topic}' is already read by {other.type} node '{other.name}'"
+            if self.store in other.stores():
+                return f"global store '{self.store}' is also used by node '{other.name}'; join the global table instead"
+        spec = stores.get(self.store)
+        if spec is not None:
+            problem = store_type_problem(spec, "key_value")
+            if problem is None and (spec.key_serde, spec.value_serde) != (self.key_serde, self.value_serde):
+                problem = (
+                    f"store '{self.store}' has serdes {spec.key_serde}/{spec.value_serde} but the global table's "
+                    f"topic has {self.key_serde}/{self.value_serde}"
+                )
+            return problem
+        return None
+
+
+def _topics_read(node: NodeBase) -> list[str]:
+    """External topics a node reads (source and table nodes: ``topics``; a global table: ``topic``)."""
+    topics = getattr(node, "topics", None)
+    if isinstance(topics, list):
+        return topics
+    topic = getattr(node, "topic", None)
+    return [topic] if isinstance(node, GlobalTableNode) and isinstance(topic, str) else []

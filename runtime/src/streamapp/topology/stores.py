@@ -1,0 +1,49 @@
+"""The state stores of a topology description: ``StoreSpec``, owned by the node(s) that name it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from streamapp.topology.document import DescriptionModel, SerdeName, check_serde
+
+__all__ = ["StoreSpec"]
+
+
+class StoreSpec(DescriptionModel):
+    """A state store owned by the node(s) that name it.
+
+    Its changelog topic is ``<applicationId>-<name>-changelog`` (compacted), with one partition per task of
+    the sub-topology that owns it.
+
+    ``window`` and ``session`` stores (``streamapp.state.window_store`` / ``session_store``) need
+    ``retentionMs`` (how long windows are kept after the store's stream time passes them, ms); their
+    changelogs are ``compact,delete`` with ``retention.ms`` = retention + 1 day. A window store also has
+    ``windowSizeMs`` (the ``end - start`` of its windows) and may ``retainDuplicates`` (join buffers).
+    """
+
+    name: str
+    type: Literal["key_value", "window", "session"] = "key_value"
+    key_serde: SerdeName = "bytes"
+    value_serde: SerdeName = "bytes"
+    retention_ms: int | None = Field(default=None, ge=1)
+    window_size_ms: int | None = Field(default=None, ge=0)
+    retain_duplicates: bool | None = None
+
+    _serdes = field_validator("key_serde", "value_serde")(check_serde)
+
+    @model_validator(mode="after")
+    def _check_windowed_fields(self) -> StoreSpec:
+        if self.type == "key_value":
+            extra = [f for f in ("retention_ms", "window_size_ms", "retain_duplicates") if getattr(self, f) is not None]
+            if extra:
+                raise ValueError(f"'{to_camel(extra[0])}' applies only to window and session stores")
+        elif self.retention_ms is None:
+            raise ValueError(f"a {self.type} store needs 'retentionMs'")
+        if self.type == "window" and self.window_size_ms is None:
+            raise ValueError("a window store needs 'windowSizeMs'")
+        if self.type == "session" and (self.window_size_ms is not None or self.retain_duplicates is not None):
+            raise ValueError("'windowSizeMs' and 'retainDuplicates' apply only to window stores")
+        return self
