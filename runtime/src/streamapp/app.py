@@ -11,10 +11,19 @@
    member (``group.instance.id`` = ``<STREAMAPP_INSTANCE_ID>-<i>`` when that variable is set);
 4. restarts a worker that exits unexpectedly, with backoff, and aggregates the workers' reports;
 5. on SIGTERM or SIGINT asks every worker to commit and close, waits for them, and returns 0.
+
+Giving up (Kafka Streams' ``SHUTDOWN_CLIENT``): when one stream thread failed more often than
+``streamapp.monitoring.health.restart_allowed`` allows (5 restarts within 10 minutes), or the instance cannot
+start at all (the topology cannot run here, the topics do not fit it, Kafka rejects the credentials), the phase
+becomes ``failed`` with the cause in ``/status`` ``last_failure``, the other workers commit and close, the HTTP
+server keeps answering for ``failed_exit_delay_s`` (default ``FAILED_EXIT_DELAY_S``, 5 s) so that the last
+``/status`` can be read, and ``run`` returns 1. The cause is also written to the container's termination message
+file (``STREAMAPP_TERMINATION_MESSAGE_PATH``, default ``/dev/termination-log``) when that file exists.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import multiprocessing
 import os
@@ -22,8 +31,9 @@ import queue
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -32,21 +42,25 @@ from streamapp.config import StreamsConfig
 from streamapp.kafka.admin import TopicAdmin, TopicMismatchError, TopicSpec
 from streamapp.kafka.clients import admin_config
 from streamapp.kafka.schema_registry import configure_registry_serdes
-from streamapp.kafka.types import KafkaClientError
-from streamapp.monitoring.health import WorkerView, liveness, readiness
+from streamapp.kafka.types import KafkaAuthenticationError, KafkaClientError
+from streamapp.monitoring.health import RESTART_WINDOW_S, WorkerView, liveness, readiness, restart_allowed
 from streamapp.monitoring.metrics import WorkerMetricsCollector
 from streamapp.monitoring.server import MonitoringServer
-from streamapp.processing.status import WorkerStatus
+from streamapp.processing.status import Failure, ThreadFailed, WorkerStatus, bounded_text
 from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.processing.worker import EXIT_WAITING, WorkerSpec, run_worker
 from streamapp.topology import TopologyDescription, TopologyError
 
-__all__ = ["KafkaStreams"]
+__all__ = ["FAILED_EXIT_DELAY_S", "KafkaStreams"]
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_S = 60.0
 """How long workers get to commit and close after a stop request before they are killed."""
+FAILED_EXIT_DELAY_S = 5.0
+"""How long a failed instance keeps serving ``/status`` (phase ``failed``) before ``run`` returns 1."""
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+"""Kubernetes' default ``terminationMessagePath``: the cause of a give-up goes there when the file exists."""
 _TOPIC_RETRY_S = 5.0
 _WAITING_RETRY_S = 5.0
 _MAX_BACKOFF_S = 60.0
@@ -63,6 +77,11 @@ class _Worker:
     restart_at: float | None = None
     status: WorkerStatus | None = None
     exit_code: int | None = None
+    last_failure: Failure | None = None
+    failure_pid: int | None = None
+    """The worker process that reported ``last_failure`` (a process that died without a report gets one made up)."""
+    failures: list[float] = field(default_factory=list)
+    """Epoch seconds of the thread's failures within the restart window (``restart_allowed``)."""
 
     @property
     def alive(self) -> bool:
@@ -83,14 +102,18 @@ class KafkaStreams:
         *,
         instance_id: str | None = None,
         http_host: str | None = None,
+        failed_exit_delay_s: float = FAILED_EXIT_DELAY_S,
     ) -> None:
         self.topology = topology
         self.config = config
         self.instance_id = instance_id if instance_id is not None else os.environ.get("STREAMAPP_INSTANCE_ID") or None
         self.http_host = http_host or os.environ.get("STREAMAPP_HTTP_HOST") or "0.0.0.0"
         self.http_port: int | None = None
+        self._failed_exit_delay_s = failed_exit_delay_s
         self._stop = threading.Event()
         self._phase = "preparing"
+        self._failure: Failure | None = None
+        """Why the instance gave up (phase ``failed``)."""
         self._heartbeat = time.time()
         self._workers = [_Worker(i) for i in range(config.num_stream_threads)]
         self._lock = threading.Lock()
@@ -119,15 +142,19 @@ class KafkaStreams:
                 configure_registry_serdes(self.config, self.topology)  # fails early: extra missing, no URL, ...
             except TopologyError as exc:
                 log.error("The topology cannot run: %s", exc)
-                return 1
+                return self._give_up(_failure("TopologyError", f"the topology cannot run: {exc}"), every_worker=True)
             if not self._prepare_topics():
+                if self._failure is not None:
+                    return self._give_up(self._failure, every_worker=True)
                 return 0 if self._stop.is_set() else 1
             self._phase = "running"
             for worker in self._workers:
                 self._start_worker(worker)
-            while not self._stop.is_set():
+            while not self._stop.is_set() and self._failure is None:
                 self._supervise()
                 self._stop.wait(0.2)
+            if self._failure is not None:
+                return self._give_up(self._failure)
             self._phase = "stopping"
             self._stop_workers()
             return 0
@@ -146,7 +173,8 @@ class KafkaStreams:
     def worker_views(self) -> list[WorkerView]:
         with self._lock:
             return [
-                WorkerView(w.index, w.alive, w.started_at, w.restarts, w.status, w.exit_code) for w in self._workers
+                WorkerView(w.index, w.alive, w.started_at, w.restarts, w.status, w.exit_code, w.last_failure)
+                for w in self._workers
             ]
 
     def liveness(self) -> tuple[bool, str]:
@@ -156,23 +184,20 @@ class KafkaStreams:
         return readiness(time.time(), self._phase, self.worker_views())
 
     def status(self) -> dict[str, Any]:
+        """The ``/status`` document. Per worker: ``thread``, ``alive``, ``restarts``, ``exit_code``, ``error`` (the
+        last error text, at most 1 KiB) and ``last_failure`` (``Failure.to_dict`` or ``None``), plus the fields
+        of its latest ``WorkerStatus``. ``last_failure`` at the top: why the instance gave up (phase
+        ``failed``), else ``None``."""
         ready, reason = self.readiness()
+        failure = self._failure
         return {
             "application_id": self.config.application_id,
             "instance_id": self.instance_id,
             "phase": self._phase,
             "ready": ready,
             "reason": reason,
-            "workers": [
-                {
-                    "thread": view.thread,
-                    "alive": view.alive,
-                    "restarts": view.restarts,
-                    "exit_code": view.exit_code,
-                    **(asdict(view.status) if view.status else {}),
-                }
-                for view in self.worker_views()
-            ],
+            "last_failure": failure.to_dict() if failure else None,
+            "workers": [_worker_status(view) for view in self.worker_views()],
         }
 
     # -- steps -------------------------------------------------------------------------------------
@@ -224,9 +249,15 @@ class KafkaStreams:
                     return True
             except TopologyError as exc:
                 log.error("The topology does not fit the topics: %s", exc)
+                self._failure = _failure("TopologyError", f"the topology does not fit the topics: {exc}")
                 return False
             except TopicMismatchError as exc:
                 log.error("The topics do not fit the topology: %s", exc)
+                self._failure = _failure(type(exc).__name__, str(exc))
+                return False
+            except KafkaAuthenticationError as exc:  # retrying with the same credentials cannot succeed
+                log.error("Kafka rejected the credentials: %s", exc)
+                self._failure = _failure(type(exc).__name__, str(exc))
                 return False
             except KafkaClientError as exc:
                 log.warning("Cannot prepare topics yet: %s", exc)
@@ -257,17 +288,23 @@ class KafkaStreams:
 
     def _supervise(self) -> None:
         self._heartbeat = time.time()
-        self._drain_reports()
+        exited = [
+            w for w in self._workers if w.process is not None and not w.process.is_alive() and w.restart_at is None
+        ]
+        self._drain_reports()  # after the liveness check: an exited worker's last reports are all in the queue
         now = time.time()
+        for worker in exited:
+            self._on_exit(worker, now)
+            if self._failure is not None:
+                return
         for worker in self._workers:
-            if worker.process is not None and not worker.process.is_alive() and worker.restart_at is None:
-                self._schedule_restart(worker, now)
             if worker.restart_at is not None and now >= worker.restart_at:
                 with self._lock:
                     worker.restarts += 1
                 self._start_worker(worker)
 
-    def _schedule_restart(self, worker: _Worker, now: float) -> None:
+    def _on_exit(self, worker: _Worker, now: float) -> None:
+        """A worker process ended: schedule its restart, or give up when its thread failed too often."""
         assert worker.process is not None
         code = worker.process.exitcode
         ran_for = now - worker.started_at
@@ -276,26 +313,66 @@ class KafkaStreams:
         else:
             worker.backoff_s = 1.0 if ran_for > _HEALTHY_RUN_S else min(worker.backoff_s * 2, _MAX_BACKOFF_S)
             delay = worker.backoff_s
+        failed = code not in (0, EXIT_WAITING)
         with self._lock:
             worker.exit_code = code
-            worker.restart_at = now + delay
+            if failed:
+                if worker.failure_pid != worker.process.pid:  # died without a report: killed, or crashed hard
+                    worker.last_failure = _failure("WorkerExit", f"stream thread process {_exit_text(code)}", now)
+                worker.failures = [at for at in worker.failures if now - at < RESTART_WINDOW_S] + [now]
+            else:
+                worker.restart_at = now + delay
+        if failed and not restart_allowed(worker.failures, now):
+            log.error(
+                "Stream thread %d failed %d times within %.0fs; shutting the instance down: %s",
+                worker.index,
+                len(worker.failures),
+                RESTART_WINDOW_S,
+                worker.last_failure.error if worker.last_failure else code,
+            )
+            self._failure = worker.last_failure
+            return
+        if failed:
+            with self._lock:
+                worker.restart_at = now + delay
         log.warning(
             "Stream thread %d exited with code %s after %.0fs; restarting in %.0fs", worker.index, code, ran_for, delay
         )
 
+    def _give_up(self, failure: Failure, every_worker: bool = False) -> int:
+        """Phase ``failed``: stop the workers, keep ``/status`` readable for a moment, return 1 (module docstring).
+        ``every_worker``: the instance failed before its threads ran, so ``failure`` is every worker's too."""
+        self._failure = failure
+        if every_worker:
+            with self._lock:
+                for worker in self._workers:
+                    worker.last_failure = failure
+        self._phase = "failed"
+        log.error("Giving up: %s", failure.error)
+        self._stop_workers()
+        _write_termination_message(failure)
+        self._stop.wait(self._failed_exit_delay_s)
+        return 1
+
     def _drain_reports(self) -> None:
         while True:
             try:
-                status: WorkerStatus = self._status_queue.get_nowait()
+                report: WorkerStatus | ThreadFailed = self._status_queue.get_nowait()
             except queue.Empty:
                 return
-            if 0 <= status.thread < len(self._workers):
-                worker = self._workers[status.thread]
-                if worker.process is not None and worker.process.pid == status.pid:
+            if 0 <= report.thread < len(self._workers):
+                worker = self._workers[report.thread]
+                if worker.process is not None and worker.process.pid == report.pid:
                     with self._lock:
-                        worker.status = status
+                        if isinstance(report, ThreadFailed):
+                            worker.last_failure = report.failure
+                            worker.failure_pid = report.pid
+                        else:
+                            worker.status = report
 
     def _stop_workers(self) -> None:
+        if all(worker.process is None for worker in self._workers):
+            return
         log.info("Stopping %d stream threads", len(self._workers))
         self._worker_stop.set()
         deadline = time.monotonic() + SHUTDOWN_TIMEOUT_S
@@ -311,3 +388,44 @@ class KafkaStreams:
                 worker.process.join(5)
         self._drain_reports()
         log.info("All stream threads stopped")
+
+
+def _worker_status(view: WorkerView) -> dict[str, Any]:
+    """One entry of ``/status`` ``workers`` (see ``KafkaStreams.status``)."""
+    reported = asdict(view.status) if view.status else {}
+    failure = view.last_failure
+    error = reported.get("error") or (failure.error if failure else None)
+    return {
+        "thread": view.thread,
+        "alive": view.alive,
+        "restarts": view.restarts,
+        "exit_code": view.exit_code,
+        **reported,
+        "error": bounded_text(error) if error else None,
+        "last_failure": failure.to_dict() if failure else None,
+    }
+
+
+def _failure(kind: str, message: str, at: float | None = None) -> Failure:
+    """A failure without a task or record: ``"<kind>: <message>"`` (bounded) at ``at`` (default now)."""
+    return Failure(bounded_text(f"{kind}: {message}"), time.time() if at is None else at)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            pass
+    return f"exited with code {code}"
+
+
+def _write_termination_message(failure: Failure) -> None:
+    """Kubernetes shows this file's content as the container's last termination message (at most 4 KiB)."""
+    path = Path(os.environ.get("STREAMAPP_TERMINATION_MESSAGE_PATH") or TERMINATION_MESSAGE_PATH)
+    if not path.is_file():
+        return
+    try:
+        path.write_text(json.dumps(failure.to_dict()))
+    except OSError as exc:
+        log.warning("Cannot write the termination message to %s: %s", path, exc)

@@ -20,6 +20,7 @@ __all__ = [
     "ConsumerRecord",
     "DeliveryError",
     "Headers",
+    "KafkaAuthenticationError",
     "KafkaClientError",
     "ProducerClient",
     "ProducerFencedError",
@@ -71,6 +72,11 @@ class ConsumerRecord:
 
 class KafkaClientError(RuntimeError):
     """A Kafka client operation failed in a way the stream thread cannot repair by itself."""
+
+
+class KafkaAuthenticationError(KafkaClientError):
+    """The brokers rejected the client's credentials (SASL authentication failed): retrying with the same
+    configuration cannot succeed."""
 
 
 class DeliveryError(KafkaClientError):

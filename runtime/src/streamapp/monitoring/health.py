@@ -5,21 +5,41 @@
   supervisor's job, a pod restart would not help.
 - Ready (``/readyz``): not shutting down, the application's topics are prepared, and every worker is
   alive, reported recently and is ready (in the group, all its assigned tasks restored and running).
+- Give up (``restart_allowed``): a stream thread that failed is replaced at most ``MAX_THREAD_RESTARTS`` (5) times
+  within ``RESTART_WINDOW_S`` (10 minutes); its next failure in that window shuts the whole instance down, which
+  exits non-zero, so that Kubernetes sees the crash loop (restart count, ``CrashLoopBackOff``) instead of a pod
+  that restarts threads for ever behind a green liveness probe. Kafka Streams' ``StreamsUncaughtExceptionHandler``
+  answers ``REPLACE_THREAD`` or ``SHUTDOWN_CLIENT``; this is ``REPLACE_THREAD`` with a budget, then
+  ``SHUTDOWN_CLIENT``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from streamapp.processing.status import WorkerStatus
+from streamapp.processing.status import Failure, WorkerStatus
 
-__all__ = ["HUNG_AFTER_S", "STALE_AFTER_S", "WorkerView", "liveness", "readiness"]
+__all__ = [
+    "HUNG_AFTER_S",
+    "MAX_THREAD_RESTARTS",
+    "RESTART_WINDOW_S",
+    "STALE_AFTER_S",
+    "WorkerView",
+    "liveness",
+    "readiness",
+    "restart_allowed",
+]
 
 HUNG_AFTER_S = 120.0
 """A live worker process that has not reported for this long is considered hung."""
 STALE_AFTER_S = 10.0
 """A worker whose last report is older than this is not counted as ready."""
 SUPERVISOR_STALL_S = 30.0
+MAX_THREAD_RESTARTS = 5
+"""Replacements of one failed stream thread allowed within ``RESTART_WINDOW_S``."""
+RESTART_WINDOW_S = 600.0
+"""The window (seconds) over which a stream thread's failures count against ``MAX_THREAD_RESTARTS``."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +52,7 @@ class WorkerView:
     restarts: int
     status: WorkerStatus | None
     exit_code: int | None = None
+    last_failure: Failure | None = None
 
 
 def liveness(now: float, supervisor_heartbeat: float, workers: list[WorkerView]) -> tuple[bool, str]:
@@ -46,7 +67,7 @@ def liveness(now: float, supervisor_heartbeat: float, workers: list[WorkerView])
 
 
 def readiness(now: float, phase: str, workers: list[WorkerView]) -> tuple[bool, str]:
-    """(ready, reason). ``phase`` is the supervisor's phase: preparing | running | stopping."""
+    """(ready, reason). ``phase`` is the supervisor's phase: preparing | running | stopping | failed | stopped."""
     if phase != "running":
         return False, f"instance is {phase}"
     if not workers:
@@ -65,3 +86,17 @@ def readiness(now: float, phase: str, workers: list[WorkerView]) -> tuple[bool, 
                 return False, f"stream thread {worker.thread} restores tasks {', '.join(waiting)}"
             return False, f"stream thread {worker.thread} is {status.state}"
     return True, "ok"
+
+
+def restart_allowed(
+    failures: Iterable[float],
+    now: float,
+    max_restarts: int = MAX_THREAD_RESTARTS,
+    window_s: float = RESTART_WINDOW_S,
+) -> bool:
+    """True when a stream thread whose failures (epoch seconds, the one at ``now`` included) are ``failures``
+    may be replaced once more: at most ``max_restarts`` of them lie within the last ``window_s`` seconds.
+    A negative ``max_restarts`` never gives up."""
+    if max_restarts < 0:
+        return True
+    return sum(1 for at in failures if now - at < window_s) <= max_restarts

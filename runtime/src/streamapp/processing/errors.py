@@ -37,12 +37,14 @@ committed only once it was handled).
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from collections.abc import Callable
 from typing import Literal
 
 from streamapp.config import StreamsConfig
 from streamapp.kafka.types import ConsumerRecord, Headers
+from streamapp.processing.status import Failure, bounded_text
 
 __all__ = [
     "DeadLetterSender",
@@ -51,6 +53,7 @@ __all__ = [
     "ProcessingError",
     "ProductionError",
     "dead_letter_headers",
+    "failure_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,15 @@ HEADER_OFFSET = "__streams.errors.offset"
 
 
 class ProcessingError(RuntimeError):
-    """A record failed and its handler said *fail*; the message names the record and the cause."""
+    """A record failed and its handler said *fail*; the message names the record and the cause.
+
+    ``task`` and ``record`` (the source record) are set when known; ``failure_of`` reports them.
+    """
+
+    def __init__(self, message: str, *, task: str | None = None, record: ConsumerRecord | None = None) -> None:
+        super().__init__(message)
+        self.task = task
+        self.record = record
 
 
 class DeserializationError(ProcessingError):
@@ -157,7 +168,8 @@ class ExceptionHandlers:
             self._send(self.dead_letter_topic, record.key, record.value, headers, record.timestamp)
             self.dead_letters += 1
         if not self._continue[stage]:
-            raise error_type(f"task {task}: {stage} of record {where} failed: {type(exc).__name__}: {exc}") from exc
+            message = f"task {task}: {stage} of record {where} failed: {type(exc).__name__}: {exc}"
+            raise error_type(message, task=task, record=record) from exc
         log.warning(
             "Task %s: skipped record %s after a %s error (%s handler continues): %s: %s",
             task,
@@ -167,3 +179,30 @@ class ExceptionHandlers:
             type(exc).__name__,
             exc,
         )
+
+
+_TASK_IN_TEXT = re.compile(r"^task (\d+_\d+):")
+_RECORD_IN_TEXT = re.compile(r"record (\S+)-(\d+)@(\d+)")
+
+
+def failure_of(exc: BaseException, at: float) -> Failure:
+    """The ``Failure`` a stream thread reports for ``exc`` at ``at`` (epoch seconds).
+
+    The task and the source record come from a ``ProcessingError``'s attributes, else from its message when it
+    names them (``task 0_1: ... record <topic>-<partition>@<offset>``); any other exception has neither.
+    """
+    task: str | None = None
+    record: tuple[str, int, int] | None = None
+    if isinstance(exc, ProcessingError):
+        task = exc.task
+        if exc.record is not None:
+            record = (exc.record.topic, exc.record.partition, exc.record.offset)
+        text = str(exc)
+        if task is None and (match := _TASK_IN_TEXT.match(text)):
+            task = match.group(1)
+        if record is None and (found := _RECORD_IN_TEXT.search(text)):
+            record = (found.group(1), int(found.group(2)), int(found.group(3)))
+    error = bounded_text(f"{type(exc).__name__}: {exc}")
+    if record is None:
+        return Failure(error, at, task)
+    return Failure(error, at, task, *record)

@@ -10,10 +10,21 @@ import bisect
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["COMMIT_LATENCY_BUCKETS", "TaskStatus", "ThreadMetrics", "WorkerStatus"]
+__all__ = [
+    "COMMIT_LATENCY_BUCKETS",
+    "FAILURE_TEXT_MAX_BYTES",
+    "Failure",
+    "TaskStatus",
+    "ThreadFailed",
+    "ThreadMetrics",
+    "WorkerStatus",
+    "bounded_text",
+]
 
 COMMIT_LATENCY_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """Upper bounds (seconds) of the commit latency histogram buckets; +Inf is implied."""
+FAILURE_TEXT_MAX_BYTES = 1024
+"""Bound of a failure's error text (UTF-8 bytes): a ``/status`` document stays small whatever the error says."""
 
 
 @dataclass
@@ -83,3 +94,48 @@ class WorkerStatus:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a stream thread (or the instance) failed: ``/status`` ``workers[].last_failure`` and the top-level
+    ``last_failure``.
+
+    ``task`` (``"0_1"``), ``topic``, ``partition`` and ``offset`` name the record being processed when it is
+    known (a record handler said *fail*), else ``None``. ``error``: ``"<Type>: <message>"``, at most
+    ``FAILURE_TEXT_MAX_BYTES``. ``at``: epoch seconds.
+    """
+
+    error: str
+    at: float
+    task: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "error": self.error,
+            "at": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class ThreadFailed:
+    """The last report of a worker process whose stream thread failed (sent just before it exits non-zero)."""
+
+    thread: int
+    pid: int
+    failure: Failure
+
+
+def bounded_text(text: str, max_bytes: int = FAILURE_TEXT_MAX_BYTES) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes (never inside a character), marked with ``...``."""
+    data = text.encode()
+    if len(data) <= max_bytes:
+        return text
+    return data[: max_bytes - 3].decode(errors="ignore") + "..."

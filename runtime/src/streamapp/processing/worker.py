@@ -12,6 +12,10 @@ otherwise gives each of librdkafka's ~15 threads its own arena (up to 8 x cores)
 thread and freed by the stream thread leave those arenas fragmented, which cost ~50 MiB of RSS when building a
 1M-key store (docs/execution.md).
 
+Reports: ``WorkerStatus`` about once a second; when the stream thread fails, a last ``ThreadFailed`` with the
+``Failure`` (task, record and error text, ``streamapp.processing.errors.failure_of``) before the process exits, so
+that the supervisor can show it in ``/status`` and count it against its restart limit.
+
 Exit codes: 0 after a clean stop, ``EXIT_WAITING`` when the broker still holds this thread's
 ``group.instance.id`` (restart later), 1 on any other failure.
 """
@@ -26,6 +30,7 @@ import os
 import queue
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,8 +49,9 @@ from streamapp.kafka.clients import (
 from streamapp.kafka.global_consumer import KafkaGlobalConsumer, global_consumer_config
 from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import UnreleasedInstanceIdError
+from streamapp.processing.errors import failure_of
 from streamapp.processing.global_thread import global_store_specs
-from streamapp.processing.status import WorkerStatus
+from streamapp.processing.status import ThreadFailed, WorkerStatus
 from streamapp.processing.stream_thread import StreamThread
 from streamapp.state.directory import StateDirectory
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
@@ -84,7 +90,7 @@ def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
 
-    def report(status: WorkerStatus) -> None:
+    def report(status: WorkerStatus | ThreadFailed) -> None:
         with contextlib.suppress(queue.Full):
             status_queue.put_nowait(copy.deepcopy(status))
 
@@ -101,9 +107,11 @@ def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
     except UnreleasedInstanceIdError as exc:
         log.warning("Stream thread %d cannot join yet: %s", spec.thread_index, exc)
         sys.exit(EXIT_WAITING)
-    except Exception:
+    except Exception as exc:
         log.exception("Stream thread %d failed", spec.thread_index)
-        sys.exit(1)
+        with contextlib.suppress(Exception):  # best effort: the exit code alone still counts as a failure
+            report(ThreadFailed(spec.thread_index, os.getpid(), failure_of(exc, time.time())))
+        sys.exit(1)  # the queue's feeder thread flushes the report before the process ends
     log.info("Stream thread %d stopped", spec.thread_index)
 
 
