@@ -8,7 +8,7 @@ from typing import Any
 from kafka_fakes import FakeCluster, FakeProducer
 from streamapp.kafka.types import TopicPartition
 from streamapp.processors.base import ProcessorMetrics
-from streamapp.processors.stream_join import OuterJoinBuffer, StreamStreamJoinProcessor
+from streamapp.processors.joins.stream_stream import OuterJoinBuffer, StreamStreamJoinProcessor
 from streamapp.serdes import serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.memory import InMemoryKeyValueStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from join_helpers import Collect, committer, pair, stream_stream_join
 from streamapp.processors.base import ProcessorMetrics
-from streamapp.processors.stream_join import StreamStreamJoinProcessor
+from streamapp.processors.joins.stream_stream import StreamStreamJoinProcessor
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 
 

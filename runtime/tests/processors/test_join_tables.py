@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 from streamapp.processors.base import Change, ProcessorMetrics
-from streamapp.processors.join import StreamGlobalJoinProcessor, StreamTableJoinProcessor, TableTableJoinProcessor
+from streamapp.processors.joins.tables import (
+    StreamGlobalJoinProcessor,
+    StreamTableJoinProcessor,
+    TableTableJoinProcessor,
+)
 from streamapp.serdes import serde_for
 from streamapp.state.stores import TypedKeyValueStore
 

@@ -10,7 +10,7 @@ import pytest
 from conformance import dsl_functions as fn
 from streamapp import StreamsBuilder
 from streamapp.processor import Processor, PunctuationType, Record
-from streamapp.processors.api import NodeProcessorContext, ProcessorHooks, PunctuationError
+from streamapp.processors.process import NodeProcessorContext, ProcessorHooks, PunctuationError
 from streamapp.testing import TopologyTestDriver
 
 

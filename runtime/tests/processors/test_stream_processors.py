@@ -6,13 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from streamapp.processors.routing import BranchProcessor, SplitProcessor, TopicExtractorSinkProcessor
+from streamapp.processors.io import TopicExtractorSinkProcessor
 from streamapp.processors.stateless import (
+    BranchProcessor,
     FilterProcessor,
     FlatMapProcessor,
     FlatMapValuesProcessor,
     MapProcessor,
     PeekProcessor,
+    SplitProcessor,
 )
 from streamapp.serdes import serde_for
 

@@ -6,14 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from streamapp.processors.aggregate import GroupByProcessor
 from streamapp.processors.base import Change, ProcessorMetrics
-from streamapp.processors.tables import (
-    ChangeSerde,
-    GroupByProcessor,
-    TableFilterProcessor,
-    TableMapValuesProcessor,
-    TableSourceProcessor,
-)
+from streamapp.processors.io import ChangeSerde, TableSourceProcessor
+from streamapp.processors.stateless import TableFilterProcessor, TableMapValuesProcessor
 from streamapp.serdes import SerdeError, serde_for
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.stores import TypedKeyValueStore

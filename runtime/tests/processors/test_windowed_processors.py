@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from streamapp.kafka.types import TopicPartition
 from streamapp.processors.base import Change, ProcessorMetrics
-from streamapp.processors.suppress import SuppressProcessor
 from streamapp.processors.windowed import (
     SessionWindowAggregateProcessor,
     SlidingWindowAggregateProcessor,
+    SuppressProcessor,
     TimeWindowAggregateProcessor,
 )
 from streamapp.serdes import serde_for

@@ -22,10 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamapp.kafka.types import TopicPartition
 from streamapp.processors.base import Change, ProcessorMetrics
-from streamapp.processors.suppress import SuppressProcessor
 from streamapp.processors.windowed import (
     SessionWindowAggregateProcessor,
     SlidingWindowAggregateProcessor,
+    SuppressProcessor,
     TimeWindowAggregateProcessor,
 )
 from streamapp.serdes import serde_for

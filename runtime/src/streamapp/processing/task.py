@@ -31,8 +31,8 @@ from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
-from streamapp.processors.api import ProcessorHooks, PunctuationError
 from streamapp.processors.io import RecordSerializationError
+from streamapp.processors.process import ProcessorHooks, PunctuationError
 from streamapp.serdes import serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint

@@ -1,86 +1,57 @@
 """The runtime meaning of each core node type, and the builder of a task's processor graph.
 
-``PROCESSOR_BUILDERS`` maps every node type of ``streamapp.topology.NODE_TYPES`` to the function that
-builds its processor; a node type without an entry is an error when a task is built, never skipped.
+One module per node family (``streamapp.processors.<family>``, the families of ``streamapp.topology.nodes``),
+each with a ``BUILDERS`` table filled next to its builders. ``PROCESSOR_BUILDERS`` is their union: it maps
+node types of ``streamapp.topology.NODE_TYPES`` to the function that builds the processor; a node type
+without an entry is an error when a task is built, never skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
-from streamapp.processors.aggregate import build_aggregate, build_count, build_reduce
-from streamapp.processors.api import build_process
-from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics, RecordSender
-from streamapp.processors.io import build_source
-from streamapp.processors.join import (
-    build_global_table,
-    build_stream_global_join,
-    build_stream_table_join,
-    build_table_table_join,
+from streamapp.processors import aggregate, io, joins, process, stateless, windowed
+from streamapp.processors.base import (
+    BuildContext,
+    FamilyBuilders,
+    Processor,
+    ProcessorBuilder,
+    ProcessorMetrics,
+    RecordSender,
 )
-from streamapp.processors.routing import build_any_sink, build_branch, build_split
-from streamapp.processors.stateless import (
-    build_filter,
-    build_flat_map,
-    build_flat_map_values,
-    build_map,
-    build_map_values,
-    build_merge,
-    build_peek,
-    build_select_key,
-    build_to_stream,
+from streamapp.topology import (
+    FAMILIES,
+    NODE_TYPES,
+    RepartitionNode,
+    SourceNode,
+    Subtopology,
+    TopologyDescription,
+    TopologyError,
 )
-from streamapp.processors.stream_join import build_stream_stream_join
-from streamapp.processors.suppress import build_suppress
-from streamapp.processors.tables import build_group_by, build_grouped_table_repartition, build_table_source
-from streamapp.processors.windowed import build_windowed_aggregation
-from streamapp.topology import NodeBase, RepartitionNode, SourceNode, Subtopology, TopologyDescription, TopologyError
 
 __all__ = [
     "PROCESSOR_BUILDERS",
     "BuildContext",
     "Processor",
+    "ProcessorBuilder",
     "ProcessorMetrics",
     "RecordSender",
     "build_task_processors",
     "source_node_names",
 ]
 
-ProcessorBuilder = Callable[[NodeBase, Sequence[Processor], BuildContext], Processor]
 
-PROCESSOR_BUILDERS: dict[str, ProcessorBuilder] = {
-    "source": build_source,
-    "filter": build_filter,
-    "map_values": build_map_values,
-    "select_key": build_select_key,
-    "repartition": build_grouped_table_repartition,
-    "count": build_count,
-    "to_stream": build_to_stream,
-    "sink": build_any_sink,
-    "merge": build_merge,
-    "filter_not": build_filter,
-    "map": build_map,
-    "flat_map": build_flat_map,
-    "flat_map_values": build_flat_map_values,
-    "peek": build_peek,
-    "foreach": build_peek,
-    "split": build_split,
-    "branch": build_branch,
-    "table": build_table_source,
-    "group_by": build_group_by,
-    "reduce": build_reduce,
-    "aggregate": build_aggregate,
-    "process": build_process,
-    "global_table": build_global_table,
-    "stream_global_join": build_stream_global_join,
-    "stream_table_join": build_stream_table_join,
-    "table_table_join": build_table_table_join,
-    "stream_stream_join": build_stream_stream_join,
-    "windowed_count": build_windowed_aggregation,
-    "windowed_reduce": build_windowed_aggregation,
-    "windowed_aggregate": build_windowed_aggregation,
-    "suppress": build_suppress,
-}
+def _processor_builders(families: tuple[FamilyBuilders, ...]) -> dict[str, ProcessorBuilder]:
+    by_family = {builders.family: builders for builders in families}
+    missing = [family for family in FAMILIES if family not in by_family]
+    if missing:
+        raise ImportError(f"streamapp.processors has no module for node families {', '.join(missing)}")
+    table = {node_type: builder for family in FAMILIES for node_type, builder in by_family[family].items()}
+    return {node_type: table[node_type] for node_type in NODE_TYPES if node_type in table}
+
+
+PROCESSOR_BUILDERS: dict[str, ProcessorBuilder] = _processor_builders(
+    (io.BUILDERS, stateless.BUILDERS, aggregate.BUILDERS, windowed.BUILDERS, joins.BUILDERS, process.BUILDERS)
+)
+"""The builder of every node type the runtime runs, in ``NODE_TYPES`` order (all of them: a test checks)."""
 
 
 def source_node_names(description: TopologyDescription, subtopology: Subtopology) -> set[str]:

@@ -1,4 +1,8 @@
-"""Aggregations over a key-value store: count, reduce and aggregate, of grouped streams and grouped tables.
+"""The ``aggregate`` family's processors: a table's ``group_by``, and count, reduce and aggregate over a
+key-value store, of grouped streams and grouped tables.
+
+``group_by`` re-keys each table update (Kafka's ``KTableRepartitionMap``, ``GroupByProcessor``); a repartition
+carries it to the aggregation.
 
 Every aggregation reads the key's current aggregate from its store, writes the new one and forwards
 ``(key, Change(new aggregate, old aggregate))`` (a KTable). The input is partitioned by the key (a
@@ -20,21 +24,23 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology import CountNode, NodeBase
-from streamapp.topology.nodes.aggregate import AggregateNode, ReduceNode
+from streamapp.topology.nodes.aggregate import AggregateNode, CountNode, GroupByNode, ReduceNode
+from streamapp.topology.nodes.base import NodeBase
 
 __all__ = [
+    "BUILDERS",
     "CountProcessor",
+    "GroupByProcessor",
     "StreamAggregateProcessor",
+    "StreamReduceProcessor",
     "TableAggregateProcessor",
-    "build_aggregate",
-    "build_count",
-    "build_reduce",
 ]
 
 log = logging.getLogger(__name__)
+
+BUILDERS = FamilyBuilders("aggregate")
 
 Initializer = Callable[[], Any]
 KeyedAggregator = Callable[[Any, Any, Any], Any]
@@ -146,6 +152,45 @@ class TableAggregateProcessor:
             child.process(key, change, timestamp)
 
 
+class GroupByProcessor:
+    """Re-keys a table update by ``selector(key, value) -> (new_key, new_value)`` (Kafka's
+    ``KTableRepartitionMap``).
+
+    Both pairs on one key: one ``Change(new', old')``; otherwise ``Change(None, old')`` under the old key
+    first, then ``Change(new', None)`` under the new key. Pairs with a null key or value are skipped.
+    Raises ValueError for a null input key (a table key is never null).
+    """
+
+    def __init__(self, selector: Callable[[Any, Any], tuple[Any, Any]], children: Sequence[Processor]) -> None:
+        self._selector = selector
+        self._children = tuple(children)
+
+    def process(self, key: Any, value: Change, timestamp: int) -> None:
+        if key is None:
+            raise ValueError("record key for the grouping KTable must not be null")
+        new_pair = self._pair(key, value.new_value)
+        old_pair = self._pair(key, value.old_value)
+        if new_pair is not None and old_pair is not None and new_pair[0] == old_pair[0]:
+            self._forward(new_pair[0], Change(new_pair[1], old_pair[1]), timestamp)
+            return
+        if old_pair is not None:
+            self._forward(old_pair[0], Change(None, old_pair[1]), timestamp)
+        if new_pair is not None:
+            self._forward(new_pair[0], Change(new_pair[1], None), timestamp)
+
+    def _pair(self, key: Any, value: Any) -> tuple[Any, Any] | None:
+        if value is None:
+            return None
+        new_key, new_value = self._selector(key, value)
+        if new_key is None or new_value is None:
+            return None
+        return new_key, new_value
+
+    def _forward(self, key: Any, change: Change, timestamp: int) -> None:
+        for child in self._children:
+            child.process(key, change, timestamp)
+
+
 def _zero() -> int:
     return 0
 
@@ -182,17 +227,22 @@ def _table_input(node: NodeBase, ctx: BuildContext) -> bool:
     return ctx.kind_of(node.inputs()[0]) == "grouped_table"
 
 
-def build_count(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, CountNode)
+@BUILDERS.builds(GroupByNode)
+def build_group_by(node: GroupByNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    return GroupByProcessor(ctx.function(node.name, "selector"), children)
+
+
+@BUILDERS.builds(CountNode)
+def build_count(node: CountNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     store = ctx.store(node.store)
     if _table_input(node, ctx):
         return TableAggregateProcessor(store, _zero, _plus_one, _minus_one, children)
     return CountProcessor(store, children, ctx.metrics)
 
 
-def build_reduce(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+@BUILDERS.builds(ReduceNode)
+def build_reduce(node: ReduceNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     """A grouped table's reduce is ``KTableReduce``: a key's first added value is its aggregate."""
-    assert isinstance(node, ReduceNode)
     store = ctx.store(node.store)
     if _table_input(node, ctx):
         adder = _first_or(ctx.function(node.name, "adder"))
@@ -200,8 +250,8 @@ def build_reduce(node: NodeBase, children: Sequence[Processor], ctx: BuildContex
     return StreamReduceProcessor(store, ctx.function(node.name, "reducer"), children, ctx.metrics)
 
 
-def build_aggregate(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, AggregateNode)
+@BUILDERS.builds(AggregateNode)
+def build_aggregate(node: AggregateNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     store = ctx.store(node.store)
     initializer = ctx.function(node.name, "initializer")
     if _table_input(node, ctx):

@@ -1,26 +1,38 @@
-"""What every processor is and what it may use from its task while it is built.
+"""What every processor is, what it may use from its task while it is built, and how it is registered.
 
 A processor receives ``(key, value, timestamp)`` (timestamp in epoch ms) and forwards zero or more
 records to its children, synchronously, depth first, like Kafka Streams' ``ProcessorNode``. Source
 processors receive the raw key and value bytes of a consumed record.
+
+Each family module (``streamapp.processors.<family>``, the families of ``streamapp.topology.nodes``) keeps
+its builders in a ``FamilyBuilders`` table, filled by ``@BUILDERS.builds(NodeClass, ...)`` on each builder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.state.windowed_access import WindowedStateAccess
+from streamapp.topology import FAMILIES, NodeBase
 
 if TYPE_CHECKING:
-    from streamapp.processors.api import ProcessorHooks
+    from streamapp.processors.process import ProcessorHooks
 
-__all__ = ["BuildContext", "Change", "Processor", "ProcessorMetrics", "RecordSender"]
+__all__ = [
+    "BuildContext",
+    "Change",
+    "FamilyBuilders",
+    "Processor",
+    "ProcessorBuilder",
+    "ProcessorMetrics",
+    "RecordSender",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +93,7 @@ class BuildContext:
     windowed: WindowedStateAccess | None = None
     """The task's window / session / suppression store views (``streamapp.state.windowed_access``)."""
     processor_hooks: ProcessorHooks | None = None
-    """The task's Processor API state (``streamapp.processors.api``): process nodes register there so their
+    """The task's Processor API state (``streamapp.processors.process``): process nodes register there so their
     ``init`` runs when the task starts running; ``None``: a bare graph, process nodes initialize at once."""
 
     def function(self, node: str, parameter: str) -> Callable[..., Any]:
@@ -122,3 +134,56 @@ class BuildContext:
     def kind_of(self, node: str) -> str:
         """The output kind of ``node``: ``"stream"``, ``"table"`` or ``"grouped_table"``."""
         return self.kinds.get(node) or "stream"
+
+
+ProcessorBuilder = Callable[[Any, Sequence[Processor], BuildContext], Processor]
+"""Builds a node's processor from the node (an instance of the classes it is registered for), the processors
+of its children in the task, and the task's ``BuildContext``."""
+
+_BuilderT = TypeVar("_BuilderT", bound=Callable[..., Processor])
+
+
+class FamilyBuilders(Mapping[str, ProcessorBuilder]):
+    """The processor builders of one node family, by node type.
+
+    ``@BUILDERS.builds(FilterNode, FilterNotNode)`` registers the decorated function for those node classes,
+    which must belong to this family; a type registered twice is an error at import. ``parts`` merges the
+    tables of a family split over several modules.
+    """
+
+    def __init__(self, family: str, *parts: FamilyBuilders) -> None:
+        if family not in FAMILIES:
+            raise ValueError(f"unknown node family '{family}'; families: {', '.join(FAMILIES)}")
+        self.family = family
+        self._builders: dict[str, ProcessorBuilder] = {}
+        for part in parts:
+            if part.family != family:
+                raise ValueError(f"builders of family '{part.family}' merged into family '{family}'")
+            for node_type, builder in part.items():
+                self._register(node_type, builder)
+
+    def builds(self, *node_classes: type[NodeBase]) -> Callable[[_BuilderT], _BuilderT]:
+        """Register the decorated function as the builder of ``node_classes``."""
+
+        def register(builder: _BuilderT) -> _BuilderT:
+            for cls in node_classes:
+                if cls.type_name is None or cls.family != self.family:
+                    raise TypeError(f"{cls.__name__} is not a node type of family '{self.family}'")
+                self._register(cls.type_name, builder)
+            return builder
+
+        return register
+
+    def _register(self, node_type: str, builder: ProcessorBuilder) -> None:
+        if node_type in self._builders:
+            raise TypeError(f"node type '{node_type}' has two processor builders")
+        self._builders[node_type] = builder
+
+    def __getitem__(self, node_type: str) -> ProcessorBuilder:
+        return self._builders[node_type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)

@@ -1,21 +1,40 @@
-"""Where records enter and leave a task: source, sink and repartition.
+"""The ``io`` family's processors: where records enter and leave a task.
 
-A ``repartition`` node plays two roles (``streamapp.topology.subtopologies``): in the sub-topology that
-writes it, it is a sink to ``<applicationId>-<name>-repartition`` keyed by the new key (the producer's
-murmur2 partitioner picks the partition from the serialized key, as Kafka Streams' default partitioner
-does); in the sub-topologies that read it, it is a source of that topic.
+- ``source``: deserializes consumed records; ``table``: also materializes them in the table's store and
+  forwards ``Change(new, old)`` (Kafka's ``KTableSource``).
+- ``sink``: serializes and sends to the node's topic, or to the topic its ``topicExtractor`` picks per record.
+- ``repartition`` plays two roles (``streamapp.topology.subtopologies``): in the sub-topology that writes it,
+  it is a sink to ``<applicationId>-<name>-repartition`` keyed by the new key (the producer's murmur2
+  partitioner picks the partition from the serialized key, as Kafka Streams' default partitioner does); in the
+  sub-topologies that read it, it is a source of that topic. A grouped table's repartition carries both values
+  of a ``Change`` (``ChangeSerde``, Kafka's ``ChangedSerializer``).
+- ``global_table``: no task processor (the global consumer updates its store).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Processor, RecordSender
-from streamapp.serdes import Serde, serde_for
-from streamapp.topology import NodeBase, RepartitionNode, SinkNode, SourceNode
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordSender
+from streamapp.serdes import Serde, SerdeError, serde_for
+from streamapp.state.stores import TypedKeyValueStore
+from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode, TableSourceNode
 
-__all__ = ["RecordSerializationError", "SourceProcessor", "build_repartition", "build_sink", "build_source"]
+__all__ = [
+    "BUILDERS",
+    "ChangeSerde",
+    "RecordSerializationError",
+    "SinkProcessor",
+    "SourceProcessor",
+    "TableSourceProcessor",
+    "TopicExtractorSinkProcessor",
+]
+
+log = logging.getLogger(__name__)
+
+BUILDERS = FamilyBuilders("io")
 
 
 class SourceProcessor:
@@ -67,22 +86,162 @@ class SinkProcessor:
         self._send(self.topic, raw_key, raw_value, timestamp)
 
 
-def build_source(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, SourceNode)
+class TopicExtractorSinkProcessor(SinkProcessor):
+    """A sink whose topic is ``extractor(key, value)`` per record (Kafka's ``TopicNameExtractor``).
+
+    Raises ValueError (a processing error) when the extractor returns anything but a non-empty string.
+    """
+
+    def __init__(
+        self, extractor: Callable[[Any, Any], Any], key_serde: Serde, value_serde: Serde, send: RecordSender
+    ) -> None:
+        super().__init__("", key_serde, value_serde, send)
+        self._extractor = extractor
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        topic = self._extractor(key, value)
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"topic extractor returned {topic!r}, not a topic name")
+        self.topic = topic
+        super().process(key, value, timestamp)
+
+
+class TableSourceProcessor(SourceProcessor):
+    """Materializes a topic as a table in ``store`` and forwards ``Change(new, old)`` (Kafka's ``KTableSource``).
+
+    A null key is dropped (dropped-records metric); a null value deletes the key. Deserialization is the
+    plain source's (``deserialize`` / ``forward`` halves, see ``SourceProcessor``).
+    """
+
+    def __init__(
+        self,
+        key_serde: Serde,
+        value_serde: Serde,
+        store: TypedKeyValueStore,
+        children: Sequence[Processor],
+        metrics: ProcessorMetrics,
+    ) -> None:
+        super().__init__(key_serde, value_serde, children)
+        self._store = store
+        self._metrics = metrics
+
+    def forward(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is None:
+            self._metrics.dropped_records += 1
+            log.warning("Skipping record due to null key (table store %s)", self._store.name)
+            return
+        old = self._store.get(key)
+        self._store.put(key, value)
+        change = Change(value, old)
+        for child in self._children:
+            child.process(key, change, timestamp)
+
+
+class ChangeSerde:
+    """Serializes a ``Change`` in Kafka's ``ChangedSerializer`` layout, around an inner value serde:
+
+    ``old bytes + 0x00`` | ``new bytes + 0x01`` | ``zigzag varint(len(new)) + new + old + 0x02``.
+    A change with both values ``None`` cannot be serialized (SerdeError); ``None`` bytes deserialize to ``None``.
+    """
+
+    def __init__(self, inner: Serde) -> None:
+        self._inner = inner
+        self.name = f"change({inner.name})"
+
+    def serialize(self, obj: Any) -> bytes | None:
+        if obj is None:
+            return None
+        if not isinstance(obj, Change):
+            raise SerdeError(f"grouped-table repartition expects a Change, got {type(obj).__name__}")
+        new = self._inner.serialize(obj.new_value) if obj.new_value is not None else None
+        old = self._inner.serialize(obj.old_value) if obj.old_value is not None else None
+        if new is not None and old is not None:
+            return _zigzag_varint(len(new)) + new + old + b"\x02"
+        if new is not None:
+            return new + b"\x01"
+        if old is not None:
+            return old + b"\x00"
+        raise SerdeError("both old and new values of a Change are null; nothing to serialize")
+
+    def deserialize(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        if not data:
+            raise SerdeError("empty Change record")
+        flag, body = data[-1], data[:-1]
+        if flag == 0:
+            return Change(None, self._inner.deserialize(body))
+        if flag == 1:
+            return Change(self._inner.deserialize(body), None)
+        if flag == 2:
+            length, start = _read_zigzag_varint(body)
+            new, old = body[start : start + length], body[start + length :]
+            return Change(self._inner.deserialize(new), self._inner.deserialize(old))
+        raise SerdeError(f"unknown Change encoding flag {flag}")
+
+
+def _zigzag_varint(value: int) -> bytes:
+    encoded = (value << 1) ^ (value >> 31)
+    out = bytearray()
+    while encoded & ~0x7F:
+        out.append((encoded & 0x7F) | 0x80)
+        encoded >>= 7
+    out.append(encoded)
+    return bytes(out)
+
+
+def _read_zigzag_varint(data: bytes) -> tuple[int, int]:
+    """``(value, bytes read)`` of a zigzag varint at the start of ``data``; SerdeError when truncated."""
+    raw = shift = 0
+    for i, byte in enumerate(data[:5]):
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), i + 1
+        shift += 7
+    raise SerdeError("malformed varint length in a Change record")
+
+
+@BUILDERS.builds(SourceNode)
+def build_source(node: SourceNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     topic = node.topics[0]  # Schema Registry serdes: the writer schema comes from each record's schema id
     return SourceProcessor(serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic), children)
 
 
-def build_sink(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, SinkNode) and node.topic is not None  # a topicExtractor sink: processors.routing
+@BUILDERS.builds(TableSourceNode)
+def build_table_source(node: TableSourceNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    topic = node.topics[0]
+    key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
+    return TableSourceProcessor(key_serde, value_serde, ctx.store(node.store), children, ctx.metrics)
+
+
+@BUILDERS.builds(SinkNode)
+def build_sink(node: SinkNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """A sink to a fixed topic, or to the topic its extractor picks per record."""
+    if node.topic_extractor is not None:
+        return TopicExtractorSinkProcessor(
+            ctx.function(node.name, "topic_extractor"), serde_for(node.key_serde), serde_for(node.value_serde), ctx.send
+        )
+    assert node.topic is not None  # exactly one of topic and topicExtractor is set (SinkNode)
     key_serde, value_serde = serde_for(node.key_serde, node.topic, is_key=True), serde_for(node.value_serde, node.topic)
     return SinkProcessor(node.topic, key_serde, value_serde, ctx.send)
 
 
-def build_repartition(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, RepartitionNode)
+@BUILDERS.builds(RepartitionNode)
+def build_repartition(node: RepartitionNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """The sink or the source of the repartition topic; of a grouped table, its values are ``Change`` records
+    (``ChangeSerde``)."""
     topic = ctx.topic_of(node.name)
-    key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
+    key_serde = serde_for(node.key_serde, topic, is_key=True)
+    value_serde: Serde = serde_for(node.value_serde, topic)
+    if ctx.kind_of(node.input) == "grouped_table":
+        value_serde = ChangeSerde(value_serde)
     if node.name in ctx.source_nodes:
         return SourceProcessor(key_serde, value_serde, children)
     return SinkProcessor(topic, key_serde, value_serde, ctx.send)
+
+
+@BUILDERS.builds(GlobalTableNode)
+def build_global_table(node: GlobalTableNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """A ``global_table`` has no processor in a task (the global consumer updates its store); building one
+    is a bug in the caller."""
+    raise TypeError(f"node '{node.name}': a global_table belongs to no sub-topology and has no task processor")

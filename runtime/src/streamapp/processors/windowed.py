@@ -1,4 +1,5 @@
-"""Windowed aggregations: time (tumbling, hopping), sliding and session windows.
+"""The ``windowed`` family's processors: windowed aggregations (time, sliding and session windows) and
+``suppress``.
 
 Each processor receives ``(key, value, timestamp)`` records of a grouped stream and forwards
 ``(Windowed(key, start, end), Change(new aggregate, old aggregate), timestamp)`` for every window it updates.
@@ -9,6 +10,14 @@ too (Kafka's timestamp extractors refuse them before they reach a processor).
 
 Count and reduce are aggregates (Kafka's ``GroupedStreamAggregateBuilder``): count = ``(0, agg + 1, a + b)``;
 reduce = ``(None, value if agg is None else reducer(agg, value), ...)``.
+
+``suppress(until_window_closes)`` forwards only the final result of each window: Kafka Streams'
+``KTableSuppressProcessor`` with ``Suppressed.untilWindowCloses(unbounded())``. Every update of the windowed
+table goes into a ``SuppressionBuffer`` at buffer time = the window's end; after each record the processor
+forwards (oldest window end first) every buffered update with ``end <= streamTime - closeGrace``, where stream
+time is the largest record timestamp it has seen and ``closeGrace`` the upstream window's grace (plus the gap
+for session windows). A forwarded record is ``(Windowed key, Change(new, prior), timestamp of the last
+update)``; final tombstones (a session merged away) are not forwarded.
 """
 
 from __future__ import annotations
@@ -17,11 +26,12 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
 from streamapp.state.session_store import SessionStore
+from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import WindowStore, WindowValue
-from streamapp.topology.nodes.base import NodeBase
 from streamapp.topology.nodes.windowed import (
+    SuppressNode,
     WindowedAggregateNode,
     WindowedAggregationNode,
     WindowedCountNode,
@@ -31,13 +41,16 @@ from streamapp.topology.windows import WindowSpec
 from streamapp.windowed import Windowed
 
 __all__ = [
+    "BUILDERS",
     "SessionWindowAggregateProcessor",
     "SlidingWindowAggregateProcessor",
+    "SuppressProcessor",
     "TimeWindowAggregateProcessor",
-    "build_windowed_aggregation",
 ]
 
 log = logging.getLogger(__name__)
+
+BUILDERS = FamilyBuilders("windowed")
 
 Initializer = Callable[[], Any]
 Aggregator = Callable[[Any, Any, Any], Any]
@@ -379,9 +392,11 @@ def _functions(node: WindowedAggregationNode, ctx: BuildContext) -> tuple[Initia
     return ctx.function(node.name, "initializer"), ctx.function(node.name, "aggregator"), merger
 
 
-def build_windowed_aggregation(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+@BUILDERS.builds(WindowedCountNode, WindowedReduceNode, WindowedAggregateNode)
+def build_windowed_aggregation(
+    node: WindowedAggregationNode, children: Sequence[Processor], ctx: BuildContext
+) -> Processor:
     """The processor of a ``windowed_count`` / ``windowed_reduce`` / ``windowed_aggregate`` node."""
-    assert isinstance(node, WindowedAggregationNode)
     initializer, aggregator, merger = _functions(node, ctx)
     windows = node.windows
     if windows.type == "session":
@@ -395,3 +410,42 @@ def build_windowed_aggregation(node: NodeBase, children: Sequence[Processor], ct
             node.name, store, windows, initializer, aggregator, children, ctx.metrics
         )
     return TimeWindowAggregateProcessor(node.name, store, windows, initializer, aggregator, children, ctx.metrics)
+
+
+class SuppressProcessor:
+    """Buffers windowed-table updates and forwards final results when their window closes.
+
+    Raises TypeError for a key that is not ``Windowed`` (suppress follows a windowed aggregation).
+    """
+
+    def __init__(
+        self, name: str, buffer: SuppressionBuffer, close_grace_ms: int, children: Sequence[Processor]
+    ) -> None:
+        self.name = name
+        self.close_grace_ms = close_grace_ms
+        self.observed_stream_time = -1
+        """Largest record timestamp seen (ms), -1 before the first record."""
+        self.emitted = 0
+        """Final results forwarded (Kafka's ``suppression-emit-total``)."""
+        self._buffer = buffer
+        self._children = tuple(children)
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if not isinstance(key, Windowed):
+            raise TypeError(f"suppress node '{self.name}' needs Windowed keys, got {type(key).__name__}")
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        change = value if isinstance(value, Change) else Change(value, None)
+        self._buffer.put(key.end, key, change.new_value, change.old_value, timestamp)
+        for update in self._buffer.evict_until(self.observed_stream_time - self.close_grace_ms):
+            if update.new_value is None:
+                continue  # safe to drop final tombstones (Kafka's FinalResultsSuppressionBuilder)
+            self.emitted += 1
+            forwarded = Change(update.new_value, update.prior_value)
+            for child in self._children:
+                child.process(update.key, forwarded, update.timestamp)
+
+
+@BUILDERS.builds(SuppressNode)
+def build_suppress(node: SuppressNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """The processor of a ``suppress`` node; its close grace comes from the upstream windowed aggregation."""
+    return SuppressProcessor(node.name, ctx.suppression_buffer(node.store), ctx.close_grace(node.name), children)

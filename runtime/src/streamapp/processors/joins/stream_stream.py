@@ -41,17 +41,18 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Processor, ProcessorMetrics
-from streamapp.processors.join import Joiner, JoinProcessor
+from streamapp.processors.base import BuildContext, FamilyBuilders, Processor, ProcessorMetrics
+from streamapp.processors.joins.tables import Joiner, JoinProcessor
 from streamapp.serdes import Serde
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
-from streamapp.topology.nodes.base import NodeBase
 from streamapp.topology.nodes.joins import StreamStreamJoinNode
 from streamapp.topology.windows import JoinWindowsSpec
 
-__all__ = ["OuterJoinBuffer", "StreamStreamJoinProcessor", "build_stream_stream_join"]
+__all__ = ["BUILDERS", "OuterJoinBuffer", "StreamStreamJoinProcessor"]
 
 log = logging.getLogger(__name__)
+
+BUILDERS = FamilyBuilders("joins")
 
 _TS = struct.Struct(">q")
 _LEN = struct.Struct(">I")
@@ -309,8 +310,8 @@ def _swapped(joiner: Joiner) -> Joiner:
     return right_side_joiner
 
 
-def build_stream_stream_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, StreamStreamJoinNode)
+@BUILDERS.builds(StreamStreamJoinNode)
+def build_stream_stream_join(node: StreamStreamJoinNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     left_store: WindowStore = ctx.window_store(node.left_store)
     right_store: WindowStore = ctx.window_store(node.right_store)
     outer: OuterJoinBuffer | None = None

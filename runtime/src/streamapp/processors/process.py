@@ -1,5 +1,5 @@
-"""The runtime side of the Processor API (``streamapp.processor``): process nodes, their contexts, and the
-punctuation queues of a task.
+"""The ``process`` family's processor: the runtime side of the Processor API (``streamapp.processor``),
+process nodes, their contexts, and the punctuation queues of a task.
 
 A task owns one ``ProcessorHooks``: it creates the process nodes' contexts, calls the user processors'
 ``init`` when the task starts running and ``close`` when it closes, and keeps two punctuation queues
@@ -27,21 +27,22 @@ from streamapp.processor import (
 from streamapp.processor import (
     Processor as UserProcessor,
 )
-from streamapp.processors.base import BuildContext, Processor
+from streamapp.processors.base import BuildContext, FamilyBuilders, Processor
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology import NodeBase
 from streamapp.topology.nodes.process import ProcessNode
 
 __all__ = [
+    "BUILDERS",
     "NodeProcessorContext",
     "ProcessNodeProcessor",
     "ProcessorHooks",
     "PunctuationError",
     "PunctuationQueue",
-    "build_process",
 ]
 
 log = logging.getLogger(__name__)
+
+BUILDERS = FamilyBuilders("process")
 
 
 class PunctuationError(RuntimeError):
@@ -325,13 +326,13 @@ class ProcessNodeProcessor:
         self.context.run_processor(self.processor, Record(key, value, timestamp))
 
 
-def build_process(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+@BUILDERS.builds(ProcessNode)
+def build_process(node: ProcessNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     """A process node: one user processor instance for this task.
 
     With ``ctx.processor_hooks`` (a task), ``init`` runs when the task starts running; without (a bare
     processor graph), it runs now. Raises TypeError when the class does not build a Processor.
     """
-    assert isinstance(node, ProcessNode)
     factory = ctx.function(node.name, "processor")
     processor = factory()
     if not isinstance(processor, UserProcessor):

@@ -1,4 +1,4 @@
-"""Join processors: stream-table, stream-global and table-table (stream-stream: ``processors.stream_join``).
+"""Join processors: stream-table, stream-global and table-table (stream-stream: ``joins.stream_stream``).
 
 A join node has two inputs. Its processor object is built once and offers one side processor per input
 through ``for_input(parent)``: the task's graph builder gives each parent the side processor for that
@@ -16,20 +16,22 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology.nodes.base import NodeBase
 from streamapp.topology.nodes.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
 
 __all__ = [
+    "BUILDERS",
     "JoinProcessor",
-    "build_global_table",
-    "build_stream_global_join",
-    "build_stream_table_join",
-    "build_table_table_join",
+    "Joiner",
+    "StreamGlobalJoinProcessor",
+    "StreamTableJoinProcessor",
+    "TableTableJoinProcessor",
 ]
 
 log = logging.getLogger(__name__)
+
+BUILDERS = FamilyBuilders("joins")
 
 Joiner = Callable[[Any, Any], Any]
 
@@ -264,11 +266,11 @@ def _new_value(value: Any) -> Any:
     return value.new_value if isinstance(value, Change) else value
 
 
-# -- builders (PROCESSOR_BUILDERS entries) -------------------------------------------------------
+# -- builders (BUILDERS entries) -----------------------------------------------------------------------
 
 
-def build_stream_table_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, StreamTableJoinNode)
+@BUILDERS.builds(StreamTableJoinNode)
+def build_stream_table_join(node: StreamTableJoinNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     return StreamTableJoinProcessor(
         node.left,
         node.right,
@@ -280,8 +282,8 @@ def build_stream_table_join(node: NodeBase, children: Sequence[Processor], ctx: 
     )
 
 
-def build_stream_global_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, StreamGlobalJoinNode)
+@BUILDERS.builds(StreamGlobalJoinNode)
+def build_stream_global_join(node: StreamGlobalJoinNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     return _GlobalJoinEntry(
         node.left,
         StreamGlobalJoinProcessor(
@@ -295,8 +297,8 @@ def build_stream_global_join(node: NodeBase, children: Sequence[Processor], ctx:
     )
 
 
-def build_table_table_join(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    assert isinstance(node, TableTableJoinNode)
+@BUILDERS.builds(TableTableJoinNode)
+def build_table_table_join(node: TableTableJoinNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     return TableTableJoinProcessor(
         node.left,
         node.right,
@@ -306,12 +308,6 @@ def build_table_table_join(node: NodeBase, children: Sequence[Processor], ctx: B
         children,
         ctx.metrics,
     )
-
-
-def build_global_table(node: NodeBase, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    """A ``global_table`` has no processor in a task (the global consumer updates its store); building one
-    is a bug in the caller."""
-    raise TypeError(f"node '{node.name}': a global_table belongs to no sub-topology and has no task processor")
 
 
 class _GlobalJoinEntry:
