@@ -40,11 +40,13 @@ RUN /opt/streamapp/venv/bin/pip install --quiet --no-index --no-cache-dir --no-d
 
 # --- final ----------------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE}
-# uid/gid 10001, and a numeric USER below so that Kubernetes' runAsNonRoot can verify it.
+# uid/gid 10001, and a numeric USER below so that Kubernetes' runAsNonRoot can verify it. No setuid or setgid
+# file stays (su, mount, passwd, ...): nothing in the image can gain privileges, whatever the pod allows.
 RUN groupadd --gid 10001 streamapp \
     && useradd --uid 10001 --gid 10001 --no-log-init --home-dir /var/lib/streamapp --no-create-home \
         --shell /usr/sbin/nologin streamapp \
-    && install -d -o 10001 -g 10001 -m 0750 /var/lib/streamapp
+    && install -d -o 10001 -g 10001 -m 0750 /var/lib/streamapp \
+    && find / -xdev -perm /6000 -type f -exec chmod a-s {} +
 COPY --from=deps /opt/streamapp/venv /opt/streamapp/venv
 COPY --from=app /tmp/build/app/ /
 COPY --chmod=0755 bin/ /opt/streamapp/venv/bin/

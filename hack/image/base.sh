@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Make the local base image $BASE_REPO:bookworm-<key> (and alias $BASE_REPO:bookworm): Debian bookworm
-# `debootstrap --variant=minbase` + python3 (3.11), python3-venv, ca-certificates, slimmed (no apt lists, no
-# .debs, no man pages, docs or translations), imported with `podman import`. Nothing can be pulled here.
+# `debootstrap --variant=minbase` + python3 (3.11), python3-venv, ca-certificates, upgraded from bookworm-updates
+# and bookworm-security (debootstrap installs the release as first published), slimmed (no apt lists, no .debs,
+# no man pages, docs or translations), imported with `podman import`. Nothing can be pulled here.
+# The security updates are those published when the tarball was made: remove .cache/image-base-*/ to take newer
+# ones (the next build debootstraps again).
 # Idempotent: the root filesystem tarball is cached in .cache/image-base-<key>/rootfs.tar (debootstrap runs only
 # when it is missing) and the import is skipped when the image exists. The key hashes this file and the
 # package set, so editing either makes a new base. Prints the image reference on stdout.
@@ -19,6 +22,50 @@ debian_mirror() {
   [ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 ~ /^bookworm/ { print $2; exit }' \
                          /etc/apt/sources.list 2>/dev/null || true)
   echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# The Debian security mirror apt is configured with, else deb.debian.org's.
+debian_security_mirror() {
+  local uri
+  uri=$(awk '/^URIs:/ { uri = $2 } /^Suites:.*-security/ { print uri; exit }' \
+        /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  [ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 ~ /-security$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
+  echo "${uri:-http://deb.debian.org/debian-security}"
+}
+
+# The image's apt sources: the release, its updates and its security updates (deb822, as Debian's own images),
+# so that the upgrade below and `apt-get` in derived images see the fixes.
+write_sources() {
+  local r=$1 mirror=$2 security=$3
+  rm -f "$r/etc/apt/sources.list"
+  cat > "$r/etc/apt/sources.list.d/debian.sources" <<SOURCES
+Types: deb
+URIs: $mirror
+Suites: $SUITE $SUITE-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $security
+Suites: $SUITE-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+}
+
+# apt-get upgrade inside the new root filesystem; the upgraded packages go to $dir/upgraded.txt.
+upgrade_rootfs() {
+  local r=$1
+  mount -t proc proc "$r/proc"
+  local rc=0
+  {
+    chroot "$r" apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive chroot "$r" apt-get -y -qq -o Dpkg::Options::=--force-confold \
+           --no-install-recommends upgrade
+  } > "$dir/upgrade.log" 2>&1 || rc=$?
+  umount "$r/proc"
+  [ "$rc" -eq 0 ] || { tail -n 20 "$dir/upgrade.log" >&2; return "$rc"; }
+  awk '$3 == "upgrade" && $5 != $6 { print $4, $5, "->", $6 }' "$r/var/log/dpkg.log" > "$dir/upgraded.txt"
 }
 
 # Unmount anything a failed debootstrap left mounted under $1 (proc, sys), then remove it.
@@ -73,6 +120,8 @@ make_tarball() {
     [ "$attempt" -lt 3 ] || die "debootstrap failed 3 times (log: $dir/debootstrap.log)"
     sleep 5
   done
+  write_sources "$rootfs" "$mirror" "$(debian_security_mirror)"
+  upgrade_rootfs "$rootfs" || die "base: apt-get upgrade from $SUITE-updates and $SUITE-security failed (log: $dir/upgrade.log)"
   chroot "$rootfs" python3 -c 'import ssl, sqlite3, ensurepip, venv, sys; assert sys.version_info[:2] == (3, 11)' \
     || die "base: python3 in the new root filesystem is unusable"
   chroot "$rootfs" dpkg-query -W -f '${Package} ${Version}\n' > "$dir/packages.txt"
@@ -81,7 +130,8 @@ make_tarball() {
   tar --numeric-owner -C "$rootfs" --exclude='./dev/*' -cf "$tarball.tmp" .
   mv "$tarball.tmp" "$tarball"
   remove_rootfs "$rootfs"
-  log "base: cached $tarball ($(du -h "$tarball" | cut -f1), $(wc -l < "$dir/packages.txt") packages)"
+  log "base: cached $tarball ($(du -h "$tarball" | cut -f1), $(wc -l < "$dir/packages.txt") packages," \
+      "$(wc -l < "$dir/upgraded.txt") upgraded from $SUITE-updates/$SUITE-security)"
 }
 
 if podman image exists "$tag"; then
