@@ -122,9 +122,11 @@ def test_a_retention_shorter_than_size_plus_grace_is_refused() -> None:
 
 
 def test_lambdas_cannot_be_exported() -> None:
-    grouped = StreamsBuilder().stream("in", key_serde="string", name="in").group_by_key()
-    with pytest.raises(TopologyError, match="windowed_reduce: reducer: a lambda"):
-        grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).reduce(lambda a, b: a)
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", key_serde="string", name="in").group_by_key()
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).reduce(lambda a, b: a, name="sum")
+    with pytest.raises(TopologyError, match="node 'sum': reducer: a lambda"):
+        builder.build()
 
 
 @pytest.mark.parametrize(

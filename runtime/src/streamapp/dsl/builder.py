@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from streamapp.topology import TopologyDescription, TopologyError, function_reference
+from streamapp.topology import NODE_TYPES, TopologyDescription, TopologyError, function_reference
 from streamapp.topology.names import check_name
 from streamapp.topology.timestamps import TimestampExtractorSpec
 
@@ -28,22 +28,6 @@ if TYPE_CHECKING:
 
 UserFunction = Callable[..., Any] | str
 """A module-level function, or its ``"module:attr"`` reference."""
-
-_FUNCTION_PARAMS = (
-    "predicate",
-    "mapper",
-    "joiner",
-    "key_selector",
-    "action",
-    "selector",
-    "reducer",
-    "initializer",
-    "aggregator",
-    "adder",
-    "subtractor",
-    "topic_extractor",
-    "processor",
-)
 
 
 TimestampExtractorArg = TimestampExtractorSpec | Mapping[str, Any]
@@ -203,8 +187,10 @@ class StreamsBuilder:
 
     @staticmethod
     def _export(step: _Step) -> dict[str, Any]:
+        """The document form of a step: its user functions (the node type's ``function_params``) as references."""
         params = dict(step.params)
-        for key in _FUNCTION_PARAMS:
+        node_class = NODE_TYPES.get(step.type)  # an unknown type is reported by TopologyDescription.from_dict
+        for key in node_class.function_params if node_class is not None else ():
             if params.get(key) is not None:
                 try:
                     params[key] = function_reference(params[key])

@@ -1,5 +1,6 @@
 """Joins in the DSL: GlobalKTable, and the join methods of KStream and KTable (Kafka's ``KStreamImpl`` /
-``KStreamImplJoin`` / ``KTableImpl`` join paths), lowered to the node types of ``streamapp.topology.joins``.
+``KStreamImplJoin`` / ``KTableImpl`` join paths), lowered to the node types of ``streamapp.topology.nodes.joins``
+(and the ``global_table`` of ``streamapp.topology.nodes.io``).
 
 ``KStream.join`` / ``left_join`` / ``outer_join`` and ``KTable.join`` / ... delegate here. What the other
 operand is picks the join:

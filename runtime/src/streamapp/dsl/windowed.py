@@ -1,14 +1,15 @@
 """Windowed grouped streams and ``suppress``: ``group_by_key().windowed_by(...)`` then count / reduce / aggregate.
 
 Kafka Streams' ``TimeWindowedKStream`` (tumbling, hopping and sliding windows) and ``SessionWindowedKStream``.
-Each aggregation records one windowed node (``streamapp.topology.windows``) and its store, inserting a
+Each aggregation records one windowed node (``streamapp.topology.nodes.windowed``) and its store, inserting a
 repartition node first when the key changed (like ``KGroupedStream.count``), and returns a KTable whose keys are
 ``streamapp.windowed.Windowed``; its key serde is the windowed serde (``windowed:<key serde>:<size>`` or
 ``session_windowed:<key serde>``), so ``to_stream().to(topic)`` writes Kafka's windowed key layout.
 
 Stores default to ``<name>-store`` (or a Kafka-style generated name) with retention ``windows.min_retention_ms()``
 (Kafka's default: size + grace, 2 x time difference + grace, gap + grace); pass ``retention_ms`` to keep windows
-longer (it must not be smaller: ValueError). User functions must be module-level (TopologyError otherwise).
+longer (it must not be smaller: ValueError). User functions must be module-level (``build()`` raises
+TopologyError otherwise, as for every DSL step).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
 from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
-from streamapp.topology import TopologyError, function_reference
 from streamapp.topology.windows import WindowSpec
 
 if TYPE_CHECKING:
@@ -81,9 +81,8 @@ class _WindowedKStream:
                 key_serde=self.key_serde,
                 value_serde=self.value_serde,
             )
-        refs = {param: _reference(node_type, param, fn) for param, fn in functions.items()}
         windows = self.spec.model_dump(exclude_none=True)
-        node = builder._add(node_type, name, prefix, input=upstream, store=store_name, windows=windows, **refs)
+        node = builder._add(node_type, name, prefix, input=upstream, store=store_name, windows=windows, **functions)
         return KTable(builder, node, key_serde=self._windowed_key_serde(), value_serde=value_serde)
 
     def _retention(self, retention_ms: int | None) -> int:
@@ -201,10 +200,3 @@ def suppress(table: KTable, suppressed: Suppressed) -> KTable:
     builder._add_store(store_name, table.key_serde, table.value_serde)
     node = builder._add("suppress", name, "KTABLE-SUPPRESS-", input=table.node, store=store_name, until="window_closes")
     return KTable(builder, node, key_serde=table.key_serde, value_serde=table.value_serde)
-
-
-def _reference(node_type: str, param: str, fn: UserFunction) -> str:
-    try:
-        return function_reference(fn)
-    except TopologyError as exc:
-        raise TopologyError(f"{node_type}: {param}: {exc}") from exc
