@@ -15,7 +15,7 @@ from typing import Any
 
 from streamapp_operator.instances import InstanceUnavailable
 from streamapp_operator.k8s import ApplyRejected
-from streamapp_operator.kafka import GroupLag, KafkaUnavailable, TopicSpec
+from streamapp_operator.kafka import GroupLag, GroupMember, KafkaUnavailable, TopicCreationFailed, TopicSpec
 
 FLIGHTS_TOPOLOGY: dict[str, Any] = {
     "nodes": [
@@ -75,7 +75,8 @@ class TestingCluster:
         self.applied: list[dict[str, Any]] = []
         self.reject: dict[str, str] = {}
         self.status_writes: list[dict[str, Any]] = []
-        self.journal: list[str] = []  # writes in order: "apply <Kind>", "status"
+        self.secrets: dict[tuple[str, str], dict[str, str]] = {}
+        self.journal: list[str] = []  # writes in order: "dry-run <Kind>", "apply <Kind>", "status", "delete <Kind>"
         self._manifests: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._version = 0
 
@@ -83,10 +84,13 @@ class TestingCluster:
         obj = self.objects.get((kind, namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
-    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, manifest: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         kind, meta = manifest["kind"], manifest["metadata"]
         if kind in self.reject:
             raise ApplyRejected(self.reject[kind])
+        if dry_run:
+            self.journal.append(f"dry-run {kind}")
+            return copy.deepcopy(manifest)
         self.applied.append(copy.deepcopy(manifest))
         self.journal.append(f"apply {kind}")
         key = (kind, meta["namespace"], meta["name"])
@@ -133,6 +137,15 @@ class TestingCluster:
         self.status_writes.append(copy.deepcopy(status))
         self.journal.append("status")
 
+    def read_secret(self, namespace: str, name: str) -> dict[str, str] | None:
+        data = self.secrets.get((namespace, name))
+        return dict(data) if data is not None else None
+
+    def add(self, manifest: dict[str, Any]) -> None:
+        """An object someone else made (no owner reference unless the manifest has one)."""
+        meta = manifest["metadata"]
+        self.objects[(manifest["kind"], meta["namespace"], meta["name"])] = copy.deepcopy(manifest)
+
     def add_pod(self, namespace: str, name: str, labels: dict[str, str], status: dict[str, Any]) -> None:
         """What the StatefulSet controller and the kubelet would create and report."""
         metadata = {"name": name, "namespace": namespace, "labels": labels}
@@ -171,6 +184,9 @@ class TestingKafka:
         self.lag = 0
         self.state = "Stable"
         self.unavailable: str | None = None
+        self.refuse_creation: str | None = None
+        self.members: list[GroupMember] = []
+        self.groups: set[str] = set()
         self.lag_requests: list[tuple[str, list[str]]] = []
 
     def _check(self) -> None:
@@ -183,6 +199,8 @@ class TestingKafka:
 
     def create_topics(self, topics: Sequence[TopicSpec], replication_factor: int) -> list[str]:
         self._check()
+        if self.refuse_creation is not None:
+            raise TopicCreationFailed(self.refuse_creation)
         created = []
         for topic in topics:
             if topic.name not in self.topics:
@@ -194,4 +212,18 @@ class TestingKafka:
     def group_lag(self, group_id: str, topics: Iterable[str]) -> GroupLag:
         self._check()
         self.lag_requests.append((group_id, list(topics)))
-        return GroupLag(lag=self.lag, state=self.state)
+        return GroupLag(lag=self.lag, state=self.state, members=tuple(self.members))
+
+    def delete_topics(self, topics: Sequence[str]) -> list[str]:
+        self._check()
+        deleted = sorted(t for t in topics if t in self.topics)
+        for topic in deleted:
+            del self.topics[topic]
+        return deleted
+
+    def delete_group(self, group_id: str) -> bool:
+        self._check()
+        if group_id not in self.groups:
+            return False
+        self.groups.discard(group_id)
+        return True

@@ -57,7 +57,7 @@ def test_container_runs_the_runtime_with_the_mounted_topology_and_config() -> No
     ]
     assert container["image"] == "localhost/streamapp:dev"
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-    assert mounts == {"state": "/var/lib/streamapp", "config": "/etc/streamapp"}
+    assert mounts == {"state": "/var/lib/streamapp", "config": "/etc/streamapp", "tmp": "/tmp"}
 
 
 def test_pod_identity_and_bind_address_come_from_the_downward_api() -> None:
@@ -94,15 +94,70 @@ def test_stateful_set_scales_with_spec_replicas_and_selects_only_its_pods() -> N
     )
 
 
-def test_config_volume_mounts_the_apps_config_map() -> None:
+def test_config_volume_mounts_the_apps_config_map_and_tmp_is_an_empty_dir() -> None:
     volumes = _stateful_set()["spec"]["template"]["spec"]["volumes"]
-    assert volumes == [{"name": "config", "configMap": {"name": "flights-per-carrier-config"}}]
+    assert volumes == [
+        {"name": "config", "configMap": {"name": "flights-per-carrier-config"}},
+        {"name": "tmp", "emptyDir": {}},
+    ]
 
 
-def test_resources_pass_through_to_the_container_only_when_set() -> None:
-    assert "resources" not in _container(_stateful_set())
+def test_resources_pass_through_and_requests_default_where_not_set() -> None:
+    assert _container(_stateful_set())["resources"] == {"requests": {"cpu": "100m", "memory": "256Mi"}}
     container = _container(_stateful_set(resources={"requests": {"cpu": "500m", "memory": 268435456}}))
     assert container["resources"] == {"requests": {"cpu": "500m", "memory": 268435456}}
+    limited = _container(_stateful_set(resources={"limits": {"memory": "128Mi"}}))
+    # A limit without a request makes the request equal to it: no default request above the limit.
+    assert limited["resources"] == {"limits": {"memory": "128Mi"}, "requests": {"cpu": "100m"}}
+
+
+def test_pods_meet_the_restricted_pod_security_standard() -> None:
+    pod = _stateful_set()["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    security = container["securityContext"]
+    assert security["runAsNonRoot"] is True and security["runAsUser"] == 10001
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert security["readOnlyRootFilesystem"] is True
+    assert pod["securityContext"]["fsGroup"] == 10001  # the state volume is writable by the pod's user
+    writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+    assert writable == {"/var/lib/streamapp", "/tmp"}
+
+
+def test_cleanup_policy_decides_whether_the_state_volumes_go_with_the_stateful_set() -> None:
+    assert _stateful_set()["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain", "whenScaled": "Retain"
+    }  # fmt: skip
+    deleting = _stateful_set(cleanupPolicy="Delete")["spec"]["persistentVolumeClaimRetentionPolicy"]
+    assert deleting == {"whenDeleted": "Delete", "whenScaled": "Retain"}
+
+
+def test_sasl_credentials_reach_the_pods_from_the_secret_never_through_the_config_map() -> None:
+    kafka = {
+        "bootstrapServers": "kafka:9093",
+        "authentication": {
+            "mechanism": "SCRAM-SHA-512",
+            "username": "app",
+            "passwordSecret": {"name": "kafka-user", "key": "password"},
+        },
+        "tls": {"caSecret": {"name": "kafka-ca", "key": "ca.crt"}},
+    }
+    spec = StreamAppSpec.parse(flights_spec(kafka=kafka))
+    sts = desired.stateful_set(OWNER, spec, "0" * 16)
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "STREAMAPP_KAFKA_SASL_PASSWORD",
+            "valueFrom": {"secretKeyRef": {"name": "kafka-user", "key": "password"}}} in container["env"]  # fmt: skip
+    assert "--set" in container["command"]
+    assert "consumer.sasl.password=$(STREAMAPP_KAFKA_SASL_PASSWORD)" in container["command"]
+    assert "producer.sasl.password=$(STREAMAPP_KAFKA_SASL_PASSWORD)" in container["command"]
+    config = desired.streams_config(spec, "app")
+    assert config["consumer.security.protocol"] == config["producer.security.protocol"] == "SASL_SSL"
+    assert config["producer.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert config["consumer.ssl.ca.location"] == "/etc/streamapp/kafka-ca/ca.crt"
+    assert not any("password" in key for key in config)
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["kafka-ca"]["secret"] == {"secretName": "kafka-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
 
 
 def test_headless_service_names_the_pods() -> None:

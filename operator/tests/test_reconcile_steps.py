@@ -214,7 +214,8 @@ def test_intent_is_written_to_status_before_pods_are_replaced(cluster: TestingCl
     new_image = flights_spec(replicas=4, image="localhost/streamapp:2")
     result = _run(cluster, kafka, spec=new_image, status=first.status, app=app)
     assert cluster.journal == [
-        "apply ConfigMap", "apply Service", "status", "apply StatefulSet", "apply PodDisruptionBudget"
+        "dry-run ConfigMap", "dry-run Service", "dry-run StatefulSet", "dry-run PodDisruptionBudget",
+        "apply ConfigMap", "apply Service", "status", "apply StatefulSet", "apply PodDisruptionBudget",
     ]  # fmt: skip
     (intent,) = cluster.status_writes
     progressing = {c["type"]: c for c in intent["conditions"]}["Progressing"]

@@ -8,8 +8,9 @@ the ``observedGeneration`` it was computed for.
   (the runtime's ``/readyz``: all assigned tasks restored and running).
 - ``Progressing``: pods are being created, updated or scaled towards the current spec.
 - ``Degraded``: something blocks the spec (invalid spec or topology, missing topics, Kafka unreachable,
-  an object the API server rejects), or pods fail in a way that does not heal by itself (crash loop, image
-  not pullable); the message says what.
+  an object the API server rejects, an object or id someone else owns), or pods fail in a way that does
+  not heal by itself (crash loop, image not pullable), or a stream thread inside a pod keeps failing (read
+  from the pods' ``/status``: :func:`failing_threads`); the message says what.
 - ``TopologyValid``: the topology parses and fits the Kafka topics; ``Unknown`` while it cannot be checked.
 - ``Restoring``: some pod's tasks are restoring their state stores from the changelogs (read from the
   ``/status`` of the pods that are not ready, see :func:`restore_view`); the message names the pods, tasks
@@ -148,9 +149,16 @@ class RestoreView:
 
 def unready_pods(pods: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
     """``(name, pod IP)`` of the running pods whose Ready condition is not True: the only ones that can be
-    restoring (the runtime's readiness requires every task restored), so ready pods are never asked.
-    Pods whose containers have not all started (``containerStatuses[].started``: waiting to be restarted
-    after a crash, still in the startup probe) cannot answer and are not asked either."""
+    restoring (the runtime's readiness requires every task restored)."""
+    return [(name, ip) for name, ip, ready in started_pods(pods) if not ready]
+
+
+def started_pods(pods: Sequence[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """``(name, pod IP, ready)`` of the running pods whose containers have all started: the ones that can
+    answer ``/status``. Pods whose containers have not all started (``containerStatuses[].started``:
+    waiting to be restarted after a crash, still in the startup probe) cannot answer and are not asked.
+    Pods that are not ready come first (they may be restoring), then the ready ones (a ready pod's stream
+    thread may still be failing and restarting)."""
     found = []
     for pod in sorted(pods, key=lambda p: str(p.get("metadata", {}).get("name"))):
         metadata, status = pod.get("metadata", {}), pod.get("status") or {}
@@ -160,9 +168,81 @@ def unready_pods(pods: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
         if not containers or not all(c.get("started") is True for c in containers):
             continue
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        if not ready:
-            found.append((str(metadata.get("name")), str(status["podIP"])))
-    return found
+        found.append((str(metadata.get("name")), str(status["podIP"]), ready))
+    return sorted(found, key=lambda pod: pod[2])
+
+
+#: At most this many bytes of one pod's failure text go into the Degraded message.
+MAX_FAILURE_BYTES_PER_POD = 1024
+#: At most this many pods are named with their failures (the others are counted).
+MAX_FAILING_PODS_NAMED = 5
+
+
+def failing_threads(documents: Mapping[str, dict[str, Any] | str]) -> list[str]:
+    """One line per pod whose stream threads keep failing, from the pods' ``/status`` documents.
+
+    The runtime's supervisor restarts a failed stream thread itself and its liveness stays 200, so a crash
+    loop inside the pod (a poison record under ``log_and_fail``, a bad client setting, an authentication
+    failure) shows only here: ``workers[]`` with ``thread``, ``alive``, ``restarts``, ``error`` (last error
+    text) and ``last_failure`` (``task``, ``topic``, ``partition``, ``offset``, ``error``), and a top-level
+    ``phase`` of ``failed`` once the supervisor gave up. A thread with ``restarts >= 1`` and an error is
+    failing. Each line is at most ``MAX_FAILURE_BYTES_PER_POD`` bytes and at most
+    ``MAX_FAILING_PODS_NAMED`` pods are named; restart counts are left out so that the message (and its
+    event) does not change on every restart.
+    """
+    lines: list[str] = []
+    failing = 0
+    for pod in sorted(documents):
+        document = documents[pod]
+        if not isinstance(document, dict):
+            continue
+        parts = [_thread_failure(worker) for worker in _workers(document)]
+        parts = [part for part in parts if part]
+        gave_up = document.get("phase") == "failed"
+        if not parts and not gave_up:
+            continue
+        failing += 1
+        if len(lines) >= MAX_FAILING_PODS_NAMED:
+            continue
+        if gave_up:
+            parts.insert(0, "the runtime gave up after repeated stream thread failures")
+        lines.append(_bounded(f"pod {pod}: " + "; ".join(parts), MAX_FAILURE_BYTES_PER_POD))
+    if failing > len(lines):
+        lines.append(f"and {failing - len(lines)} more pods")
+    return lines
+
+
+def _workers(document: dict[str, Any]) -> list[dict[str, Any]]:
+    workers = document.get("workers")
+    return [w for w in workers if isinstance(w, dict)] if isinstance(workers, list) else []
+
+
+def _thread_failure(worker: dict[str, Any]) -> str:
+    """``thread 1, task 0_1, topic flights[2] offset 17: ValueError: ...`` or "" when the thread is fine."""
+    restarts = worker.get("restarts")
+    last = worker.get("last_failure")
+    failure: dict[str, Any] = last if isinstance(last, dict) else {}
+    error = failure.get("error") or worker.get("error")
+    if not (type(restarts) is int and restarts >= 1 and isinstance(error, str) and error):
+        return ""
+    where = [f"thread {worker.get('thread')}"]
+    if failure.get("task") is not None:
+        where.append(f"task {failure['task']}")
+    if failure.get("topic") is not None:
+        place = f"topic {failure['topic']}"
+        if failure.get("partition") is not None:
+            place += f"[{failure['partition']}]"
+        if failure.get("offset") is not None:
+            place += f" offset {failure['offset']}"
+        where.append(place)
+    return f"{', '.join(where)}: {' '.join(error.split())}"
+
+
+def _bounded(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[: limit - 3].decode("utf-8", "ignore") + "..."
 
 
 def restore_view(documents: Mapping[str, dict[str, Any] | str]) -> RestoreView:
@@ -209,10 +289,12 @@ def conditions(
     now: str,
     failing: Sequence[str] = (),
     restore: RestoreView | None = None,
+    threads: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
 
-    ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) degrades the app without blocking;
+    ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) and ``threads`` (from
+    :func:`failing_threads`) degrade the app without blocking;
     ``restore`` (from :func:`restore_view`; None: the pods were not asked) decides ``Restoring``.
     """
     before = {c.get("type"): c for c in previous}
@@ -230,9 +312,9 @@ def conditions(
         }
 
     return [
-        make(READY, *_ready(problems, progress, failing)),
+        make(READY, *_ready(problems, progress, [*failing, *threads])),
         make(PROGRESSING, *_progressing(problems, progress)),
-        make(DEGRADED, *_degraded(problems, failing)),
+        make(DEGRADED, *_degraded(problems, failing, threads)),
         make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
         make(RESTORING, *_restoring(restore)),
     ]
@@ -255,10 +337,11 @@ def announce_rollout(
     old = next((c for c in previous if c.get("type") == PROGRESSING), None)
     if old is not None and old.get("status") == "True":
         intent["lastTransitionTime"] = old.get("lastTransitionTime") or now
-    return sorted([*others, intent], key=lambda c: _order(str(c.get("type"))))
+    return sorted([*others, intent], key=lambda c: condition_order(str(c.get("type"))))
 
 
-def _order(kind: str) -> int:
+def condition_order(kind: str) -> int:
+    """Position of a condition type in ``CONDITION_TYPES`` (unknown types last)."""
     return CONDITION_TYPES.index(kind) if kind in CONDITION_TYPES else len(CONDITION_TYPES)
 
 
@@ -287,11 +370,13 @@ def _progressing(problems: Sequence[Problem], progress: Rollout | None) -> tuple
     return "False", "RolloutComplete", f"every pod runs the current spec ({progress.desired} desired)"
 
 
-def _degraded(problems: Sequence[Problem], failing: Sequence[str]) -> tuple[str, str, str]:
+def _degraded(problems: Sequence[Problem], failing: Sequence[str], threads: Sequence[str]) -> tuple[str, str, str]:
     if problems:
         return "True", problems[0].reason, _joined(problems)
     if failing:
-        return "True", "PodsFailing", "; ".join(failing)
+        return "True", "PodsFailing", "; ".join([*failing, *threads])
+    if threads:
+        return "True", "StreamThreadsFailing", "; ".join(threads)
     return "False", "AsExpected", ""
 
 

@@ -159,9 +159,17 @@ def build_crd() -> dict[str, Any]:
     }
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Shared sub-schemas (the same ``required`` list twice) are written out, not as YAML anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def render() -> str:
     """The CRD as the YAML text committed to ``crds/``."""
-    return HEADER + yaml.safe_dump(build_crd(), sort_keys=False, default_flow_style=False, width=120)
+    text = yaml.dump(build_crd(), Dumper=_NoAliases, sort_keys=False, default_flow_style=False, width=120)
+    return HEADER + text
 
 
 def main(argv: list[str] | None = None) -> int:

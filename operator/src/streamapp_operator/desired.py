@@ -19,7 +19,15 @@ from typing import Any
 
 import yaml
 
-from streamapp_operator.resources import API_VERSION, DEFAULT_MAX_UNAVAILABLE, KIND, StreamAppSpec
+from streamapp_operator.resources import (
+    API_VERSION,
+    DEFAULT_MAX_UNAVAILABLE,
+    KIND,
+    CleanupPolicy,
+    KafkaSpec,
+    SecretKeyRef,
+    StreamAppSpec,
+)
 
 CONFIG_DIR = "/etc/streamapp"
 STATE_DIR = "/var/lib/streamapp"
@@ -30,6 +38,19 @@ CONFIG_HASH_ANNOTATION = "streamapp.io/config-hash"
 TEMPLATE_HASH_ANNOTATION = "streamapp.io/template-hash"
 CONTAINER_NAME = "streamapp"
 TERMINATION_GRACE_SECONDS = 60
+TMP_DIR = "/tmp"
+CA_DIR = "/etc/streamapp/kafka-ca"
+CA_FILE = "ca.crt"
+#: The user id the pods run as (non-root, as the ``restricted`` Pod Security Standard requires).
+RUN_AS_USER = 10001
+#: Requests of the application container when ``spec.resources.requests`` does not set them: the scheduler
+#: then reserves something, and namespaces with a ResourceQuota admit the pods.
+DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
+SASL_USERNAME_ENV = "STREAMAPP_KAFKA_SASL_USERNAME"
+SASL_PASSWORD_ENV = "STREAMAPP_KAFKA_SASL_PASSWORD"
+#: librdkafka clients of the runtime: ``consumer.*`` keys reach the group, restore and global consumers,
+#: ``producer.*`` keys the producers and the admin client.
+_CLIENTS = ("consumer", "producer")
 
 #: Runtime configuration keys the operator derives from first-class spec fields; ``spec.config`` must not
 #: set them (``validate.check_spec`` reports which field to use instead).
@@ -41,6 +62,13 @@ DERIVED_CONFIG_KEYS = {
     "state.dir": "(fixed by the operator)",
     "http.port": "(fixed by the operator)",
 }
+
+#: Connection security keys the operator derives from ``spec.kafka.authentication`` and ``spec.kafka.tls``.
+SECURITY_CONFIG_KEYS = tuple(
+    f"{client}.{key}"
+    for client in _CLIENTS
+    for key in ("security.protocol", "sasl.mechanism", "sasl.mechanisms", "ssl.ca.location")
+)
 
 
 @dataclass(frozen=True)
@@ -92,8 +120,22 @@ def streams_config(spec: StreamAppSpec, application_id: str) -> dict[str, Any]:
         "state.dir": STATE_DIR,
         "http.port": HTTP_PORT,
     }
+    derived.update(security_config(spec.kafka))
     extra = {key: spec.config[key] for key in sorted(spec.config) if key not in derived}
     return {**derived, **extra}
+
+
+def security_config(kafka: KafkaSpec) -> dict[str, str]:
+    """The non-secret connection settings of the runtime's clients (``security.protocol``, SASL mechanism,
+    CA file); the credentials themselves reach the pods from the Secret (``_credentials``), never here."""
+    if kafka.authentication is None and kafka.tls is None:
+        return {}
+    settings = {"security.protocol": kafka.security_protocol()}
+    if kafka.authentication is not None:
+        settings["sasl.mechanism"] = kafka.authentication.mechanism.value
+    if kafka.tls is not None and kafka.tls.ca_secret is not None:
+        settings["ssl.ca.location"] = f"{CA_DIR}/{CA_FILE}"
+    return {f"{client}.{key}": value for client in _CLIENTS for key, value in settings.items()}
 
 
 def config_map(owner: Owner, topology_yaml: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +212,12 @@ def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str) -> dict[
             "selector": {"matchLabels": selector_labels(owner.name)},
             "template": template,
             "volumeClaimTemplates": [_state_claim(owner, spec)],
+            "persistentVolumeClaimRetentionPolicy": {
+                # cleanupPolicy Delete: the StatefulSet controller deletes the state volumes with the
+                # StatefulSet (garbage-collected after the StreamApp); a scale-down always keeps them.
+                "whenDeleted": "Delete" if spec.cleanup_policy == CleanupPolicy.DELETE else "Retain",
+                "whenScaled": "Retain",
+            },
         },
     }
 
@@ -303,7 +351,55 @@ def selector_matches(selector: Mapping[str, Any] | None, pod_labels: Mapping[str
     return True
 
 
+def _credentials(spec: StreamAppSpec) -> tuple[list[str], list[dict[str, Any]]]:
+    """(``--set`` arguments, environment variables) that hand the SASL credentials from their Secret to
+    the runtime's clients: the kubelet reads the Secret into the variables and expands ``$(VAR)`` in the
+    arguments, so the values never appear in a ConfigMap, the pod spec or the StreamApp."""
+    auth = spec.kafka.authentication
+    if auth is None:
+        return [], []
+    env = [_secret_env(SASL_PASSWORD_ENV, auth.password_secret)]
+    if auth.username_secret is not None:
+        env.insert(0, _secret_env(SASL_USERNAME_ENV, auth.username_secret))
+        username = f"$({SASL_USERNAME_ENV})"
+    else:
+        username = str(auth.username)
+    args = []
+    for client in _CLIENTS:
+        args += [
+            "--set",
+            f"{client}.sasl.username={username}",
+            "--set",
+            f"{client}.sasl.password=$({SASL_PASSWORD_ENV})",
+        ]
+    return args, env
+
+
+def _secret_env(name: str, ref: SecretKeyRef) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+
+
+#: The container's securityContext: what the ``restricted`` Pod Security Standard requires, plus a
+#: read-only root file system (the state volume and an emptyDir ``/tmp`` are the only writable paths).
+CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS_USER,
+    "runAsGroup": RUN_AS_USER,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def _resources(spec: StreamAppSpec) -> dict[str, Any]:
+    given = spec.resources.model_dump(mode="json", by_alias=True, exclude_none=True) if spec.resources else {}
+    requests = {key: value for key, value in DEFAULT_REQUESTS.items() if key not in (given.get("limits") or {})}
+    return {**given, "requests": {**requests, **(given.get("requests") or {})}}
+
+
 def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
+    credential_args, credential_env = _credentials(spec)
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": spec.image,
@@ -315,10 +411,12 @@ def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
             f"{CONFIG_DIR}/{TOPOLOGY_FILE}",
             "--config",
             f"{CONFIG_DIR}/{STREAMS_FILE}",
+            *credential_args,
         ],
         "env": [
             {"name": "STREAMAPP_INSTANCE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "STREAMAPP_HTTP_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            *credential_env,
         ],
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": {
@@ -335,15 +433,33 @@ def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "state", "mountPath": STATE_DIR},
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": TMP_DIR},
         ],
+        "resources": _resources(spec),
+        "securityContext": CONTAINER_SECURITY,
     }
-    if spec.resources is not None:
-        container["resources"] = spec.resources.model_dump(mode="json", by_alias=True, exclude_none=True)
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": config_map_name(owner.name)}},
+        {"name": "tmp", "emptyDir": {}},
+    ]
+    ca = spec.kafka.tls.ca_secret if spec.kafka.tls is not None else None
+    if ca is not None:
+        container["volumeMounts"].append({"name": "kafka-ca", "mountPath": CA_DIR, "readOnly": True})
+        items = [{"key": ca.key, "path": CA_FILE}]
+        volumes.append({"name": "kafka-ca", "secret": {"secretName": ca.name, "items": items}})
     return {
         "containers": [container],
         "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_USER,
+            "runAsGroup": RUN_AS_USER,
+            "fsGroup": RUN_AS_USER,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-        "volumes": [{"name": "config", "configMap": {"name": config_map_name(owner.name)}}],
+        "volumes": volumes,
     }
 
 

@@ -9,6 +9,7 @@ through kopf (``main.py``), which already holds the watch connection and knows t
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -34,14 +35,16 @@ class KubernetesUnavailable(Exception):
 
 class Cluster(Protocol):
     """Namespaced objects of the kinds the operator manages (ConfigMap, Service, StatefulSet,
-    PodDisruptionBudget) and its pods."""
+    PodDisruptionBudget), its pods and the Secrets a StreamApp references."""
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object as served, or None when it does not exist."""
         ...
 
-    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        """Server-side apply ``manifest``; returns the object as stored afterwards."""
+    def apply(self, manifest: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply ``manifest``; returns the object as stored afterwards. With ``dry_run`` the
+        API server validates and admits it (schema, quantities, admission such as Pod Security) and stores
+        nothing."""
         ...
 
     def delete(self, kind: str, namespace: str, name: str, uid: str) -> None:
@@ -58,6 +61,10 @@ class Cluster(Protocol):
 
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into a StreamApp's status now (intent written before an action)."""
+        ...
+
+    def read_secret(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The decoded data of Secret ``namespace/name``; None when it does not exist."""
         ...
 
 
@@ -89,7 +96,7 @@ class KubernetesCluster:
             raise KubernetesUnavailable(f"reading {kind} {namespace}/{name}: {exc}") from exc
         return _json(response)
 
-    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, manifest: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         kind = manifest["kind"]
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
         patch = {
@@ -105,6 +112,7 @@ class KubernetesCluster:
                 manifest,
                 field_manager=FIELD_MANAGER,
                 force=True,
+                dry_run="All" if dry_run else None,
                 _content_type=_APPLY,
                 _preload_content=False,
                 _request_timeout=_TIMEOUT,
@@ -116,7 +124,10 @@ class KubernetesCluster:
         return _json(response)
 
     def delete(self, kind: str, namespace: str, name: str, uid: str) -> None:
-        remove = {"PodDisruptionBudget": self._policy.delete_namespaced_pod_disruption_budget}[kind]
+        remove = {
+            "PodDisruptionBudget": self._policy.delete_namespaced_pod_disruption_budget,
+            "StatefulSet": self._apps.delete_namespaced_stateful_set,
+        }[kind]
         options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
         try:
             remove(name, namespace, body=options, _preload_content=False, _request_timeout=_TIMEOUT)
@@ -162,6 +173,20 @@ class KubernetesCluster:
         except OSError as exc:
             raise KubernetesUnavailable(f"patching the status of StreamApp {namespace}/{name}: {exc}") from exc
 
+    def read_secret(self, namespace: str, name: str) -> dict[str, str] | None:
+        try:
+            response = self._core.read_namespaced_secret(
+                name, namespace, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _unavailable(exc, f"reading Secret {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"reading Secret {namespace}/{name}: {exc}") from exc
+        data = _json(response).get("data") or {}
+        return {key: base64.b64decode(value).decode("utf-8", "replace") for key, value in data.items()}
+
 
 def _default_api_client() -> client.ApiClient:
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -189,9 +214,12 @@ def _message(exc: ApiException) -> str:
 
 
 def _translate(exc: ApiException, action: str) -> Exception:
-    """A failed write: 4xx (except 408/409/429) -> ApplyRejected with the API server's message, else retry."""
+    """A failed write: 4xx (except 408/409/429) and 500 -> ApplyRejected with the API server's message, else
+    KubernetesUnavailable. A 500 on a write is how the API server answers some invalid objects (an
+    unparsable quantity in a StatefulSet), so it is reported like a rejection; the reconcile reports both
+    kinds in status and retries at its timer, never in a silent loop."""
     message = _message(exc)
     status = exc.status or 0
-    if 400 <= status < 500 and status not in (408, 409, 429):
+    if (400 <= status < 500 and status not in (408, 409, 429)) or status == 500:
         return ApplyRejected(f"{action}: {message}")
     return KubernetesUnavailable(f"{action}: HTTP {status} {message}")

@@ -22,6 +22,39 @@ class KafkaUnavailable(Exception):
     """Kafka did not answer an admin request in time, or refused it; the message says which and why."""
 
 
+class TopicCreationFailed(Exception):
+    """Kafka answered a topic creation with an error that a retry does not fix (a replication factor
+    larger than the brokers, a policy, missing rights); the message is Kafka's answer."""
+
+
+#: Topic creation errors that are Kafka's answer about the request, not about its availability.
+_TOPIC_REFUSALS = frozenset(
+    {
+        KafkaError.INVALID_REPLICATION_FACTOR,
+        KafkaError.INVALID_PARTITIONS,
+        KafkaError.INVALID_CONFIG,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.POLICY_VIOLATION,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.INVALID_REPLICA_ASSIGNMENT,
+    }
+)
+
+
+@dataclass(frozen=True)
+class KafkaConnection:
+    """How the operator reaches one Kafka cluster: the bootstrap servers and librdkafka security settings
+    (``security.protocol``, ``sasl.*``, ``ssl.*``; a password among them comes from a Secret and is never
+    logged nor shown: ``repr`` leaves the settings out)."""
+
+    bootstrap_servers: str
+    security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def settings(self) -> dict[str, str]:
+        return {"bootstrap.servers": self.bootstrap_servers, **dict(self.security)}
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """A topic to create: ``config`` holds topic-level configs such as ``cleanup.policy``."""
@@ -32,8 +65,17 @@ class TopicSpec:
 
 
 @dataclass(frozen=True)
+class GroupMember:
+    """A member of a consumer group as the coordinator describes it."""
+
+    client_id: str
+    instance_id: str | None
+    host: str
+
+
+@dataclass(frozen=True)
 class GroupLag:
-    """Consumer group state and lag over a set of topics.
+    """Consumer group state, members and lag over a set of topics.
 
     ``lag`` sums, over every partition, the high watermark minus the group's committed offset; a partition
     the group has never committed counts its whole retained content (high minus low watermark), since a
@@ -43,6 +85,7 @@ class GroupLag:
 
     lag: int
     state: str
+    members: tuple[GroupMember, ...] = ()
 
 
 class KafkaAdmin(Protocol):
@@ -57,15 +100,25 @@ class KafkaAdmin(Protocol):
         ...
 
     def group_lag(self, group_id: str, topics: Iterable[str]) -> GroupLag:
-        """Lag and state of consumer group ``group_id`` over every partition of ``topics``."""
+        """Lag, state and members of consumer group ``group_id`` over every partition of ``topics``."""
+        ...
+
+    def delete_topics(self, topics: Sequence[str]) -> list[str]:
+        """Delete those of ``topics`` that exist; returns the names deleted."""
+        ...
+
+    def delete_group(self, group_id: str) -> bool:
+        """Delete consumer group ``group_id`` and its committed offsets; False when there was none."""
         ...
 
 
 class ConfluentKafkaAdmin:
     """:class:`KafkaAdmin` over confluent-kafka's AdminClient; one instance per bootstrap servers string."""
 
-    def __init__(self, bootstrap_servers: str, *, timeout: float = 10.0) -> None:
-        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers, "client.id": "streamapp-operator"})
+    def __init__(self, connection: KafkaConnection | str, *, timeout: float = 10.0) -> None:
+        if isinstance(connection, str):
+            connection = KafkaConnection(connection)
+        self._admin = AdminClient({**connection.settings(), "client.id": "streamapp-operator"})
         self._timeout = timeout
 
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
@@ -95,8 +148,11 @@ class ConfluentKafkaAdmin:
             try:
                 future.result()
             except KafkaException as exc:
-                if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if code == KafkaError.TOPIC_ALREADY_EXISTS:
                     continue
+                if code in _TOPIC_REFUSALS:
+                    raise TopicCreationFailed(f"Kafka refused topic {name!r}: {_describe(exc)}") from exc
                 raise KafkaUnavailable(f"creating topic {name!r} failed: {_describe(exc)}") from exc
             created.append(name)
         return sorted(created)
@@ -104,9 +160,9 @@ class ConfluentKafkaAdmin:
     def group_lag(self, group_id: str, topics: Iterable[str]) -> GroupLag:
         counts = self.partition_counts(topics)
         partitions = [TopicPartition(t, p) for t, n in sorted(counts.items()) for p in range(n)]
-        state = self._group_state(group_id)
+        state, members = self._group_state(group_id)
         if not partitions:
-            return GroupLag(lag=0, state=state)
+            return GroupLag(lag=0, state=state, members=members)
         committed = self._committed(group_id, partitions)
         high = self._offsets(partitions, OffsetSpec.latest())
         low = self._offsets(partitions, OffsetSpec.earliest())
@@ -114,17 +170,46 @@ class ConfluentKafkaAdmin:
         for key, end in high.items():
             start = committed.get(key)
             lag += max(0, end - (start if start is not None and start >= 0 else low[key]))
-        return GroupLag(lag=lag, state=state)
+        return GroupLag(lag=lag, state=state, members=members)
 
-    def _group_state(self, group_id: str) -> str:
+    def delete_topics(self, topics: Sequence[str]) -> list[str]:
+        existing = sorted(self.partition_counts(topics))
+        if not existing:
+            return []
+        futures = self._admin.delete_topics(existing, operation_timeout=self._timeout, request_timeout=self._timeout)
+        deleted = []
+        for name, future in futures.items():
+            try:
+                future.result()
+            except KafkaException as exc:
+                if exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise KafkaUnavailable(f"deleting topic {name!r} failed: {_describe(exc)}") from exc
+            deleted.append(name)
+        return sorted(deleted)
+
+    def delete_group(self, group_id: str) -> bool:
+        future = self._admin.delete_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
+        try:
+            future.result()
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return False
+            raise KafkaUnavailable(f"deleting consumer group {group_id!r} failed: {_describe(exc)}") from exc
+        return True
+
+    def _group_state(self, group_id: str) -> tuple[str, tuple[GroupMember, ...]]:
         future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
         try:
             description = future.result()
         except KafkaException as exc:
             if exc.args and exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return "Dead"
+                return "Dead", ()
             raise KafkaUnavailable(f"describing consumer group {group_id!r} failed: {_describe(exc)}") from exc
-        return _camel(description.state.name)
+        members = tuple(
+            GroupMember(str(m.client_id), m.group_instance_id or None, str(m.host)) for m in description.members or []
+        )
+        return _camel(description.state.name), members
 
     def _committed(self, group_id: str, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
         request = [ConsumerGroupTopicPartitions(group_id, partitions)]
@@ -147,17 +232,42 @@ class ConfluentKafkaAdmin:
         return offsets
 
 
-_admins: dict[str, ConfluentKafkaAdmin] = {}
-_admins_lock = threading.Lock()
+class AdminPool:
+    """The shared admin clients, one per :class:`KafkaConnection` (AdminClients are thread-safe and costly
+    to build), each kept only while some StreamApp uses it: ``admin_for(connection, user)`` records which
+    app (uid) uses which connection, ``release(user)`` forgets an app (deleted), and a client no app uses
+    any more is dropped (librdkafka closes it when the last reference goes), so an app with bad bootstrap
+    servers stops costing threads and log lines once it is fixed or deleted."""
 
+    def __init__(self, factory: Any = ConfluentKafkaAdmin) -> None:
+        self._factory = factory
+        self._admins: dict[KafkaConnection, Any] = {}
+        self._users: dict[str, KafkaConnection] = {}
+        self._lock = threading.Lock()
 
-def admin_for(bootstrap_servers: str) -> ConfluentKafkaAdmin:
-    """The shared admin client of one Kafka cluster (AdminClients are thread-safe and costly to build)."""
-    with _admins_lock:
-        admin = _admins.get(bootstrap_servers)
-        if admin is None:
-            admin = _admins[bootstrap_servers] = ConfluentKafkaAdmin(bootstrap_servers)
-        return admin
+    def admin_for(self, connection: KafkaConnection, user: str = "") -> Any:
+        with self._lock:
+            admin = self._admins.get(connection)
+            if admin is None:
+                admin = self._admins[connection] = self._factory(connection)
+            if user:
+                self._users[user] = connection
+                self._drop_unused()
+            return admin
+
+    def release(self, user: str) -> None:
+        with self._lock:
+            self._users.pop(user, None)
+            self._drop_unused()
+
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._admins)
+
+    def _drop_unused(self) -> None:
+        used = set(self._users.values())
+        for connection in [c for c in self._admins if c not in used]:
+            del self._admins[connection]
 
 
 def _describe(exc: KafkaException) -> str:

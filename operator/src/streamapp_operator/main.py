@@ -1,48 +1,115 @@
 """kopf registration of the StreamApp operator; run with ``kopf run --standalone -m streamapp_operator.main``.
 
 Only wiring lives here: one level-based :func:`streamapp_operator.reconcile.reconcile` is registered for
-create, update, resume and a timer, and its result is written back through kopf (status patch, events).
-Children are owned through ownerReferences, so deletion is left to the garbage collector: no finalizer.
+create, update, resume and a timer, and its result is written back through kopf (status patch, events);
+:func:`streamapp_operator.reconcile.cleanup` runs on deletion behind kopf's finalizer
+(``kopf.zalando.org/KopfFinalizerMarker``, added to every StreamApp; see docs/operator.md "Deletion").
+An index of every StreamApp's ``application.id`` feeds the identity check. kopf's record of the last
+handled spec is a digest (:class:`DigestDiffBaseStorage`), so a large spec never pushes the StreamApp's
+annotations over the API server's 256 KiB limit (which would make even the finalizer's removal fail).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 
-from streamapp_operator import kafka, reconcile
+from streamapp_operator import metrics, reconcile
+from streamapp_operator.conditions import Event
 from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
+from streamapp_operator.kafka import AdminPool, KafkaUnavailable
 from streamapp_operator.resources import GROUP, PLURAL, VERSION
+from streamapp_operator.validate import Peer
 
 #: Seconds between two level-based reconciles of an unchanged StreamApp (status, lag, recovery).
 RECONCILE_INTERVAL = 10.0
 #: Seconds before retrying after the API server failed.
 RETRY_DELAY = 10.0
+#: Seconds between two cleanup attempts of a deleted StreamApp, and how many attempts before giving up
+#: (a Warning event says what is left; the finalizer goes, so deletion never hangs for ever).
+CLEANUP_DELAY = 5.0
+CLEANUP_ATTEMPTS = 60
 
 logger = logging.getLogger(__name__)
 
 _world: reconcile.World | None = None
+_admins = AdminPool()
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
+class DigestDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
+    """kopf's last-handled-configuration annotation holding a SHA-256 of the essence instead of the essence.
+
+    kopf compares the stored essence with the current one to tell an update from a no-op. The reconcile is
+    level-based and never reads the diff, so a digest is enough: when it matches, the current essence is
+    returned (no change); otherwise the stored digest is (a change). An annotation of an older operator
+    (the whole essence as JSON) is still understood and replaced at the next store.
+    """
+
+    def fetch(self, *, body: kopf.Body) -> Any:
+        stored: Any = super().fetch(body=body)
+        if isinstance(stored, dict) and set(stored) == {"sha256"}:
+            current = self.build(body=body)
+            return current if stored["sha256"] == _digest(current) else stored
+        return stored
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: Any) -> None:
+        digest: Any = {"sha256": _digest(essence)}
+        super().store(body=body, patch=patch, essence=digest)
+
+
+def _digest(essence: Any) -> str:
+    return hashlib.sha256(json.dumps(essence, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Keep kopf's bookkeeping in annotations (the status schema is ours) and connect the seams."""
+    """Keep kopf's bookkeeping in small annotations (the status schema is ours), connect the seams and
+    serve the metrics."""
     global _world
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
-    )
+    settings.persistence.diffbase_storage = DigestDiffBaseStorage(prefix=GROUP, key="last-handled-configuration")
     settings.posting.level = logging.INFO
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per liveness probe otherwise
-    _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=kafka.admin_for, instances=HttpInstanceReader())
+    _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=_admins.admin_for, instances=HttpInstanceReader())
+    port = metrics.serve()
+    logger.info("operator metrics on port %s", port or "(disabled)")
+
+
+@kopf.index(GROUP, VERSION, PLURAL)
+def application_ids(meta: kopf.Meta, spec: kopf.Spec, **_: Any) -> dict[str, Peer]:
+    """Every StreamApp the operator watches, by uid, with the ``application.id`` it claims."""
+    name = str(meta["name"])
+    return {
+        str(meta["uid"]): Peer(
+            namespace=str(meta["namespace"]),
+            name=name,
+            uid=str(meta["uid"]),
+            created=str(meta.get("creationTimestamp", "")),
+            application_id=str(spec.get("applicationId") or name),
+        )
+    }
+
+
+def _peers(index: kopf.Index[str, Peer]) -> list[Peer]:
+    for _ in range(3):  # the watcher changes the index from another thread; take a copy
+        try:
+            return [peer for store in list(index.values()) for peer in store]
+        except RuntimeError:
+            time.sleep(0.01)
+    return []
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
@@ -50,24 +117,84 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 @kopf.on.update(GROUP, VERSION, PLURAL)
 @kopf.timer(GROUP, VERSION, PLURAL, interval=RECONCILE_INTERVAL, initial_delay=RECONCILE_INTERVAL)
 def reconcile_streamapp(
-    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **_: Any
+    body: kopf.Body,
+    meta: kopf.Meta,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    **kwargs: Any,
 ) -> None:
     """Reconcile one StreamApp and record the outcome; never raises for an invalid StreamApp."""
     if _world is None:
         raise kopf.TemporaryError("the operator is still starting", delay=1)
-    app = reconcile.App(
+    app = _app(meta)
+    world = dataclasses.replace(
+        _world,
+        kafka_for=functools.partial(_admins.admin_for, user=app.uid),
+        peers=functools.partial(_peers, kwargs["application_ids"]),
+    )
+    started = time.monotonic()
+    with _lock(app.uid):
+        try:
+            result = reconcile.reconcile(app, _plain(spec), _plain(status), world, _now())
+        except KubernetesUnavailable as exc:
+            metrics.ERRORS.inc()
+            raise kopf.TemporaryError(str(exc), delay=RETRY_DELAY) from exc
+        finally:
+            metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
+    patch.status.update(result.status)
+    metrics.record(app.namespace, app.name, result.status)
+    _post(body, app, result.events)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+def delete_streamapp(
+    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, retry: int, **_: Any
+) -> None:
+    """Clean up after a deleted StreamApp (``spec.cleanupPolicy``); retried every few seconds while its pods
+    stop, at most ``CLEANUP_ATTEMPTS`` times, then given up with a Warning event: never a hung deletion."""
+    app = _app(meta)
+    if _world is None:
+        raise kopf.TemporaryError("the operator is still starting", delay=1)
+    if app.paused:
+        _post(body, app, [Event("Warning", "CleanupSkipped", "paused: nothing was cleaned up")])
+        _forget(app)
+        return
+    world = dataclasses.replace(_world, kafka_for=functools.partial(_admins.admin_for, user=app.uid))
+    with _lock(app.uid):
+        try:
+            done = reconcile.cleanup(app, _plain(spec), _plain(status), world)
+        except (KubernetesUnavailable, KafkaUnavailable) as exc:
+            done = reconcile.Cleanup(done=False, waiting=str(exc))
+    _post(body, app, done.events)
+    if not done.done:
+        if retry + 1 < CLEANUP_ATTEMPTS:
+            raise kopf.TemporaryError(f"cleanup waits: {done.waiting}", delay=CLEANUP_DELAY)
+        message = f"gave up cleaning up after {CLEANUP_ATTEMPTS} attempts: {done.waiting}"
+        _post(body, app, [Event("Warning", "CleanupIncomplete", message)])
+    _forget(app)
+
+
+def _forget(app: reconcile.App) -> None:
+    _admins.release(app.uid)
+    metrics.forget(app.namespace, app.name)
+    with _locks_guard:
+        _locks.pop(app.uid, None)
+
+
+def _app(meta: Mapping[str, Any]) -> reconcile.App:
+    return reconcile.App(
         name=str(meta["name"]),
         namespace=str(meta["namespace"]),
         uid=str(meta["uid"]),
         generation=int(meta.get("generation", 0)),
+        created=str(meta.get("creationTimestamp", "")),
+        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
     )
-    with _lock(app.uid):
-        try:
-            result = reconcile.reconcile(app, _plain(spec), _plain(status), _world, _now())
-        except KubernetesUnavailable as exc:
-            raise kopf.TemporaryError(str(exc), delay=RETRY_DELAY) from exc
-    patch.status.update(result.status)
-    for event in result.events:
+
+
+def _post(body: kopf.Body, app: reconcile.App, events: list[Event]) -> None:
+    for event in events:
         if event.type == "Warning":
             kopf.warn(body, reason=event.reason, message=event.message)
         else:

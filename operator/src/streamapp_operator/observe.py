@@ -15,7 +15,7 @@ from typing import Any
 
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator.conditions import RestoreView, restore_view, unready_pods
+from streamapp_operator.conditions import RestoreView, failing_threads, restore_view, started_pods
 from streamapp_operator.desired import HTTP_PORT, config_map_name, selector
 from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster
@@ -31,7 +31,8 @@ class Observation:
     the partition counts of the topology's topics that exist (external sources, repartition and changelog
     topics); ``group`` the consumer group's lag and state over the topics it consumes; ``kafka_error`` why
     Kafka could not be read (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods
-    that are not ready report about restoration (None: pods not asked).
+    that are not ready report about restoration (None: pods not asked), ``threads`` the stream threads
+    that keep failing inside the pods (one line per pod, ``conditions.failing_threads``).
     """
 
     config_map: dict[str, Any] | None = None
@@ -41,6 +42,7 @@ class Observation:
     disruption_budgets: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     restore: RestoreView | None = None
+    threads: list[str] = field(default_factory=list)
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
     kafka_error: str | None = None
@@ -58,6 +60,7 @@ def observe(
     """Read the children and pods of StreamApp ``namespace/name``, given ``instances`` the ``/status`` of
     its pods that are not ready, and, given a topology, its topics and group."""
     pods = cluster.list_pods(namespace, selector(name))
+    restore, threads = observe_instances(pods, instances) if instances is not None else (None, [])
     children = Observation(
         config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
         service=cluster.get("Service", namespace, name),
@@ -65,7 +68,8 @@ def observe(
         disruption_budget=cluster.get("PodDisruptionBudget", namespace, name),
         disruption_budgets=cluster.list_disruption_budgets(namespace),
         pods=pods,
-        restore=observe_restore(pods, instances) if instances is not None else None,
+        restore=restore,
+        threads=threads,
     )
     if topology is None or application_id is None or kafka is None:
         return children
@@ -78,10 +82,18 @@ def observe(
     return replace(children, partitions=partitions, group=group)
 
 
-def observe_restore(pods: list[dict[str, Any]], instances: InstanceReader) -> RestoreView:
-    """Ask the pods that are not ready for their ``/status`` (concurrently, within one overall deadline:
-    ``instances.read_statuses``); a pod that cannot answer is noted, not raised."""
-    return restore_view(read_statuses(instances, unready_pods(pods), HTTP_PORT))
+def observe_instances(pods: list[dict[str, Any]], instances: InstanceReader) -> tuple[RestoreView, list[str]]:
+    """Ask the started pods for their ``/status`` (concurrently, within one overall deadline, those that are
+    not ready first: ``instances.read_statuses``); a pod that cannot answer is noted, not raised.
+
+    Returns what the pods that are not ready say about restoration, and the stream threads failing in any
+    pod (a ready pod may still restart a failing thread). A ready pod that cannot answer does not make
+    ``Restoring`` unknown: it has restored everything."""
+    started = started_pods(pods)
+    documents = read_statuses(instances, [(name, ip) for name, ip, _ in started], HTTP_PORT)
+    unready = {name for name, _, ready in started if not ready}
+    restore = restore_view({pod: doc for pod, doc in documents.items() if pod in unready})
+    return restore, failing_threads(documents)
 
 
 def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:

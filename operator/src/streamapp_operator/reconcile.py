@@ -1,26 +1,31 @@
-"""Level-based reconcile of one StreamApp: observe, validate, then act in named steps; idempotent.
+"""The StreamApp controller: a level-based, idempotent reconcile as observe, validate, then named steps.
 
-The same :func:`reconcile` runs for create, update, resume and every timer tick; it never branches on
-what triggered it. It reads the world (``observe``), decides what is wrong (``validate``), and only when
-nothing is wrong brings Kafka and the cluster to the desired state, in this order:
+The same :func:`reconcile` runs for create, update, resume and every timer tick; it never branches on what
+triggered it. It reads the world (``observe``), decides what is wrong (``validate``: the spec and its
+``streams.yaml`` by the runtime's own ``StreamsConfig``, the ``application.id`` against every other
+StreamApp, children someone else owns, the topology against Kafka, strangers in the consumer group), builds
+every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.run_steps``):
 
-1. ``create_internal_topics``: repartition and changelog topics with the partition counts the topology
-   implies (the pods must find them when they start);
-2. ``apply_config_map``: topology and runtime configuration;
-3. ``apply_service``: the headless Service;
-4. ``apply_stateful_set``: the pods, rolled when their template (or the ConfigMap's hash) changes; the
+1. ``dry_run_children``: the API server validates and admits every child without storing any, so a child
+   it refuses never leaves a half-applied app (a new ConfigMap beside an old StatefulSet);
+2. ``create_internal_topics``: repartition and changelog topics with the partition counts the topology
+   implies; their names are recorded (``status.createdTopics``: only those are deleted on cleanup);
+3. ``apply_config_map``: topology and runtime configuration;
+4. ``apply_service``: the headless Service;
+5. ``apply_stateful_set``: the pods, rolled when their template (or the ConfigMap's hash) changes; the
    intent (``Progressing=True``) is written to status before a change that replaces running pods;
-5. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none
-   (disabled, no replicas, or a budget that would block every eviction: ``desired.disruption_budget``).
+6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none.
 
-An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised:
-the result is a status and events, which ``main.py`` writes through kopf. Only an unreachable API server
-propagates (``k8s.KubernetesUnavailable``) so that kopf retries.
+An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised: the
+result is a status and events, which ``main.py`` writes through kopf. Only a failed read of the API server
+propagates (``k8s.KubernetesUnavailable``) so that kopf retries. The annotation ``streamapp.io/paused:
+"true"`` stops all of it for one app (``status.paused``). :func:`cleanup` runs when a StreamApp is deleted
+(``spec.cleanupPolicy``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,23 +33,44 @@ from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired
 from streamapp_operator.conditions import (
+    PROGRESSING,
     Event,
-    announce_rollout,
     condition_events,
+    condition_order,
     conditions,
     failing_pods,
     ready_text,
     rollout,
 )
 from streamapp_operator.instances import InstanceReader
-from streamapp_operator.k8s import ApplyRejected, Cluster
-from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
+from streamapp_operator.k8s import Cluster
+from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
 from streamapp_operator.observe import Observation, observe
-from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.validate import Problem, TopicPlan, parse_spec, parse_topology, plan_topics
+from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
+from streamapp_operator.steps import (
+    KAFKA_UNAVAILABLE,
+    Intent,
+    StepOutcome,
+    announce,
+    apply_child,
+    dry_run,
+    owned_by,
+    run_steps,
+)
+from streamapp_operator.validate import (
+    Peer,
+    Problem,
+    TopicPlan,
+    foreign_children,
+    foreign_members,
+    identity_conflicts,
+    parse_spec,
+    parse_topology,
+    plan_topics,
+)
 
-KAFKA_UNAVAILABLE = "KafkaUnavailable"
-APPLY_REJECTED = "ApplyRejected"
+PAUSED_ANNOTATION = "streamapp.io/paused"
+SECRET_MISSING = "SecretMissing"
 
 
 @dataclass(frozen=True)
@@ -55,20 +81,28 @@ class App:
     namespace: str
     uid: str
     generation: int
+    created: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def owner(self) -> desired.Owner:
         return desired.Owner(name=self.name, namespace=self.namespace, uid=self.uid)
 
+    @property
+    def paused(self) -> bool:
+        return self.annotations.get(PAUSED_ANNOTATION, "").strip().lower() == "true"
+
 
 @dataclass(frozen=True)
 class World:
-    """The seams reconcile acts through: the Kubernetes API, a Kafka admin per bootstrap servers and the
-    pods' ``/status`` (None: not read, ``Restoring`` stays Unknown)."""
+    """The seams reconcile acts through: the Kubernetes API, a Kafka admin per connection, the pods'
+    ``/status`` (None: not read, ``Restoring`` stays Unknown) and the StreamApps of the cluster (``peers``,
+    kopf's index in ``main.py``)."""
 
     cluster: Cluster
-    kafka_for: Callable[[str], KafkaAdmin]
+    kafka_for: Callable[[KafkaConnection], KafkaAdmin]
     instances: InstanceReader | None = None
+    peers: Callable[[], Iterable[Peer]] = lambda: ()
 
 
 @dataclass
@@ -79,45 +113,210 @@ class Result:
     events: list[Event] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class StreamAppContext:
+    """Everything decided before acting: the typed spec, what was observed, the topic plan and every
+    desired child. Steps read it and act through ``world``."""
+
+    app: App
+    spec: StreamAppSpec
+    world: World
+    kafka: KafkaAdmin
+    observation: Observation
+    plan: TopicPlan
+    config_map: dict[str, Any]
+    service: dict[str, Any]
+    stateful_set: dict[str, Any]
+    budget: desired.DisruptionBudget
+    previous_status: dict[str, Any]
+    now: str
+
+    def children(self) -> list[dict[str, Any]]:
+        budget = [self.budget.manifest] if self.budget.manifest is not None else []
+        return [self.config_map, self.service, self.stateful_set, *budget]
+
+
+def dry_run_children(ctx: StreamAppContext) -> StepOutcome:
+    """Every child through the API server's validation and admission, none stored."""
+    return dry_run(ctx.world.cluster, ctx.children())
+
+
+def create_internal_topics(ctx: StreamAppContext) -> StepOutcome:
+    """Create the missing repartition and changelog topics (``replication.factor`` from spec.config) and
+    add the names created to ``status.createdTopics``."""
+    topics = [TopicSpec(t.name, t.partitions, t.config) for t in ctx.plan.internal_topics]
+    created = ctx.kafka.create_topics(topics, int(ctx.spec.config.get("replication.factor", "-1")))
+    known = sorted(ctx.previous_status.get("createdTopics") or [])
+    if not created:
+        return StepOutcome(status={"createdTopics": known} if known else {})
+    counts = {t.name: t.partitions for t in ctx.plan.internal_topics}
+    listed = ", ".join(f"{name} ({counts[name]} partitions)" for name in created)
+    return StepOutcome(
+        events=[Event("Normal", "TopicsCreated", f"Created internal topics {listed}")],
+        status={"createdTopics": sorted(set(known) | set(created))},
+    )
+
+
+def apply_config_map(ctx: StreamAppContext) -> StepOutcome:
+    return apply_child(ctx.world.cluster, ctx.config_map, ctx.observation.config_map)
+
+
+def apply_service(ctx: StreamAppContext) -> StepOutcome:
+    return apply_child(ctx.world.cluster, ctx.service, ctx.observation.service)
+
+
+def apply_stateful_set(ctx: StreamAppContext) -> StepOutcome:
+    """Apply the StatefulSet; when the change replaces running pods, ``Progressing=True`` is written to the
+    StreamApp's status first."""
+    observation, app = ctx.observation, ctx.app
+    if desired.rolls_pods(observation.stateful_set, ctx.stateful_set) and observation.pods:
+        message = f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}"
+        intent = Intent(app.namespace, app.name, app.generation, message)
+        previous = ctx.previous_status.get("conditions") or []
+        announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now)
+    return apply_child(ctx.world.cluster, ctx.stateful_set, observation.stateful_set)
+
+
+def apply_disruption_budget(ctx: StreamAppContext) -> StepOutcome:
+    """Apply the PodDisruptionBudget, or delete ours when there must be none.
+
+    Only a budget owned by this StreamApp (its uid in the ownerReferences) is deleted: a PodDisruptionBudget
+    of the same name made by someone else is left alone (never applied over: ``desired.disruption_budget``
+    decides none). A budget left out because it would block every eviction, or because someone else's is in
+    the way, is a Warning event, once per change of ``status.disruptionBudget``.
+    """
+    budget, cluster, app = ctx.budget, ctx.world.cluster, ctx.app
+    events: list[Event] = []
+    if (budget.blocking or budget.foreign) and ctx.previous_status.get("disruptionBudget") != budget.summary:
+        why = budget.summary.removeprefix("none: ")
+        events.append(Event("Warning", "DisruptionBudgetSkipped", f"No PodDisruptionBudget: {why}"))
+    status = {"disruptionBudget": budget.summary}
+    if budget.manifest is not None:
+        applied = apply_child(cluster, budget.manifest, ctx.observation.disruption_budget)
+        return StepOutcome(events=events + applied.events, status=status, stored=applied.stored)
+    current = ctx.observation.disruption_budget
+    if current is not None and owned_by(current, app.uid):
+        cluster.delete("PodDisruptionBudget", app.namespace, app.name, current["metadata"]["uid"])
+        events.append(Event("Normal", "Deleted", f"Deleted PodDisruptionBudget {app.name} ({budget.summary})"))
+    return StepOutcome(events=events, status=status)
+
+
+#: The StreamApp's reconcile, in order (``steps.run_steps``).
+STEPS = (
+    dry_run_children,
+    create_internal_topics,
+    apply_config_map,
+    apply_service,
+    apply_stateful_set,
+    apply_disruption_budget,
+)
+
+
 def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any], world: World, now: str) -> Result:
     """Bring StreamApp ``app`` towards ``raw_spec``; ``now`` (RFC 3339) stamps condition transitions."""
-    spec, problems = parse_spec(raw_spec)
+    if app.paused:
+        return paused_result(app, previous_status, now)
+    spec, problems = parse_spec(raw_spec, app.name)
     if spec is None:
         observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
-        return _result(app, None, None, problems, None, observation.stateful_set, observation, previous_status, now)
+        return _result(app, None, None, problems, None, observation, previous_status, now)
     application_id = spec.effective_application_id(app.name)
+    me = Peer(app.namespace, app.name, app.uid, app.created, application_id)
+    problems += identity_conflicts(me, world.peers())
     topology, topology_problems = parse_topology(spec)
     problems += topology_problems
-    kafka = world.kafka_for(spec.kafka.bootstrap_servers)
+    connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
+    problems += secret_problems
+    kafka = world.kafka_for(connection)
     observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances)
+    problems += foreign_children(
+        app.uid, {"ConfigMap": observation.config_map, "Service": observation.service,
+                  "StatefulSet": observation.stateful_set},
+    )  # fmt: skip
+    if observation.group is not None:
+        pod_names = [f"{app.name}-{i}" for i in range(max(spec.replicas, len(observation.pods)))]
+        pod_names += [str(p.get("metadata", {}).get("name")) for p in observation.pods]
+        problems += foreign_members(application_id, [m.client_id for m in observation.group.members], pod_names)
     plan, plan_problems = _plan(topology, application_id, observation)
     problems += plan_problems
-    events: list[Event] = []
+    run_events: list[Event] = []
+    run_status: dict[str, Any] = {}
     stateful_set = observation.stateful_set
-    budget: desired.DisruptionBudget | None = None
     if topology is not None and plan is not None and not problems:
-        try:
-            events += create_internal_topics(kafka, plan, spec)
-            config_map = desired.config_map(app.owner, topology.to_yaml(), desired.streams_config(spec, application_id))
-            events += apply(world.cluster, config_map, observation.config_map)
-            events += apply(world.cluster, desired.service(app.owner), observation.service)
-            manifest = desired.stateful_set(app.owner, spec, desired.config_hash(config_map))
-            previous = previous_status.get("conditions") or []
-            stateful_set, step_events = apply_stateful_set(world.cluster, app, manifest, observation, previous, now)
-            events += step_events
-            pod_labels = [pod.get("metadata", {}).get("labels") or {} for pod in observation.pods]
-            decision = desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels)
-            events += apply_disruption_budget(world.cluster, app, decision, observation, previous_status)
-            budget = decision  # reported in status only once it is in force
-        except KafkaUnavailable as exc:
-            problems.append(Problem(KAFKA_UNAVAILABLE, f"Kafka at {spec.kafka.bootstrap_servers}: {exc}"))
-        except ApplyRejected as exc:
-            problems.append(Problem(APPLY_REJECTED, str(exc)))
-    result = _result(app, spec, plan, problems, application_id, stateful_set, observation, previous_status, now)
-    if budget is not None:
-        result.status["disruptionBudget"] = budget.summary
-    result.events[:0] = events
+        context = _context(app, spec, world, kafka, observation, topology, plan, application_id, previous_status, now)
+        run = run_steps(STEPS, context)
+        if run.problem is not None:
+            problems.append(run.problem)
+        run_events, run_status = run.events, run.status
+        stateful_set = run.stored("StatefulSet") or stateful_set
+    result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
+    result.status.update(run_status)
+    result.events[:0] = run_events
     return result
+
+
+def _context(
+    app: App,
+    spec: StreamAppSpec,
+    world: World,
+    kafka: KafkaAdmin,
+    observation: Observation,
+    topology: TopologyDescription,
+    plan: TopicPlan,
+    application_id: str,
+    previous_status: dict[str, Any],
+    now: str,
+) -> StreamAppContext:
+    """Build every desired child from the spec (pure)."""
+    config_map = desired.config_map(app.owner, topology.to_yaml(), desired.streams_config(spec, application_id))
+    pod_labels = [pod.get("metadata", {}).get("labels") or {} for pod in observation.pods]
+    return StreamAppContext(
+        app=app,
+        spec=spec,
+        world=world,
+        kafka=kafka,
+        observation=observation,
+        plan=plan,
+        config_map=config_map,
+        service=desired.service(app.owner),
+        stateful_set=desired.stateful_set(app.owner, spec, desired.config_hash(config_map)),
+        budget=desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels),
+        previous_status=previous_status,
+        now=now,
+    )
+
+
+def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tuple[KafkaConnection, list[Problem]]:
+    """The operator's own connection to the app's Kafka: the same security settings as the pods, with the
+    credentials read from their Secrets (through the seam; never logged, never in status)."""
+    security = {key.removeprefix("producer."): value for key, value in _security(kafka).items()}
+    problems: list[Problem] = []
+
+    def secret(ref: SecretKeyRef | None, field: str) -> str | None:
+        if ref is None:
+            return None
+        data = cluster.read_secret(namespace, ref.name)
+        if data is None or ref.key not in data:
+            what = f"Secret {ref.name}" if data is None else f"key {ref.key!r} of Secret {ref.name}"
+            problems.append(Problem(SECRET_MISSING, f"{field}: {what} does not exist"))
+            return None
+        return data[ref.key]
+
+    auth = kafka.authentication
+    if auth is not None:
+        username = auth.username or secret(auth.username_secret, "spec.kafka.authentication.usernameSecret")
+        password = secret(auth.password_secret, "spec.kafka.authentication.passwordSecret")
+        security.update({"sasl.username": username or "", "sasl.password": password or ""})
+    if kafka.tls is not None and kafka.tls.ca_secret is not None:
+        security.pop("ssl.ca.location", None)
+        ca = secret(kafka.tls.ca_secret, "spec.kafka.tls.caSecret")
+        if ca is not None:
+            security["ssl.ca.pem"] = ca
+    return KafkaConnection(kafka.bootstrap_servers, tuple(sorted(security.items()))), problems
+
+
+def _security(kafka: KafkaSpec) -> dict[str, str]:
+    return {k: v for k, v in desired.security_config(kafka).items() if k.startswith("producer.")}
 
 
 def _plan(
@@ -130,89 +329,24 @@ def _plan(
     return plan_topics(topology, application_id, observation.partitions)
 
 
-def create_internal_topics(kafka: KafkaAdmin, plan: TopicPlan, spec: StreamAppSpec) -> list[Event]:
-    """Create the missing repartition and changelog topics (``replication.factor`` from spec.config)."""
-    topics = [TopicSpec(t.name, t.partitions, t.config) for t in plan.internal_topics]
-    created = kafka.create_topics(topics, int(spec.config.get("replication.factor", "-1")))
-    if not created:
-        return []
-    counts = {t.name: t.partitions for t in plan.internal_topics}
-    listed = ", ".join(f"{name} ({counts[name]} partitions)" for name in created)
-    return [Event("Normal", "TopicsCreated", f"Created internal topics {listed}")]
-
-
-def apply(cluster: Cluster, manifest: dict[str, Any], before: dict[str, Any] | None) -> list[Event]:
-    """Server-side apply one child; an event when it was created or changed."""
-    _, events = _apply(cluster, manifest, before)
-    return events
-
-
-def apply_stateful_set(
-    cluster: Cluster,
-    app: App,
-    manifest: dict[str, Any],
-    observation: Observation,
-    previous_conditions: list[dict[str, Any]],
-    now: str,
-) -> tuple[dict[str, Any], list[Event]]:
-    """Apply the StatefulSet; returns it as stored (its status feeds the StreamApp's status).
-
-    When the change replaces running pods, ``Progressing=True`` is written to the StreamApp's status first.
-    """
-    if desired.rolls_pods(observation.stateful_set, manifest) and observation.pods:
-        message = f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}"
-        conditions_now = announce_rollout(previous_conditions, app.generation, message, now)
-        cluster.patch_streamapp_status(app.namespace, app.name, {"conditions": conditions_now})
-    return _apply(cluster, manifest, observation.stateful_set)
-
-
-def apply_disruption_budget(
-    cluster: Cluster,
-    app: App,
-    budget: desired.DisruptionBudget,
-    observation: Observation,
-    previous_status: dict[str, Any],
-) -> list[Event]:
-    """Apply the PodDisruptionBudget, or delete ours when there must be none.
-
-    Only a budget owned by this StreamApp (its uid in the ownerReferences) is deleted: a PodDisruptionBudget
-    of the same name made by someone else is left alone (never applied over: ``desired.disruption_budget``
-    decides none). A budget left out because it would block every eviction, or because someone else's is in
-    the way, is a Warning event, once per change of ``status.disruptionBudget``.
-    """
-    events: list[Event] = []
-    if (budget.blocking or budget.foreign) and previous_status.get("disruptionBudget") != budget.summary:
-        why = budget.summary.removeprefix("none: ")
-        events.append(Event("Warning", "DisruptionBudgetSkipped", f"No PodDisruptionBudget: {why}"))
-    if budget.manifest is not None:
-        return events + apply(cluster, budget.manifest, observation.disruption_budget)
-    current = observation.disruption_budget
-    if current is not None and _owned_by(current, app.uid):
-        cluster.delete("PodDisruptionBudget", app.namespace, app.name, current["metadata"]["uid"])
-        events.append(Event("Normal", "Deleted", f"Deleted PodDisruptionBudget {app.name} ({budget.summary})"))
-    return events
-
-
-def _owned_by(obj: dict[str, Any], uid: str) -> bool:
-    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
-
-
-def _apply(
-    cluster: Cluster, manifest: dict[str, Any], before: dict[str, Any] | None
-) -> tuple[dict[str, Any], list[Event]]:
-    after = cluster.apply(manifest)
-    kind, name = manifest["kind"], manifest["metadata"]["name"]
-    if before is None:
-        return after, [Event("Normal", "Created", f"Created {kind} {name}")]
-    if _version(before) != _version(after):
-        return after, [Event("Normal", "Updated", f"Updated {kind} {name}")]
-    return after, []
-
-
-def _version(obj: dict[str, Any]) -> Any:
-    """What changes when an object's spec changes: its generation if it has one, else its resourceVersion."""
-    metadata = obj.get("metadata", {})
-    return metadata.get("generation") or metadata.get("resourceVersion")
+def paused_result(app: App, previous_status: dict[str, Any], now: str) -> Result:
+    """Nothing is observed nor changed; status says so (``paused``, ``Progressing=False``/``Paused``)."""
+    previous = [dict(c) for c in previous_status.get("conditions") or []]
+    old = next((c for c in previous if c.get("type") == PROGRESSING), {})
+    already = old.get("reason") == "Paused"
+    message = f"reconciling is paused by the annotation {PAUSED_ANNOTATION}"
+    progressing = {
+        "type": PROGRESSING,
+        "status": "False",
+        "reason": "Paused",
+        "message": message,
+        "lastTransitionTime": (old.get("lastTransitionTime") if already else None) or now,
+        "observedGeneration": app.generation,
+    }
+    kept = [c for c in previous if c.get("type") != PROGRESSING]
+    ordered = sorted([*kept, progressing], key=lambda c: condition_order(str(c.get("type"))))
+    events = [] if already else [Event("Normal", "Paused", message)]
+    return Result(status={"paused": True, "conditions": ordered}, events=events)
 
 
 def _result(
@@ -221,11 +355,12 @@ def _result(
     plan: TopicPlan | None,
     problems: list[Problem],
     application_id: str | None,
-    stateful_set: dict[str, Any] | None,
     observation: Observation,
     previous_status: dict[str, Any],
     now: str,
+    stateful_set: dict[str, Any] | None = None,
 ) -> Result:
+    stateful_set = stateful_set if stateful_set is not None else observation.stateful_set
     desired_replicas = spec.replicas if spec is not None else _spec_replicas(stateful_set)
     progress = rollout(stateful_set, desired_replicas)
     previous = previous_status.get("conditions") or []
@@ -238,6 +373,7 @@ def _result(
         now=now,
         failing=failing_pods(observation.pods),
         restore=observation.restore,
+        threads=observation.threads,
     )
     ready = progress.ready if progress else 0
     group = observation.group
@@ -253,6 +389,7 @@ def _result(
         "lag": group.lag if group else None,
         "consumerGroupState": group.state if group else None,
         "restoreRemaining": observation.restore.known_remaining if observation.restore else None,
+        "paused": None,
     }
     return Result(status=status, events=condition_events(previous, new_conditions))
 
@@ -262,3 +399,46 @@ def _spec_replicas(stateful_set: dict[str, Any] | None) -> int:
         return 0
     replicas: int = stateful_set.get("spec", {}).get("replicas", 0)
     return replicas
+
+
+@dataclass
+class Cleanup:
+    """The outcome of one cleanup attempt: ``done`` (the finalizer may go) or ``waiting`` for what."""
+
+    done: bool
+    events: list[Event] = field(default_factory=list)
+    waiting: str = ""
+
+
+def cleanup(app: App, raw_spec: dict[str, Any], status: dict[str, Any], world: World) -> Cleanup:
+    """What deleting StreamApp ``app`` does beyond the garbage collector (which deletes its children).
+
+    ``Retain`` (the default): nothing; the internal topics, the consumer group's committed offsets and the
+    state volumes stay, so an app re-created with the same ``application.id`` resumes where it stopped.
+    ``Delete``: the pods are stopped first (the StatefulSet is deleted: a group with members cannot be
+    deleted, and the pods would re-create topics), then the consumer group and the internal topics this
+    operator created (``status.createdTopics``, never a topic someone else made) are deleted; the state
+    volumes go with the StatefulSet (``persistentVolumeClaimRetentionPolicy.whenDeleted: Delete``).
+    """
+    spec, _ = parse_spec(raw_spec, app.name)
+    if spec is None or spec.cleanup_policy != CleanupPolicy.DELETE:
+        return Cleanup(done=True)
+    cluster = world.cluster
+    stateful_set = cluster.get("StatefulSet", app.namespace, app.name)
+    if stateful_set is not None and owned_by(stateful_set, app.uid):
+        cluster.delete("StatefulSet", app.namespace, app.name, stateful_set["metadata"]["uid"])
+    pods = cluster.list_pods(app.namespace, desired.selector(app.name))
+    if pods:
+        return Cleanup(done=False, waiting=f"{len(pods)} pods to stop before the consumer group is deleted")
+    connection, problems = kafka_connection(cluster, app.namespace, spec.kafka)
+    if problems:
+        return Cleanup(done=False, waiting="; ".join(p.message for p in problems))
+    kafka = world.kafka_for(connection)
+    application_id = status.get("applicationId") or spec.effective_application_id(app.name)
+    events = []
+    if kafka.delete_group(application_id):
+        events.append(Event("Normal", "ConsumerGroupDeleted", f"Deleted consumer group {application_id}"))
+    deleted = kafka.delete_topics(list(status.get("createdTopics") or []))
+    if deleted:
+        events.append(Event("Normal", "TopicsDeleted", f"Deleted internal topics {', '.join(deleted)}"))
+    return Cleanup(done=True, events=events)

@@ -12,11 +12,14 @@ admission: types, enums, minimums, patterns, required fields and defaults.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from annotated_types import Le
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
+from streamapp.config import StreamsConfig
 
 GROUP = "streamapp.io"
 VERSION = "v1alpha1"
@@ -31,11 +34,38 @@ API_VERSION = f"{GROUP}/{VERSION}"
 #: internal topic names (``<applicationId>-<store>-changelog``), so they share the rule.
 KAFKA_NAME_PATTERN = r"^[a-zA-Z0-9._-]+$"
 
-#: A Kubernetes resource quantity (``500m``, ``1Gi``, ``2``): YAML may give it as an int or a string.
+#: What Kubernetes accepts as a resource quantity (``resource.Quantity``): ``500m``, ``1Gi``, ``2``, ``1e3``.
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+
+def _quantity(value: int | str) -> int | str:
+    if isinstance(value, str) and re.fullmatch(QUANTITY_PATTERN, value) is None:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 500m, 1Gi, 2)")
+    return value
+
+
+#: A Kubernetes resource quantity (``500m``, ``1Gi``, ``2``): YAML may give it as an int or a string. The CRD
+#: checks the string form on admission (an unparsable quantity would otherwise make the API server answer
+#: the StatefulSet with HTTP 500).
 Quantity = Annotated[
     int | str,
-    WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}),
+    AfterValidator(_quantity),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "x-kubernetes-int-or-string": True,
+            "pattern": QUANTITY_PATTERN,
+        }
+    ),
 ]
+
+#: Most stream threads per pod: the runtime's own bound (``StreamsConfig``'s ``num.stream.threads``).
+MAX_THREADS = next(m.le for m in StreamsConfig.model_fields["num_stream_threads"].metadata if isinstance(m, Le))
+#: Most pods of one StreamApp. Each pod is a static group member with its own state volume; more pods than
+#: tasks idle, and a typo (``100000``) must not ask the scheduler for that many pods.
+MAX_REPLICAS = 256
 
 
 class _Model(BaseModel):
@@ -59,6 +89,56 @@ class ImagePullPolicy(StrEnum):
     NEVER = "Never"
 
 
+class SaslMechanism(StrEnum):
+    """SASL mechanisms of ``spec.kafka.authentication``."""
+
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
+class SecretKeyRef(_Model):
+    """A key of a Secret in the StreamApp's namespace."""
+
+    name: str = Field(min_length=1, description="Name of the Secret (same namespace as the StreamApp).")
+    key: str = Field(min_length=1, description="Key in the Secret's data.")
+
+
+_ONE_USERNAME = "set either username or usernameSecret"
+
+
+class KafkaAuthentication(_Model):
+    """SASL authentication of the pods and of the operator's admin client; the credentials stay in a Secret
+    (mounted into the pods as environment variables, read by the operator; never copied)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "has(self.username) != has(self.usernameSecret)", "message": _ONE_USERNAME}
+            ]
+        }
+    )
+
+    mechanism: SaslMechanism = Field(description="SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.")
+    username: str | None = Field(default=None, min_length=1, description="SASL user name (not secret).")
+    username_secret: SecretKeyRef | None = Field(default=None, description="SASL user name from a Secret.")
+    password_secret: SecretKeyRef = Field(description="SASL password from a Secret.")
+
+    @model_validator(mode="after")
+    def _one_username(self) -> KafkaAuthentication:
+        if (self.username is None) == (self.username_secret is None):
+            raise ValueError(_ONE_USERNAME)
+        return self
+
+
+class KafkaTls(_Model):
+    """TLS to the brokers, verified against a CA certificate from a Secret."""
+
+    ca_secret: SecretKeyRef | None = Field(
+        default=None, description="PEM CA certificate(s) from a Secret; the system CAs when unset."
+    )
+
+
 class KafkaSpec(_Model):
     """How the application reaches its Kafka cluster."""
 
@@ -66,6 +146,17 @@ class KafkaSpec(_Model):
         min_length=1,
         description="Kafka bootstrap.servers: comma-separated host:port list, used by the pods and the operator.",
     )
+    authentication: KafkaAuthentication | None = Field(
+        default=None, description="SASL authentication with credentials from a Secret."
+    )
+    tls: KafkaTls | None = Field(default=None, description="TLS to the brokers (SSL or SASL_SSL).")
+
+    def security_protocol(self) -> str:
+        """librdkafka's ``security.protocol`` implied by authentication and TLS."""
+        sasl, tls = self.authentication is not None, self.tls is not None
+        return {(False, False): "PLAINTEXT", (True, False): "SASL_PLAINTEXT", (False, True): "SSL"}.get(
+            (sasl, tls), "SASL_SSL"
+        )
 
 
 class TopologyNode(_Model):
@@ -111,6 +202,13 @@ class ResourceRequirements(_Model):
 
     limits: dict[str, Quantity] | None = Field(default=None, description="Maximum resources, e.g. cpu, memory.")
     requests: dict[str, Quantity] | None = Field(default=None, description="Requested resources.")
+
+
+class CleanupPolicy(StrEnum):
+    """What deleting a StreamApp does to its data beyond the Kubernetes objects it owns."""
+
+    RETAIN = "Retain"
+    DELETE = "Delete"
 
 
 #: The budget the operator applies when ``spec.disruptionBudget`` sets neither bound (Strimzi's default).
@@ -174,8 +272,8 @@ class StreamAppSpec(_Model):
         max_length=200,
         description="Kafka Streams application.id: consumer group and internal topic prefix. Default: metadata.name.",
     )
-    replicas: int = Field(default=1, ge=0, description="Number of pods (the /scale subresource).")
-    threads: int = Field(default=1, ge=1, description="Stream threads per pod (num.stream.threads).")
+    replicas: int = Field(default=1, ge=0, le=MAX_REPLICAS, description="Number of pods (the /scale subresource).")
+    threads: int = Field(default=1, ge=1, le=MAX_THREADS, description="Stream threads per pod (num.stream.threads).")
     processing_guarantee: ProcessingGuarantee = Field(
         default=ProcessingGuarantee.AT_LEAST_ONCE, description="Kafka Streams processing.guarantee."
     )
@@ -195,6 +293,15 @@ class StreamAppSpec(_Model):
         default_factory=DisruptionBudgetSpec,
         description="PodDisruptionBudget of the pods; default: one pod evicted at a time.",
         json_schema_extra={"default": {}},
+    )
+
+    cleanup_policy: CleanupPolicy = Field(
+        default=CleanupPolicy.RETAIN,
+        description=(
+            "On deletion: Retain keeps the internal topics, the consumer group's offsets and the state volumes "
+            "(a re-created app resumes where it was); Delete removes the internal topics the operator created, "
+            "the consumer group and the state volumes."
+        ),
     )
 
     @classmethod
@@ -245,4 +352,11 @@ class StreamAppStatus(_Model):
     )
     restore_remaining: int | None = Field(
         default=None, description="Changelog records left to restore over the pods that are not ready."
+    )
+    created_topics: list[str] | None = Field(
+        default=None,
+        description="Internal topics this operator created for the app: the only topics cleanupPolicy Delete deletes.",
+    )
+    paused: bool | None = Field(
+        default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
     )

@@ -7,17 +7,42 @@ retry in a loop. Messages name the field, node or topic and say what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from streamapp.config import ConfigError, StreamsConfig
 from streamapp.topology import InternalTopic, TopologyDescription, TopologyError
 
-from streamapp_operator.desired import DERIVED_CONFIG_KEYS
+from streamapp_operator.desired import DERIVED_CONFIG_KEYS, SECURITY_CONFIG_KEYS, streams_config
 from streamapp_operator.resources import StreamAppSpec
 
 SPEC_INVALID = "SpecInvalid"
+CONFIG_INVALID = "ConfigInvalid"
+SECRET_IN_CONFIG = "SecretInConfig"
+APPLICATION_ID_IN_USE = "ApplicationIdInUse"
+FOREIGN_OBJECT = "ForeignObject"
+CONSUMER_GROUP_IN_USE = "ConsumerGroupInUse"
+
+#: ``spec.config`` keys whose values are credentials (librdkafka's and the Schema Registry client's names,
+#: with or without a ``consumer.``/``producer.``/``schema.registry.`` prefix): they would be copied into a
+#: ConfigMap in plain text, so they are refused in favour of ``spec.kafka.authentication``/``tls``.
+SECRET_CONFIG_SUFFIXES = (
+    "sasl.password",
+    "sasl.username",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.config",
+    "ssl.key.password",
+    "ssl.key.pem",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl_key",
+    "basic.auth.user.info",
+    "bearer.auth.token",
+)
 TOPOLOGY_INVALID = "TopologyInvalid"
 SOURCE_TOPIC_MISSING = "SourceTopicMissing"
 INTERNAL_TOPIC_MISMATCH = "InternalTopicMismatch"
@@ -44,28 +69,135 @@ class TopicPlan:
     tasks: int
 
 
-def parse_spec(raw: Mapping[str, Any]) -> tuple[StreamAppSpec | None, list[Problem]]:
-    """Parse a StreamApp's ``spec``; the API server's schema already checked most of it."""
+def parse_spec(raw: Mapping[str, Any], name: str = "app") -> tuple[StreamAppSpec | None, list[Problem]]:
+    """Parse the ``spec`` of StreamApp ``name``; the API server's schema already checked most of it."""
     try:
         spec = StreamAppSpec.parse(dict(raw))
     except ValidationError as exc:
         return None, [Problem(SPEC_INVALID, f"spec: {_message(exc)}")]
-    return spec, check_spec(spec)
+    return spec, check_spec(spec, spec.effective_application_id(name))
 
 
-def check_spec(spec: StreamAppSpec) -> list[Problem]:
-    """Cross-field rules of the spec that the CRD schema cannot express."""
+def check_spec(spec: StreamAppSpec, application_id: str = "app") -> list[Problem]:
+    """Cross-field rules of the spec that the CRD schema cannot express, then the whole ``streams.yaml``
+    the pods would get, checked by the runtime's own ``StreamsConfig`` (unknown keys, ill-typed values,
+    a dead-letter handler without its topic): a bad key is a condition naming the field here, never a
+    crash loop of every pod."""
     problems = []
-    for key in sorted(set(spec.config) & set(DERIVED_CONFIG_KEYS)):
+    for key in sorted(set(spec.config) & (set(DERIVED_CONFIG_KEYS) | set(SECURITY_CONFIG_KEYS))):
+        source = DERIVED_CONFIG_KEYS.get(key) or "spec.kafka.authentication/tls"
+        problems.append(Problem(SPEC_INVALID, f"spec.config[{key!r}] is set by the operator from {source}"))
+    for key in sorted(k for k in spec.config if k.lower().endswith(SECRET_CONFIG_SUFFIXES)):
         problems.append(
-            Problem(SPEC_INVALID, f"spec.config[{key!r}] is set by the operator from {DERIVED_CONFIG_KEYS[key]}")
+            Problem(
+                SECRET_IN_CONFIG,
+                f"spec.config[{key!r}] looks like a credential and would be stored in plain text: put it in a "
+                "Secret and reference it from spec.kafka.authentication (usernameSecret, passwordSecret)",
+            )
         )
     factor = spec.config.get("replication.factor", "-1")
     if not _is_int(factor) or int(factor) == 0 or int(factor) < -1:
         problems.append(
             Problem(SPEC_INVALID, f"spec.config['replication.factor'] must be -1 or a positive integer, got {factor!r}")
         )
+    if problems:
+        return problems
+    try:
+        StreamsConfig.from_mapping(streams_config(spec, application_id))
+    except ConfigError as exc:
+        problems.append(Problem(CONFIG_INVALID, _config_message(str(exc))))
     return problems
+
+
+def _config_message(message: str) -> str:
+    """The runtime's ConfigError in the spec's words: ``'num.stream.threads': ...`` -> ``spec.threads: ...``,
+    ``unknown key 'x'`` -> ``spec.config['x']: unknown key``, any other key -> ``spec.config['key']: ...``."""
+    parts = []
+    for part in message.removeprefix("invalid streams config: ").split("; "):
+        if match := re.fullmatch(r"unknown key '(.+)'", part):
+            parts.append(f"spec.config[{match.group(1)!r}]: unknown key")
+        elif match := re.fullmatch(r"'([^']+)': (.*)", part, re.DOTALL):
+            key, text = match.groups()
+            field = DERIVED_CONFIG_KEYS.get(key, "")
+            where = field if field.startswith("spec.") else f"spec.config[{key!r}]"
+            where = "spec.config" if key == "config" else where
+            parts.append(f"{where}: {text}")
+        else:
+            parts.append(f"spec.config: {part}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A StreamApp of the cluster as the operator's index knows it: who claims which ``application.id``."""
+
+    namespace: str
+    name: str
+    uid: str
+    created: str
+    """``metadata.creationTimestamp`` (RFC 3339): the older app keeps a contested id."""
+    application_id: str
+
+
+def identity_conflicts(me: Peer, peers: Iterable[Peer]) -> list[Problem]:
+    """An ``application.id`` is a consumer group, a ``group.instance.id`` prefix and an internal-topic
+    prefix in one Kafka cluster, so two StreamApps must never share one: they would split the input
+    partitions, or fence each other's static members for ever, and both look healthy.
+
+    The app created first keeps the id (ties: namespace/name); ``me`` is refused naming the other one.
+    """
+    rivals = [p for p in peers if p.application_id == me.application_id and p.uid != me.uid]
+    older = sorted((p for p in rivals if (p.created, p.namespace, p.name) < (me.created, me.namespace, me.name)),
+                   key=lambda p: (p.created, p.namespace, p.name))  # fmt: skip
+    if not older:
+        return []
+    first = older[0]
+    return [
+        Problem(
+            APPLICATION_ID_IN_USE,
+            f"application.id {me.application_id!r} is already used by StreamApp {first.namespace}/{first.name}; "
+            "set a unique spec.applicationId (the default is metadata.name, unique only within a namespace)",
+        )
+    ]
+
+
+def foreign_children(owner_uid: str, children: Mapping[str, Mapping[str, Any] | None]) -> list[Problem]:
+    """Children that exist without ``owner_uid`` among their ownerReferences (``kind -> object``): made by
+    someone else, so never applied over (server-side apply would take over their fields) nor deleted (our
+    owner reference would hand them to the garbage collector)."""
+    problems = []
+    for kind, obj in children.items():
+        if obj is None:
+            continue
+        metadata = obj.get("metadata") or {}
+        if any(ref.get("uid") == owner_uid for ref in metadata.get("ownerReferences") or []):
+            continue
+        problems.append(
+            Problem(
+                FOREIGN_OBJECT,
+                f"{kind} {metadata.get('name')} exists and is not owned by this StreamApp; "
+                "it is left untouched: rename or delete it, or give the StreamApp another name",
+            )
+        )
+    return problems
+
+
+def foreign_members(application_id: str, client_ids: Sequence[str], pod_names: Iterable[str]) -> list[Problem]:
+    """Members of the app's consumer group that are not stream threads of its own pods (client id
+    ``<application.id>-<pod>-StreamThread-<n>-consumer``): joining would split the partitions with them."""
+    ours = set(pod_names)
+    pattern = re.compile(rf"{re.escape(application_id)}-(.+)-StreamThread-\d+-consumer")
+    strangers = sorted({c for c in client_ids if not ((m := pattern.fullmatch(c)) and m.group(1) in ours)})
+    if not strangers:
+        return []
+    shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+    return [
+        Problem(
+            CONSUMER_GROUP_IN_USE,
+            f"consumer group {application_id!r} has members that are not this StreamApp's pods ({shown}); "
+            "set a unique spec.applicationId or stop the other consumers",
+        )
+    ]
 
 
 def parse_topology(spec: StreamAppSpec) -> tuple[TopologyDescription | None, list[Problem]]:

@@ -1,0 +1,145 @@
+"""A stream thread failing inside a pod is Degraded with its pod, thread, task and error (bounded); deleting a
+StreamApp cleans up only what its cleanupPolicy and the operator's own records allow; Kafka admin clients
+live only while an app uses them; kopf's record of the last spec stays small whatever the spec's size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
+from streamapp_operator.conditions import MAX_FAILURE_BYTES_PER_POD, failing_threads
+from streamapp_operator.kafka import AdminPool, KafkaConnection
+from streamapp_operator.main import DigestDiffBaseStorage
+from streamapp_operator.reconcile import App, World, cleanup, reconcile
+
+APP = App(name="poisoned", namespace="apps", uid="uid-p", generation=1)
+LABELS = {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "poisoned"}
+NOW = "2026-01-01T00:00:00Z"
+
+
+def _worker(thread: int, restarts: int, error: str | None, failure: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"thread": thread, "alive": True, "restarts": restarts, "exit_code": 1 if error else None,
+            "error": error, "last_failure": failure, "tasks": []}  # fmt: skip
+
+
+POISON = {"task": "0_1", "topic": "flights", "partition": 1, "offset": 17,
+          "error": "SerdeError: cannot decode value as json", "at": 1.0}  # fmt: skip
+
+
+def test_a_failing_stream_thread_names_pod_thread_task_offset_and_error() -> None:
+    documents: dict[str, dict[str, Any] | str] = {
+        "app-0": {"phase": "running", "workers": [_worker(0, 3, "SerdeError: x", POISON), _worker(1, 0, None)]},
+        "app-1": {"phase": "running", "workers": [_worker(0, 0, None)]},
+        "app-2": "connection refused",
+    }
+    assert failing_threads(documents) == [
+        "pod app-0: thread 0, task 0_1, topic flights[1] offset 17: SerdeError: cannot decode value as json"
+    ]
+
+
+def test_a_runtime_that_gave_up_is_failing_and_one_restart_without_error_is_not() -> None:
+    documents: dict[str, dict[str, Any] | str] = {
+        "app-0": {"phase": "failed", "workers": [_worker(0, 5, "KafkaError: SASL authentication failed")]},
+        "app-1": {"phase": "running", "workers": [_worker(0, 1, None)]},
+    }
+    (line,) = failing_threads(documents)
+    assert line.startswith("pod app-0: the runtime gave up after repeated stream thread failures; thread 0: ")
+    assert line.endswith("KafkaError: SASL authentication failed")
+
+
+def test_failure_text_is_bounded_per_pod_and_in_pods() -> None:
+    huge = _worker(0, 2, "ValueError: " + "x" * 100_000)
+    documents: dict[str, dict[str, Any] | str] = {f"app-{i}": {"workers": [huge]} for i in range(12)}
+    lines = failing_threads(documents)
+    assert len(lines) == 6 and lines[-1] == "and 7 more pods"
+    assert all(len(line.encode()) <= MAX_FAILURE_BYTES_PER_POD for line in lines)
+
+
+def test_a_ready_pod_whose_thread_keeps_failing_degrades_the_app(kafka: TestingKafka) -> None:
+    cluster, instances = TestingCluster(), TestingInstances()
+    ready = {"phase": "Running", "podIP": "127.0.100.9",
+             "containerStatuses": [{"name": "streamapp", "started": True, "ready": True}],
+             "conditions": [{"type": "Ready", "status": "True"}]}  # fmt: skip
+    cluster.add_pod("apps", "poisoned-0", LABELS, ready)
+    instances.documents["127.0.100.9"] = {"phase": "running", "workers": [_worker(0, 4, "SerdeError: x", POISON)]}
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=instances)
+    status = reconcile(APP, flights_spec(), {}, world, NOW).status
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "StreamThreadsFailing")
+    assert "pod poisoned-0: thread 0, task 0_1, topic flights[1] offset 17: SerdeError" in degraded["message"]
+
+
+def _deployed(cluster: TestingCluster, kafka: TestingKafka, **spec: Any) -> dict[str, Any]:
+    kafka.topics["poisoned-per-carrier-repartition"] = 4  # made by someone else
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    status = reconcile(APP, flights_spec(**spec), {}, world, NOW).status
+    kafka.groups.add("poisoned")
+    return status
+
+
+def test_cleanup_policy_retain_keeps_topics_and_group(cluster: TestingCluster, kafka: TestingKafka) -> None:
+    status = _deployed(cluster, kafka)
+    topics = dict(kafka.topics)
+    world = World(cluster=cluster, kafka_for=lambda _: kafka)
+    assert cleanup(APP, flights_spec(cleanupPolicy="Retain"), status, world).done
+    assert kafka.topics == topics and kafka.groups == {"poisoned"}
+    assert cluster.get("StatefulSet", "apps", "poisoned") is not None
+
+
+def test_cleanup_policy_delete_stops_pods_then_deletes_group_and_only_the_topics_it_created(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    spec = flights_spec(cleanupPolicy="Delete")
+    status = _deployed(cluster, kafka, cleanupPolicy="Delete")
+    cluster.add_pod("apps", "poisoned-0", LABELS, {"phase": "Running"})
+    world = World(cluster=cluster, kafka_for=lambda _: kafka)
+    waiting = cleanup(APP, spec, status, world)
+    assert not waiting.done and waiting.waiting.startswith("1 pods to stop")
+    assert cluster.get("StatefulSet", "apps", "poisoned") is None
+    assert kafka.groups == {"poisoned"}, "the group was deleted while pods were still members"
+    del cluster.objects[("Pod", "apps", "poisoned-0")]  # what the StatefulSet controller does
+    done = cleanup(APP, spec, status, world)
+    assert done.done and kafka.groups == set()
+    assert kafka.topics == {"flights": 4, "poisoned-per-carrier-repartition": 4}
+    assert [e.reason for e in done.events] == ["ConsumerGroupDeleted", "TopicsDeleted"]
+
+
+def test_a_stateful_set_someone_else_owns_is_not_deleted_by_cleanup(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    cluster.add({"kind": "StatefulSet", "metadata": {"name": "poisoned", "namespace": "apps", "uid": "x"}})
+    world = World(cluster=cluster, kafka_for=lambda _: kafka)
+    cleanup(APP, flights_spec(cleanupPolicy="Delete"), {}, world)
+    assert cluster.get("StatefulSet", "apps", "poisoned") is not None
+
+
+def test_an_admin_client_no_app_uses_is_dropped() -> None:
+    made: list[KafkaConnection] = []
+    pool = AdminPool(factory=lambda c: made.append(c) or object())
+    bad, good = KafkaConnection("nowhere:9092"), KafkaConnection("127.0.0.1:9092")
+    pool.admin_for(bad, "a")
+    pool.admin_for(good, "b")
+    assert pool.connections() == 2
+    pool.admin_for(good, "a")  # app a fixed its bootstrap servers
+    assert pool.connections() == 1
+    pool.release("b")
+    assert pool.connections() == 1  # a still uses it
+    pool.release("a")
+    assert pool.connections() == 0
+
+
+def test_kopfs_last_handled_configuration_is_a_digest_whatever_the_spec_size() -> None:
+    storage = DigestDiffBaseStorage(prefix="streamapp.io", key="last-handled-configuration")
+    raw = {"apiVersion": "streamapp.io/v1alpha1", "kind": "StreamApp",
+           "metadata": {"name": "big", "namespace": "apps", "annotations": {}},
+           "spec": flights_spec(config={f"consumer.k{i}": "v" * 100 for i in range(3000)})}  # fmt: skip
+    body = kopf.Body(raw)
+    patch = kopf.Patch()
+    storage.store(body=body, patch=patch, essence=storage.build(body=body))
+    annotations = dict(patch["metadata"]["annotations"])
+    assert max(len(value) for value in annotations.values()) < 200
+    raw["metadata"]["annotations"] = annotations
+    assert storage.fetch(body=kopf.Body(raw)) == storage.build(body=kopf.Body(raw))  # unchanged: no diff
+    raw["spec"] = flights_spec(replicas=3)
+    assert storage.fetch(body=kopf.Body(raw)) != storage.build(body=kopf.Body(raw))  # changed: a diff
