@@ -35,6 +35,7 @@ from streamapp.topology.document import DescriptionModel
 
 __all__ = [
     "FAMILY_PACKAGE",
+    "GLOBAL_TABLE_KIND",
     "KINDS",
     "FunctionRef",
     "Kind",
@@ -55,6 +56,9 @@ Kind = Literal["stream", "table", "grouped_table", "global_table"]
 """The kind of record flow a node outputs (see the module docstring)."""
 
 KINDS: tuple[Kind, ...] = ("stream", "table", "grouped_table", "global_table")
+
+GLOBAL_TABLE_KIND: Kind = "global_table"
+"""The output kind of a ``global_table`` node; only ``stream_global_join`` reads it (at position 1)."""
 
 _KIND_WORDS: dict[str, str] = {
     "stream": "a stream",

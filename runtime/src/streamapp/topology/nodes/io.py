@@ -26,20 +26,22 @@ from pydantic import Field, field_validator, model_validator
 from streamapp.topology.document import SerdeName, check_serde
 from streamapp.topology.errors import TopologyError
 from streamapp.topology.names import check_name
-from streamapp.topology.nodes.base import FunctionRef, NodeBase, repartition_topic_suffix, store_type_problem
+from streamapp.topology.nodes.base import (
+    GLOBAL_TABLE_KIND,
+    FunctionRef,
+    NodeBase,
+    repartition_topic_suffix,
+    store_type_problem,
+)
 from streamapp.topology.timestamps import TimestampExtractorSpec
 
 __all__ = [
-    "GLOBAL_TABLE_KIND",
     "GlobalTableNode",
     "RepartitionNode",
     "SinkNode",
     "SourceNode",
     "TableSourceNode",
 ]
-
-GLOBAL_TABLE_KIND = "global_table"
-"""The output kind of a ``global_table`` node; only ``stream_global_join`` reads it (at position 1)."""
 
 
 class SourceNode(NodeBase):

@@ -34,8 +34,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from streamapp.topology.nodes.base import FunctionRef, NodeBase, store_type_problem
-from streamapp.topology.nodes.io import GLOBAL_TABLE_KIND
+from streamapp.topology.nodes.base import GLOBAL_TABLE_KIND, FunctionRef, NodeBase, store_type_problem
 from streamapp.topology.windows import JoinWindowsSpec
 
 __all__ = [
