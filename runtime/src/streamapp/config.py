@@ -7,6 +7,15 @@ unknown one when the client is created. ``schema.registry.*`` keys go, without t
 Schema Registry client (``schema.registry.url`` -> ``url``, ``schema.registry.basic.auth.user.info``, ...;
 docs/serdes.md). Any other unknown key is an error, so a typo never passes silently.
 
+Security (SASL and TLS): librdkafka's ``security.protocol``, ``sasl.*`` and ``ssl.*`` keys at the top level apply
+to every Kafka client of the application (group, restore and global consumers, producer, admin), as Kafka Streams
+passes its top-level client settings to all its clients; a ``consumer.*`` or ``producer.*`` key of the same name
+overrides it for that client. ``StreamsConfig.load`` also reads them from the environment, which overrides the
+file (``SECURITY_ENV``): ``STREAMAPP_KAFKA_<KEY>`` with the key upper-cased and dots as underscores
+(``STREAMAPP_KAFKA_SASL_PASSWORD`` -> ``sasl.password``), or ``STREAMAPP_KAFKA_<KEY>_FILE`` naming a file that holds
+the value (a mounted Secret; one trailing newline is dropped) for ``SECRET_KEYS``. docs/execution.md "Kafka
+security".
+
 Keys and defaults (Kafka Streams' unless marked *streamapp*):
 
 =======================================  ==================  ========================================================
@@ -68,6 +77,7 @@ Memory bounds the runtime sets on librdkafka (*streamapp* defaults, librdkafka's
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -75,7 +85,7 @@ from typing import Any, Final, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "ConfigError", "StreamsConfig"]
+__all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "SECRET_KEYS", "SECURITY_ENV", "ConfigError", "StreamsConfig"]
 
 AT_LEAST_ONCE: Final = "at_least_once"
 EXACTLY_ONCE_V2: Final = "exactly_once_v2"
@@ -83,6 +93,22 @@ _EOS_COMMIT_INTERVAL_MS = 100
 _ALOS_COMMIT_INTERVAL_MS = 30_000
 
 _CLIENT_PREFIXES = ("consumer.", "producer.", "schema.registry.")
+_SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
+"""librdkafka's security keys: at the top level they go to every Kafka client."""
+SECRET_KEYS: Final = ("sasl.username", "sasl.password", "ssl.key.password")
+"""Security keys that may also come from a file named by ``STREAMAPP_KAFKA_<KEY>_FILE``."""
+SECURITY_ENV: Final[Mapping[str, str]] = {
+    f"STREAMAPP_KAFKA_{key.upper().replace('.', '_')}": key
+    for key in (
+        "security.protocol",
+        "sasl.mechanism",
+        *SECRET_KEYS,
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+    )
+}
+"""Environment variables ``StreamsConfig.load`` reads (overriding the config file) -> the key each sets."""
 
 
 class ConfigError(ValueError):
@@ -171,14 +197,19 @@ class StreamsConfig(BaseModel):
         """
         settings: dict[str, Any] = {}
         clients: dict[str, dict[str, str]] = {"consumer": {}, "producer": {}, "schema_registry": {}}
+        security: dict[str, str] = {}
         for key, value in values.items():
             prefix = next((p for p in _CLIENT_PREFIXES if str(key).startswith(p)), None)
             if prefix is not None:
                 clients[prefix[:-1].replace(".", "_")][str(key)[len(prefix) :]] = _client_value(value)
+            elif str(key).startswith(_SECURITY_PREFIXES):
+                security[str(key)] = _client_value(value)
             elif key in ("consumer", "producer"):
                 raise ConfigError(f"config key '{key}': use '{key}.<librdkafka key>' keys instead of a map")
             else:
                 settings[str(key)] = value
+        for client in ("consumer", "producer"):  # a client's own key wins over the shared one
+            clients[client] = {**security, **clients[client]}
         try:
             return cls.model_validate({**settings, **clients})
         except ValidationError as exc:
@@ -186,10 +217,17 @@ class StreamsConfig(BaseModel):
             raise ConfigError(f"invalid streams config: {problems}") from None
 
     @classmethod
-    def load(cls, path: str | Path | None, overrides: Mapping[str, str] | None = None) -> StreamsConfig:
-        """Read a YAML config file (or none) and apply ``--set key=value`` overrides on top.
+    def load(
+        cls,
+        path: str | Path | None,
+        overrides: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> StreamsConfig:
+        """Read a YAML config file (or none), apply ``--set key=value`` overrides on top, then the security
+        settings of ``environ`` (default ``os.environ``; ``SECURITY_ENV``, module docstring).
 
-        Raises ConfigError when the file is missing, is not a YAML map, or has invalid keys.
+        Raises ConfigError when the file is missing, is not a YAML map, has invalid keys, or a ``*_FILE``
+        variable names a file that cannot be read.
         """
         values: dict[str, Any] = {}
         if path is not None:
@@ -205,6 +243,7 @@ class StreamsConfig(BaseModel):
                 raise ConfigError(f"config file {path} must be a YAML map of keys to values")
             values.update(loaded)
         values.update(overrides or {})
+        values.update(security_from_environment(os.environ if environ is None else environ))
         return cls.from_mapping(values)
 
     @property
@@ -219,6 +258,25 @@ class StreamsConfig(BaseModel):
             for key, value in getattr(self, client).items():
                 flat[f"{client.replace('_', '.')}.{key}"] = value
         return flat
+
+
+def security_from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The security keys set by ``SECURITY_ENV`` variables in ``environ`` (a ``*_FILE`` variable's file content,
+    without one trailing newline, for ``SECRET_KEYS``; the plain variable wins over its ``_FILE`` form).
+
+    Raises ConfigError naming the variable (never the value) when a ``*_FILE`` cannot be read."""
+    found: dict[str, str] = {}
+    for name, key in SECURITY_ENV.items():
+        file_name = f"{name}_FILE"
+        if name in environ:
+            found[key] = environ[name]
+        elif key in SECRET_KEYS and environ.get(file_name):
+            try:
+                text = Path(environ[file_name]).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"{file_name}: cannot read {environ[file_name]}: {exc.strerror}") from None
+            found[key] = text.removesuffix("\n")
+    return found
 
 
 def _client_value(value: Any) -> str:

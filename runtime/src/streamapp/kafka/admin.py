@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamapp.kafka.types import KafkaClientError, TopicPartition
+from streamapp.kafka.types import KafkaAuthenticationError, KafkaClientError, TopicPartition
 
 __all__ = [
     "DeleteRecordsResult",
@@ -82,18 +82,29 @@ class TopicAdmin:
     """A small AdminClient wrapper. ``settings`` are librdkafka settings (``bootstrap.servers`` ...)."""
 
     def __init__(self, settings: Mapping[str, Any], timeout_s: float = 30.0) -> None:
-        self._admin = AdminClient(dict(settings))
+        self._authentication_error: str | None = None
+        config: dict[str, Any] = {"error_cb": self._on_error, **settings}
+        self._admin = AdminClient(config)
         self._timeout_s = timeout_s
+
+    def _on_error(self, error: KafkaError) -> None:
+        # librdkafka reports rejected credentials only here; the failed request itself says "transport failure"
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._authentication_error = str(error.str())
 
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         """Partition count of each existing topic among ``topics``; missing topics are left out.
 
-        Raises KafkaClientError when the cluster cannot be reached.
+        Raises KafkaAuthenticationError when the brokers rejected the credentials, KafkaClientError when the
+        cluster cannot be reached.
         """
         wanted = set(topics)
         try:
             metadata = self._admin.list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
+            self._admin.poll(0)  # serves error_cb: were the credentials rejected?
+            if self._authentication_error is not None:
+                raise KafkaAuthenticationError(f"cannot read cluster metadata: {self._authentication_error}") from exc
             raise KafkaClientError(f"cannot read cluster metadata: {exc.args[0].str()}") from exc
         return {
             name: len(topic.partitions)

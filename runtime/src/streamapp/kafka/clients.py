@@ -29,6 +29,7 @@ from streamapp.kafka.producer import KafkaProducer
 from streamapp.kafka.types import (
     CommitFailedError,
     ConsumerRecord,
+    KafkaAuthenticationError,
     KafkaClientError,
     RebalanceListener,
     TopicPartition,
@@ -244,7 +245,8 @@ class KafkaConsumer:
         self._incremental = settings.get("group.protocol", "classic") == "consumer"
         self._group_state = "init"
         self._lags: dict[TopicPartition, int] = {}
-        self._consumer = confluent_kafka.Consumer({**settings, "stats_cb": self._on_stats})
+        self._authentication_error: str | None = None
+        self._consumer = confluent_kafka.Consumer({"error_cb": self._on_error, **settings, "stats_cb": self._on_stats})
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         def on_assign(consumer: Any, partitions: list[Any]) -> None:
@@ -267,6 +269,8 @@ class KafkaConsumer:
             messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
         except KafkaException as exc:
             raise _consumer_error(exc.args[0]) from exc
+        if self._authentication_error is not None:  # set by error_cb, served inside consume()
+            raise KafkaAuthenticationError(f"consumer failed: {self._authentication_error}")
         records: list[ConsumerRecord] = []
         for message in messages:
             error = message.error()
@@ -333,6 +337,13 @@ class KafkaConsumer:
 
     def close(self) -> None:
         self._consumer.close()
+
+    def _on_error(self, error: KafkaError) -> None:
+        # rejected credentials reach the application only through error_cb (the consumer would retry for ever)
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._authentication_error = str(error.str())
+        else:
+            log.debug("Consumer client error: %s", error)
 
     def _on_stats(self, stats_json: str) -> None:
         stats = json.loads(stats_json)
