@@ -13,6 +13,7 @@ export KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
 export KUBECONFIG=$RUN/admin.kubeconfig
 export STACK_BIN=$STACK_BIN
 export PATH=$STACK_BIN:\$PATH
+$(kafka_env)
 ENV
   mv "$RUN/env.tmp" "$RUN/env"
 }
