@@ -7,6 +7,7 @@ Worker processes are replaced by a hand-written fake; the clock is a fake too, s
 
 from __future__ import annotations
 
+import json
 import queue
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,12 @@ def test_the_error_text_of_a_worker_report_is_bounded(app: KafkaStreams, clock: 
     assert len(app.status()["workers"][0]["error"].encode()) <= 1024
 
 
-def test_an_instance_that_cannot_start_fails_with_the_cause_in_every_worker(tmp_path: Path) -> None:
+def test_an_instance_that_cannot_start_fails_with_the_cause_in_every_worker_and_the_termination_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    termination_log = tmp_path / "termination-log"
+    termination_log.write_text("")  # Kubernetes creates the file; the runtime only writes into an existing one
+    monkeypatch.setenv("STREAMAPP_TERMINATION_MESSAGE_PATH", str(termination_log))
     topology = {
         "nodes": [
             {"name": "in", "type": "source", "topics": ["in"]},
@@ -188,3 +194,4 @@ def test_an_instance_that_cannot_start_fails_with_the_cause_in_every_worker(tmp_
     status = app.status()
     assert status["last_failure"]["error"].startswith("TopologyError: the topology cannot run")
     assert status["workers"][0]["last_failure"] == status["last_failure"]
+    assert json.loads(termination_log.read_text()) == status["last_failure"]
