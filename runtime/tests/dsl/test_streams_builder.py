@@ -210,3 +210,9 @@ def test_built_description_round_trips_through_yaml() -> None:
 
     assert TopologyDescription.from_yaml(desc.to_yaml()) == desc
     assert TopologyDescription.from_yaml(desc.to_yaml()).to_dict() == desc.to_dict()
+
+
+def test_a_step_of_an_unknown_node_type_is_refused_naming_the_node() -> None:
+    builder = StreamsBuilder()
+    with pytest.raises(TopologyError, match="node 'x': unknown type 'fiter'; allowed types: source, table, "):
+        builder._add("fiter", "x", "")

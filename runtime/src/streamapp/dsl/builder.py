@@ -165,6 +165,10 @@ class StreamsBuilder:
     def _add(self, node_type: str, name: str | None, prefix: str, **params: Any) -> str:
         """Record a node; returns its name (``name`` or the next Kafka-style default)."""
         node_name = name if name is not None else self._new_name(prefix)
+        if node_type not in NODE_TYPES:
+            raise TopologyError(
+                f"node '{node_name}': unknown type '{node_type}'; allowed types: {', '.join(NODE_TYPES)}"
+            )
         self._claim(node_name)
         self._steps.append(_Step(type=node_type, name=node_name, params=params))
         return node_name
@@ -189,8 +193,7 @@ class StreamsBuilder:
     def _export(step: _Step) -> dict[str, Any]:
         """The document form of a step: its user functions (the node type's ``function_params``) as references."""
         params = dict(step.params)
-        node_class = NODE_TYPES.get(step.type)  # an unknown type is reported by TopologyDescription.from_dict
-        for key in node_class.function_params if node_class is not None else ():
+        for key in NODE_TYPES[step.type].function_params:
             if params.get(key) is not None:
                 try:
                     params[key] = function_reference(params[key])

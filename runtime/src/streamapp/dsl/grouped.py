@@ -59,7 +59,7 @@ def add_aggregation(
 
 
 class KGroupedStream:
-    """A stream grouped by key, ready for an aggregation (issue 2: ``count``)."""
+    """A stream grouped by key, ready for an aggregation (Kafka's ``KGroupedStream``)."""
 
     def __init__(
         self,
