@@ -47,7 +47,7 @@ __all__ = [
     "store_type_problem",
 ]
 
-FAMILY_PACKAGE = "streamapp.topology.nodes"
+FAMILY_PACKAGE = __name__.rpartition(".")[0]
 """The package whose modules are the node families: a node class's family is its module's name in it."""
 
 _FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
