@@ -9,12 +9,13 @@ import json
 import os
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_FILE = ROOT / ".cache" / "run" / "env"
@@ -121,3 +122,95 @@ def degraded_message(name: str, namespace: str = "default") -> str | None:
         if condition.get("type") == "Degraded" and condition.get("status") == "True":
             return str(condition.get("message", ""))
     return None
+
+
+# --- Scenario helpers of the operator's safety tests (unique namespaces and topics, cleaned up after) -------------
+
+
+def passthrough_app(name: str, source: str, sink: str, **spec: Any) -> dict[str, Any]:
+    """A StreamApp that copies JSON records from ``source`` to ``sink`` (no user code, so any image runs it)."""
+    manifest: dict[str, Any] = {
+        "apiVersion": "streamapp.io/v1alpha1",
+        "kind": "StreamApp",
+        "metadata": {"name": name},
+        "spec": {
+            "image": "localhost/streamapp:dev",
+            "imagePullPolicy": "Never",
+            "replicas": 1,
+            "threads": 1,
+            "kafka": {"bootstrapServers": stack_env()["KAFKA_BOOTSTRAP"]},
+            "topology": {
+                "nodes": [
+                    {"name": "in", "type": "source", "topics": [source], "keySerde": "string", "valueSerde": "json"},
+                    {"name": "out", "type": "sink", "input": "in", "topic": sink, "keySerde": "string",
+                     "valueSerde": "json"},
+                ],
+            },
+        },
+    }  # fmt: skip
+    manifest["spec"].update(spec)
+    return manifest
+
+
+def apply(manifest: Mapping[str, Any], namespace: str) -> None:
+    """Server-side apply of ``manifest`` in ``namespace`` (no last-applied annotation, any size)."""
+    kubectl("apply", "--server-side", "--force-conflicts", "-n", namespace, "-f", "-", input_text=json.dumps(manifest))
+
+
+def create_namespace(prefix: str, labels: Mapping[str, str] | None = None) -> str:
+    """A new namespace ``<prefix>-<random>``; delete it with ``delete_namespace``."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+    kubectl("create", "-f", "-", input_text=json.dumps(manifest))
+    return name
+
+
+def delete_namespace(namespace: str) -> None:
+    """Delete the test's StreamApps first (their finalizer needs the operator), then the namespace."""
+    kubectl("delete", "streamapps", "--all", "-n", namespace, "--wait=true", "--timeout=120s", check=False)
+    kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def condition(name: str, namespace: str, kind: str) -> dict[str, Any]:
+    """The StreamApp's condition of type ``kind`` ({} when absent)."""
+    status = get_json("streamapp", name, namespace).get("status") or {}
+    return dict(next((c for c in status.get("conditions") or [] if c.get("type") == kind), {}))
+
+
+def wait_condition(
+    name: str, namespace: str, kind: str, status: str, reason: str | None = None, timeout_s: float = 90
+) -> dict[str, Any]:
+    """Wait until the StreamApp's ``kind`` condition has ``status`` (and ``reason``); returns it."""
+
+    def matches() -> bool:
+        found = condition(name, namespace, kind)
+        return found.get("status") == status and (reason is None or found.get("reason") == reason)
+
+    wait_until(matches, timeout_s, f"{kind}={status} ({reason}) on {namespace}/{name}",
+               describe=lambda: str(get_json("streamapp", name, namespace).get("status")))  # fmt: skip
+    return condition(name, namespace, kind)
+
+
+def create_topics(partitions: Mapping[str, int]) -> None:
+    admin = AdminClient({"bootstrap.servers": stack_env()["KAFKA_BOOTSTRAP"]})
+    new = [NewTopic(topic, count, 1) for topic, count in partitions.items()]
+    for future in admin.create_topics(new).values():
+        future.result(30)
+
+
+def topics(prefix: str) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": stack_env()["KAFKA_BOOTSTRAP"]})
+    return {t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)}
+
+
+def delete_topics(prefix: str) -> None:
+    """Delete every topic whose name starts with ``prefix`` (the test's unique prefix) and its group."""
+    admin = AdminClient({"bootstrap.servers": stack_env()["KAFKA_BOOTSTRAP"]})
+    found = sorted(topics(prefix))
+    for future in admin.delete_topics(found, operation_timeout=30).values() if found else []:
+        future.result(60)
+
+
+def events(name: str, namespace: str) -> list[dict[str, Any]]:
+    out = kubectl("get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={name}")
+    return list(json.loads(out)["items"])

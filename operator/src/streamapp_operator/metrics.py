@@ -9,6 +9,7 @@ wrote them to status. A deleted StreamApp's series are removed (:func:`forget`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -16,8 +17,10 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 PORT_ENV = "STREAMAPP_OPERATOR_METRICS_PORT"
+HOST_ENV = "STREAMAPP_OPERATOR_METRICS_HOST"
 DEFAULT_PORT = 9090
 _APP = ("namespace", "name")
+logger = logging.getLogger(__name__)
 
 RECONCILES = Counter(
     "streamapp_operator_reconciles_total", "Reconciles of StreamApps by outcome (ok, degraded, error, paused).",
@@ -34,10 +37,20 @@ _PER_APP = (LAG, TASKS, READY, RESTORE, DEGRADED)
 
 
 def serve(environ: Mapping[str, str] = os.environ) -> int:
-    """Start the ``/metrics`` endpoint in a daemon thread; returns the port (0 in the environment: none)."""
+    """Start the ``/metrics`` endpoint in a daemon thread; returns the port, 0 when there is none (0 in the
+    environment, or the port is taken: the operator runs on without metrics and says so in its log).
+
+    It binds ``STREAMAPP_OPERATOR_METRICS_HOST``, else the pod's IP (``POD_IP``, as kopf's liveness
+    endpoint), else every address."""
     port = int(environ.get(PORT_ENV, DEFAULT_PORT))
-    if port:
-        start_http_server(port)
+    host = environ.get(HOST_ENV) or environ.get("POD_IP") or "0.0.0.0"
+    if not port:
+        return 0
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        logger.warning("no operator metrics: cannot listen on %s:%s: %s", host, port, exc)
+        return 0
     return port
 
 

@@ -1,0 +1,77 @@
+"""Two StreamApps never share an application.id (issue 9, item 2; docs/adr/0005-application-id-identity.md).
+
+On the real stack: app ``<name>`` runs in namespace A; the same name in namespace B (the same default id)
+and another app in B with A's id as its explicit ``applicationId`` are both refused by name
+(``ApplicationIdInUse``), get no pods, and so consume nothing: every record reaches A's output exactly
+once and A's group has only A's pod as member.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from e2e import cluster
+
+pytestmark = pytest.mark.e2e
+RECORDS = 500
+
+
+@pytest.fixture
+def namespaces(operator_installed: None) -> Iterator[tuple[str, str]]:
+    first, second = cluster.create_namespace("identity-a"), cluster.create_namespace("identity-b")
+    yield first, second
+    cluster.delete_namespace(second)
+    cluster.delete_namespace(first)
+
+
+def _count(topic: str, expected: int, timeout_s: float = 60) -> int:
+    """Records on ``topic``, read until ``expected`` arrived (or the timeout), then a little longer: more than
+    ``expected`` would be a duplicate."""
+    consumer = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"],
+                         "group.id": f"probe-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    seen, deadline, settle = 0, time.monotonic() + timeout_s, None
+    try:
+        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
+            seen += sum(1 for m in consumer.consume(500, timeout=0.5) if m.error() is None)
+            if seen >= expected and settle is None:
+                settle = time.monotonic() + 3
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_a_shared_application_id_is_refused_by_name_and_consumes_nothing(namespaces: tuple[str, str]) -> None:
+    first, second = namespaces
+    name = f"ident-{uuid.uuid4().hex[:6]}"
+    source, sink = f"{name}-in", f"{name}-out"
+    cluster.create_topics({source: 2, sink: 1})
+    try:
+        cluster.apply(cluster.passthrough_app(name, source, sink), first)
+        cluster.wait_condition(name, first, "Ready", "True", timeout_s=180)
+
+        cluster.apply(cluster.passthrough_app(name, source, sink), second)
+        same_name = cluster.wait_condition(name, second, "Degraded", "True", "ApplicationIdInUse")
+        assert same_name["message"].startswith(f"application.id '{name}' is already used by StreamApp {first}/{name}")
+        cluster.apply(cluster.passthrough_app("thief", source, sink, applicationId=name), second)
+        explicit = cluster.wait_condition("thief", second, "Degraded", "True", "ApplicationIdInUse")
+        assert f"StreamApp {first}/{name}" in explicit["message"]
+        for app in (name, "thief"):
+            assert cluster.kubectl("get", "statefulset", app, "-n", second, "--ignore-not-found") == ""
+        assert cluster.condition(name, first, "Degraded")["status"] == "False", "the first app was disturbed"
+
+        producer = Producer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"]})
+        for i in range(RECORDS):
+            producer.produce(source, json.dumps({"n": i}).encode(), f"k{i}".encode())
+        assert producer.flush(30) == 0
+        assert _count(sink, RECORDS) == RECORDS
+        cluster.wait_until(lambda: cluster.group_lag(cluster.stack_env()["KAFKA_BOOTSTRAP"], name, [source]) == 0,
+                           60, f"group {name} to consume everything")  # fmt: skip
+    finally:
+        cluster.delete_topics(name)

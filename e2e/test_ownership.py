@@ -1,0 +1,63 @@
+"""The operator never takes over, nor deletes, an object it did not create (issue 9, item 1).
+
+The ``victim`` case on the real stack: a namespace already has a Service ``victim`` (selector
+``app: team-x-db``) and a ConfigMap ``victim-config``. A StreamApp named ``victim`` is Degraded
+(``ForeignObject``) naming both; neither is changed, adopted (no owner reference) nor deleted with the
+StreamApp, and nothing of the app (topics, StatefulSet) is created while they are in the way.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from e2e import cluster
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def namespace(operator_installed: None) -> Iterator[str]:
+    name = cluster.create_namespace("ownership")
+    yield name
+    cluster.delete_namespace(name)
+
+
+def test_foreign_service_and_config_map_are_never_applied_over_nor_deleted(namespace: str) -> None:
+    prefix = f"ownership-{uuid.uuid4().hex[:6]}"
+    cluster.create_topics({f"{prefix}-in": 1, f"{prefix}-out": 1})
+    try:
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "victim"},
+                   "spec": {"selector": {"app": "team-x-db"}, "ports": [{"port": 5432}]}}  # fmt: skip
+        config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "victim-config"},
+                      "data": {"team": "x"}}  # fmt: skip
+        cluster.apply(service, namespace)
+        cluster.apply(config_map, namespace)
+        before = {kind: cluster.get_json(kind, name, namespace) for kind, name in
+                  (("service", "victim"), ("configmap", "victim-config"))}  # fmt: skip
+
+        app = cluster.passthrough_app("victim", f"{prefix}-in", f"{prefix}-out", applicationId=f"{prefix}-app")
+        cluster.apply(app, namespace)
+        degraded = cluster.wait_condition("victim", namespace, "Degraded", "True", "ForeignObject")
+        assert "ConfigMap victim-config exists and is not owned by this StreamApp" in degraded["message"]
+        assert "Service victim exists and is not owned by this StreamApp" in degraded["message"]
+        assert "ForeignObject" in [e["reason"] for e in cluster.events("victim", namespace)]
+
+        for (kind, name), old in zip((("service", "victim"), ("configmap", "victim-config")), before.values(),
+                                     strict=True):  # fmt: skip
+            now = cluster.get_json(kind, name, namespace)
+            assert now["metadata"]["resourceVersion"] == old["metadata"]["resourceVersion"], f"{kind} changed"
+            assert not now["metadata"].get("ownerReferences"), f"{kind} was adopted"
+        assert cluster.get_json("service", "victim", namespace)["spec"]["selector"] == {"app": "team-x-db"}
+        assert cluster.kubectl("get", "statefulset", "victim", "-n", namespace, "--ignore-not-found") == ""
+        assert cluster.topics(f"{prefix}-app") == set(), "internal topics created for an app that cannot run"
+
+        cluster.kubectl("delete", "streamapp", "victim", "-n", namespace, "--wait=true", "--timeout=60s")
+        time.sleep(3)  # the garbage collector would have deleted them by now
+        for kind, name in (("service", "victim"), ("configmap", "victim-config")):
+            assert cluster.get_json(kind, name, namespace)["metadata"]["uid"] == before[kind]["metadata"]["uid"]
+    finally:
+        cluster.delete_topics(prefix)
