@@ -1,7 +1,9 @@
-"""The ``engine`` fixture: every conformance test runs on the driver and on the real broker.
+"""The ``engine`` fixture: every conformance test runs on the driver, on the real broker and as a Spark replay.
 
-The broker run is marked ``integration`` (``-m "not integration"`` keeps only the driver run). Selecting it
-without a reachable broker is a failure, not a skip, like the other integration tests.
+The broker and Spark runs are marked ``integration`` (``-m "not integration"`` keeps only the driver run).
+Selecting them without a reachable broker is a failure, not a skip, like the other integration tests. The Spark
+runs share one SparkSession (``local[2]``, started once per test session); tests the replay does not support are
+listed by name in ``SPARK_UNSUPPORTED`` (and in docs/replay.md) and run as strict expected failures.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from conformance.harness import BrokerEngine, DriverEngine, Engine
+from conformance.harness import BrokerEngine, DriverEngine, Engine, SparkEngine
+from conformance.spark_unsupported import SPARK_UNSUPPORTED
 
 BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
 
@@ -43,14 +46,44 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.stash[_CALL_FAILED] = report.failed
 
 
-@pytest.fixture(params=["driver", pytest.param("broker", marks=pytest.mark.integration)])
+@pytest.fixture(scope="session")
+def spark_session(conformance_bootstrap: str) -> Iterator[object]:
+    """One local SparkSession for the test session (``streamapp.replay.build_session``, ``local[2]``)."""
+    from spark_fixtures import replay_spark_session
+
+    yield from replay_spark_session()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Spark runs of the tests in ``SPARK_UNSUPPORTED`` are strict expected failures, with the reason."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("engine") == "spark":
+            reason = SPARK_UNSUPPORTED.get(item.originalname)
+            if reason is not None:
+                item.add_marker(pytest.mark.xfail(reason=f"replay: {reason}", strict=True))
+
+
+@pytest.fixture(
+    params=[
+        "driver",
+        pytest.param("broker", marks=pytest.mark.integration),
+        pytest.param("spark", marks=pytest.mark.integration),
+    ]
+)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """The engine a conformance test runs on: ``DriverEngine`` or ``BrokerEngine`` (module ``harness``).
+    """The engine a conformance test runs on: ``DriverEngine``, ``BrokerEngine`` or ``SparkEngine`` (module
+    ``harness``).
 
     When a broker test fails, the end of each ``streamapp run`` log it produced is printed.
     """
     if request.param == "driver":
         yield DriverEngine()
+        return
+    if request.param == "spark":
+        yield SparkEngine(
+            request.getfixturevalue("spark_session"), request.getfixturevalue("conformance_bootstrap"), tmp_path
+        )
         return
     bootstrap: str = request.getfixturevalue("conformance_bootstrap")
     broker = BrokerEngine(bootstrap, tmp_path)

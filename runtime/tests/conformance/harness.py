@@ -46,8 +46,15 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import yaml
-from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from streamapp import StreamsBuilder, TopologyDescription
 from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.serdes import Serde, serde_for
@@ -55,7 +62,16 @@ from streamapp.testing import TopologyTestDriver
 from streamapp.testing.driver import declared_serdes
 from streamapp.topology import GlobalTableNode
 
-__all__ = ["BrokerEngine", "DriverEngine", "Engine", "Input", "Outputs", "assert_same_outputs", "final_values"]
+__all__ = [
+    "BrokerEngine",
+    "DriverEngine",
+    "Engine",
+    "Input",
+    "Outputs",
+    "SparkEngine",
+    "assert_same_outputs",
+    "final_values",
+]
 
 Input = tuple[str, Any, Any, int]
 """``(topic, key, value, timestamp_ms)``."""
@@ -592,3 +608,104 @@ class _BrokerRun:
             consumer.close()
         self._last_data_offset[(tp, end)] = last
         return last
+
+
+# -- the Spark replay ----------------------------------------------------------------------------------
+
+
+def wait_stable(admin: AdminClient, partitions: Sequence[TopicPartition], timeout_s: float = 60.0) -> None:
+    """Wait until no transaction is open on ``partitions``: last stable offset = high watermark. A committed
+    transaction's records become visible only when the coordinator wrote its markers, just after the commit."""
+    deadline = time.monotonic() + timeout_s
+    while partitions:
+        committed = admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in partitions}, isolation_level=IsolationLevel.READ_COMMITTED
+        )
+        uncommitted = admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in partitions}, isolation_level=IsolationLevel.READ_UNCOMMITTED
+        )
+        if all(committed[tp].result().offset == uncommitted[tp].result().offset for tp in partitions):
+            return
+        assert time.monotonic() < deadline, f"transactions still open on {partitions} after {timeout_s:.0f}s"
+        time.sleep(0.1)
+
+
+class SparkEngine:
+    """Runs the topology as a Spark replay (``streamapp.replay``) over the inputs on the real broker.
+
+    Topics are named and created as for ``BrokerEngine`` (a unique prefix and ``application.id`` per run); the
+    inputs are produced first, then one replay reads every source partition from offset 0 to its end offset,
+    writes sink and changelog topics (and repartition topics when an output names one), and the outputs are read
+    with ``read_committed``. The replay processes what is already on the broker, so ``one_at_a_time`` changes
+    nothing: its order across a task's partitions is the runtime's catch-up order (docs/replay.md). Changelog
+    topics hold the final store contents (one record per key). ``compare`` runs the driver too and asserts both
+    outputs are identical, like ``BrokerEngine``.
+    """
+
+    name = "spark"
+
+    def __init__(self, spark: Any, bootstrap: str, workdir: Path) -> None:
+        self.spark = spark
+        self.broker = BrokerEngine(bootstrap, workdir)
+        self.results: list[Any] = []
+        """The ``ReplayResult`` of every run."""
+
+    def run(
+        self,
+        topology: TopologyArg,
+        inputs: Sequence[Input],
+        outputs: Sequence[str],
+        config: Mapping[str, Any] | None = None,
+        *,
+        partitions: Mapping[str, int] | None = None,
+        one_at_a_time: bool = False,
+        compare: bool | Compare = False,
+    ) -> Outputs:
+        from streamapp.replay import ReplayPlan, run_replay
+        from streamapp.replay.output import markers_topic
+
+        check_inputs(inputs)
+        description = describe(topology)
+        run = _BrokerRun(self.broker, description, dict(config or {}), dict(partitions or {}))
+        try:
+            run.create_topics()
+            producer = Producer({"bootstrap.servers": self.broker.bootstrap, "partitioner": "murmur2_random"})
+            serdes: dict[str, tuple[Serde, Serde]] = {}
+            for topic, key, value, timestamp_ms in inputs:
+                if topic not in serdes:
+                    serdes[topic] = input_serdes(description, topic, run.topic(topic))
+                key_serde, value_serde = serdes[topic]
+                producer.produce(
+                    run.topic(topic),
+                    key=key_serde.serialize(key),
+                    value=value_serde.serialize(value),
+                    timestamp=timestamp_ms,
+                )
+            assert producer.flush(30) == 0, "inputs were not delivered"
+            renamed = TopologyDescription.from_dict(rename_topics(description.to_dict(), run.topic))
+            sources = [run.topic(t) for t in description.external_source_topics()]
+            ends = run._end_offsets(sources)
+            end_offsets: dict[str, dict[int, int]] = {}
+            for tp, end in ends.items():
+                end_offsets.setdefault(tp.topic, {})[tp.partition] = end
+            plan = ReplayPlan(
+                renamed,
+                run.config,
+                self.broker.bootstrap,
+                start_offsets={t: dict.fromkeys(parts, 0) for t, parts in end_offsets.items()},
+                end_offsets=end_offsets,
+                partitions={run.topic(t): run.partitions.get(t, 1) for t in description.sink_topics()},
+                replay_id=run.prefix,
+                write_repartition_topics=any("-repartition" in name for name in outputs),
+            )
+            run.created.append(markers_topic(plan.replay_id))
+            replay = run_replay(self.spark, plan)
+            self.results.append(replay)
+            wait_stable(self.broker.admin, [TopicPartition(w.topic, w.partition) for w in replay.writes])
+            result = {name: run.read(name) for name in outputs}
+        finally:
+            run.cleanup()
+        if compare:
+            expected = DriverEngine().run(description, inputs, outputs, config, partitions=partitions)
+            assert_same_outputs(expected, result, "records" if compare is True else compare)
+        return result

@@ -38,6 +38,12 @@ class EngineSpec:
 
 ENGINES = [
     EngineSpec("runtime", package="streamapp.processors", table="streamapp.processors:PROCESSOR_BUILDERS"),
+    EngineSpec(
+        "replay",
+        package="streamapp.replay",
+        table="streamapp.replay.translate:TRANSLATIONS",
+        unsupported="streamapp.replay.translate:UNSUPPORTED",
+    ),
 ]
 
 

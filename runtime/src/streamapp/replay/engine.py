@@ -1,0 +1,327 @@
+"""The replay on Spark: a topology's sub-topologies as stages of one batch job over bounded offset ranges.
+
+For each sub-topology in dependency order (``plan.stage_order``):
+
+1. its input is the union of the Kafka reads of its external source topics (Spark's Kafka source, explicit
+   ``startingOffsets``/``endingOffsets``, ``read_committed``) and the repartition records upstream stages
+   produced (kept in Spark: a repartition topic is a shuffle keyed by the partition the runtime's murmur2
+   partitioner gave each record, never a round trip through Kafka);
+2. ``groupBy(partition).applyInArrow``: each group is one task ``<subtopology>_<p>``; ``streamapp.replay.tasks``
+   orders its records as the runtime would and runs them through the runtime's own ``StreamTask``;
+3. what the tasks wrote (sink, repartition and changelog records, each with the partition the runtime's
+   partitioner computed) is persisted for the next stages and the final write.
+
+The final write groups the records by output partition, merges the tasks' sequences into the canonical order
+(``tasks.merge_by_head_timestamp``) and writes them effectively once (``streamapp.replay.output``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from streamapp.kafka.admin import TopicAdmin, TopicSpec
+from streamapp.kafka.types import ConsumerRecord
+from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
+from streamapp.replay.plan import ReplayPlan, stage_order
+from streamapp.replay.tasks import merge_by_head_timestamp, run_task
+from streamapp.topology import TopologyDescription
+
+__all__ = ["RECORD_SCHEMA", "ReplayResult", "run_replay"]
+
+RECORD_SCHEMA = (
+    "topic string, partition int, offset long, key binary, value binary, timestamp long, "
+    "producer_sub int, producer_part int, kind string"
+)
+"""Records between stages: ``producer_*`` = the task that wrote it (-1 for records read from Kafka), ``kind`` =
+``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the producer's sequence."""
+_ARROW_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("timestamp", pa.int64()),
+        ("producer_sub", pa.int32()),
+        ("producer_part", pa.int32()),
+        ("kind", pa.string()),
+    ]
+)
+_WRITE_SCHEMA = "topic string, partition int, records long, chunks_written long, chunks_skipped long"
+DEFAULT_CHUNK_RECORDS = 10_000
+
+
+@dataclass
+class ReplayResult:
+    """What a replay did: records read per source topic, records written per output topic, writer results,
+    and seconds per phase (``read_and_process``: the stages; ``write``: the final write)."""
+
+    records_read: dict[str, int] = field(default_factory=dict)
+    records_written: dict[str, int] = field(default_factory=dict)
+    writes: list[WriteResult] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def run_replay(spark: SparkSession, plan: ReplayPlan, *, chunk_records: int = DEFAULT_CHUNK_RECORDS) -> ReplayResult:
+    """Run ``plan`` on ``spark`` and write its output (see the module docstring).
+
+    Raises UnsupportedTopologyError / ValueError (``ReplayPlan.check``) before any job starts; a failing task
+    fails the job (Spark's error names the Python exception, e.g. ProcessingError naming the record).
+    """
+    plan.check()
+    result = ReplayResult()
+    started = time.monotonic()
+    outputs = _run_stages(spark, plan, result)
+    result.seconds["read_and_process"] = time.monotonic() - started
+    started = time.monotonic()
+    _write(spark, plan, outputs, result, chunk_records)
+    result.seconds["write"] = time.monotonic() - started
+    for stage in outputs:
+        stage.unpersist()
+    return result
+
+
+# -- stages ------------------------------------------------------------------------------------------
+
+
+def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult) -> list[DataFrame]:
+    application_id = plan.application_id
+    counts = plan.topic_partitions()
+    document = plan.description.to_json(indent=None)
+    outputs: list[DataFrame] = []
+    repartitioned: dict[str, DataFrame] = {}
+    for sub in stage_order(plan.description, application_id):
+        parts: list[DataFrame] = []
+        for ref in sub.source_topics:
+            topic = ref.resolve(application_id)
+            if ref.internal:
+                parts.append(repartitioned[topic])
+            else:
+                parts.append(read_topic(spark, plan, topic))
+        stage_input = parts[0]
+        for part in parts[1:]:
+            stage_input = stage_input.unionByName(part)
+        task = _TaskFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
+        stage = stage_input.groupBy("partition").applyInArrow(_grouped(task), RECORD_SCHEMA)
+        stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
+        outputs.append(stage)
+        for ref in sub.sink_topics:
+            if ref.internal:
+                topic = ref.resolve(application_id)
+                repartitioned[topic] = stage.where(F.col("topic") == topic)
+    for ref_topic in plan.description.external_source_topics():
+        ranges = zip(plan.start_offsets[ref_topic].items(), plan.end_offsets[ref_topic].values(), strict=True)
+        result.records_read[ref_topic] = sum(end - start for (_, start), end in ranges)
+    return outputs
+
+
+def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
+    """The records of ``topic`` in the plan's offset ranges, as ``RECORD_SCHEMA`` rows (kind ``source``)."""
+    start = {topic: {str(p): o for p, o in sorted(plan.start_offsets[topic].items())}}
+    end = {topic: {str(p): o for p, o in sorted(plan.end_offsets[topic].items())}}
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", plan.bootstrap_servers)
+        .option("assign", json.dumps({topic: sorted(plan.end_offsets[topic])}))
+        .option("startingOffsets", json.dumps(start))
+        .option("endingOffsets", json.dumps(end))
+        .option("kafka.isolation.level", "read_committed")
+        .option("failOnDataLoss", "true")
+    )
+    for key, value in plan.kafka_settings.items():
+        reader = reader.option(f"kafka.{key}", value)
+    return reader.load().select(
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
+        F.col("key"),
+        F.col("value"),
+        F.unix_millis(F.col("timestamp")).alias("timestamp"),
+        F.lit(-1).alias("producer_sub"),
+        F.lit(-1).alias("producer_part"),
+        F.lit("source").alias("kind"),
+    )
+
+
+def _grouped(function: Callable[[tuple[Any, ...], pa.Table], pa.Table]) -> Callable[[Any, Any], pa.Table]:
+    """``function`` as a plain function of ``(key, table)``: ``applyInArrow`` takes the (key, Table) form for a
+    function without type hints (it cannot read a callable object's)."""
+
+    def grouped(key, table):  # no annotations: see above
+        return function(key, table)
+
+    return grouped
+
+
+_WORKER_CACHE: dict[str, tuple[TopologyDescription, dict[str, dict[str, Callable[..., Any]]]]] = {}
+"""Per Python worker: the parsed description and its imported user functions, by document."""
+
+
+def _worker_topology(document: str) -> tuple[TopologyDescription, dict[str, dict[str, Callable[..., Any]]]]:
+    cached = _WORKER_CACHE.get(document)
+    if cached is None:
+        description = TopologyDescription.from_dict(json.loads(document))
+        cached = (description, description.resolve_functions())  # user code, imported by module:attr
+        _WORKER_CACHE[document] = cached
+    return cached
+
+
+class _TaskFunction:
+    """The grouped function of one stage: one call per task (group = partition). Pickled to the workers, so it
+    carries only plain data (the description's JSON, not the parsed objects or user functions)."""
+
+    def __init__(
+        self, document: str, sub_id: int, counts: dict[str, int], config: dict[str, Any], wall_clock_ms: int
+    ) -> None:
+        self.document = document
+        self.sub_id = sub_id
+        self.counts = counts
+        self.config = config
+        self.wall_clock_ms = wall_clock_ms
+
+    def __call__(self, key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        partition = int(key[0].as_py())
+        description, functions = _worker_topology(self.document)
+        sub = next(s for s in description.subtopologies() if s.id == self.sub_id)
+        inputs = _ordered_inputs(table)
+        output = run_task(
+            description,
+            sub,
+            partition,
+            inputs,
+            self.counts,
+            self.config,
+            functions=functions,
+            wall_clock_ms=self.wall_clock_ms,
+        )
+        application_id = str(self.config["application.id"])
+        repartition = {ref.resolve(application_id) for ref in sub.sink_topics if ref.internal}
+        columns: dict[str, list[Any]] = {name: [] for name in _ARROW_SCHEMA.names}
+        for record in output.records:
+            kind = (
+                "changelog"
+                if record.topic in output.changelog_topics
+                else "repartition"
+                if record.topic in repartition
+                else "sink"
+            )
+            for name, value in (
+                ("topic", record.topic),
+                ("partition", record.partition),
+                ("offset", record.offset),
+                ("key", record.key),
+                ("value", record.value),
+                ("timestamp", record.timestamp),
+                ("producer_sub", self.sub_id),
+                ("producer_part", partition),
+                ("kind", kind),
+            ):
+                columns[name].append(value)
+        return pa.Table.from_pydict(columns, schema=_ARROW_SCHEMA)
+
+
+def _ordered_inputs(table: pa.Table) -> dict[str, list[ConsumerRecord]]:
+    """A task's input per topic in processing order: records read from Kafka in offset order; records of a
+    repartition topic merged over their producing tasks (``merge_by_head_timestamp``)."""
+    by_producer: dict[str, dict[tuple[int, int], list[tuple[int, ConsumerRecord]]]] = {}
+    for row in table.to_pylist():
+        record = ConsumerRecord(
+            row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["timestamp"]
+        )
+        producers = by_producer.setdefault(row["topic"], {})
+        producers.setdefault((row["producer_sub"], row["producer_part"]), []).append((row["offset"], record))
+    ordered: dict[str, list[ConsumerRecord]] = {}
+    for topic, producers in by_producer.items():
+        sequences = [[r for _, r in sorted(producers[p], key=lambda item: item[0])] for p in sorted(producers)]
+        if set(producers) == {(-1, -1)}:
+            ordered[topic] = sequences[0]  # read from Kafka: offset order
+            continue
+        # a repartition topic's records get the offsets of the merged order (what a broker would assign)
+        merged = merge_by_head_timestamp(sequences)
+        ordered[topic] = [
+            ConsumerRecord(r.topic, r.partition, i, r.key, r.value, r.timestamp) for i, r in enumerate(merged)
+        ]
+    return ordered
+
+
+# -- the final write ---------------------------------------------------------------------------------
+
+
+def _write(
+    spark: SparkSession, plan: ReplayPlan, outputs: list[DataFrame], result: ReplayResult, chunk_records: int
+) -> None:
+    kinds = ["sink", "changelog", *(["repartition"] if plan.write_repartition_topics else [])]
+    written = outputs[0]
+    for stage in outputs[1:]:
+        written = written.unionByName(stage)
+    written = written.where(F.col("kind").isin(kinds))
+    targets = sorted(
+        (row["topic"], row["partition"]) for row in written.select("topic", "partition").distinct().collect()
+    )
+    writers = {target: Writer(i, *target) for i, target in enumerate(targets)}
+    settings = {"bootstrap.servers": plan.bootstrap_servers, **plan.kafka_settings}
+    internal = plan.description.internal_topics(plan.application_id, plan.source_partitions())
+    TopicAdmin(settings).ensure_topics([TopicSpec(t.name, t.partitions, t.config) for t in internal])
+    ensure_markers_topic(settings, plan.replay_id, len(writers))
+    function = _WriteFunction(settings, plan.replay_id, writers, chunk_records)
+    rows = written.groupBy("topic", "partition").applyInArrow(_grouped(function), _WRITE_SCHEMA).collect()
+    for row in rows:
+        write = WriteResult(
+            row["topic"], row["partition"], row["records"], row["chunks_written"], row["chunks_skipped"]
+        )
+        result.writes.append(write)
+        result.records_written[write.topic] = result.records_written.get(write.topic, 0) + write.records
+    result.writes.sort(key=lambda w: (w.topic, w.partition))
+
+
+class _WriteFunction:
+    """The grouped function of the final write: one call per output partition."""
+
+    def __init__(
+        self, settings: dict[str, Any], replay_id: str, writers: dict[tuple[str, int], Writer], chunk_records: int
+    ) -> None:
+        self.settings = settings
+        self.replay_id = replay_id
+        self.writers = writers
+        self.chunk_records = chunk_records
+
+    def __call__(self, key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        topic, partition = str(key[0].as_py()), int(key[1].as_py())
+        producers: dict[tuple[int, int], list[tuple[int, ConsumerRecord]]] = {}
+        for row in table.to_pylist():
+            record = ConsumerRecord(topic, partition, row["offset"], row["key"], row["value"], row["timestamp"])
+            producers.setdefault((row["producer_sub"], row["producer_part"]), []).append((row["offset"], record))
+        sequences = [[r for _, r in sorted(producers[p], key=lambda item: item[0])] for p in sorted(producers)]
+        records = merge_by_head_timestamp(sequences)
+        write = write_partition(
+            self.settings, self.replay_id, self.writers[(topic, partition)], records, self.chunk_records
+        )
+        return pa.Table.from_pylist(
+            [
+                {
+                    "topic": write.topic,
+                    "partition": write.partition,
+                    "records": write.records,
+                    "chunks_written": write.chunks_written,
+                    "chunks_skipped": write.chunks_skipped,
+                }
+            ],
+            schema=pa.schema(
+                [
+                    ("topic", pa.string()),
+                    ("partition", pa.int32()),
+                    ("records", pa.int64()),
+                    ("chunks_written", pa.int64()),
+                    ("chunks_skipped", pa.int64()),
+                ]
+            ),
+        )

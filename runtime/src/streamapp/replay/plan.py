@@ -1,0 +1,136 @@
+"""The replay plan: what a replay reads, runs and writes, checked before any Spark job starts (pure, no I/O).
+
+A ``ReplayPlan`` names the topology, the app config of the version the replay fills (its ``application.id``
+names the changelog and repartition topics), explicit per-partition offset ranges ``[start, end)`` of every
+external source topic (resolved beforehand: the replay never asks Kafka for "latest"), the partition counts
+of the topics it writes, and a ``replay_id`` that keys its transactional writes (``streamapp.replay.output``).
+
+``ReplayPlan.check`` refuses what the replay cannot run, naming the node or topic, before a job starts:
+node types the replay does not support (``streamapp.replay.translate.UNSUPPORTED``), sinks whose topic a
+function picks per record, sinks into a topic the topology reads, and offset ranges that do not cover every
+partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamapp.replay.translate import UnsupportedTopologyError, check_supported
+from streamapp.topology import SinkNode, Subtopology, TopologyDescription
+
+__all__ = ["ReplayPlan", "stage_order"]
+
+Offsets = dict[str, dict[int, int]]
+"""``{topic: {partition: offset}}``."""
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """One replay (see the module docstring).
+
+    ``config``: the new version's Kafka Streams config (``application.id`` required; exception handlers and
+    serde settings apply as in the runtime). ``start_offsets`` / ``end_offsets``: per external source topic and
+    partition, the first offset read and the offset after the last (Spark's ``endingOffsets``, exclusive).
+    ``partitions``: partition count of every external topic the topology writes. ``write_repartition_topics``:
+    also write the repartition records to Kafka (the replay feeds them from stage to stage in Spark; they are
+    written only to inspect them). ``wall_clock_ms``: what processors read as wall-clock time.
+    """
+
+    description: TopologyDescription
+    config: Mapping[str, Any]
+    bootstrap_servers: str
+    start_offsets: Offsets
+    end_offsets: Offsets
+    partitions: Mapping[str, int]
+    replay_id: str
+    write_repartition_topics: bool = False
+    wall_clock_ms: int = 0
+    kafka_settings: Mapping[str, str] = field(default_factory=dict)
+    """Extra client settings (``kafka.``-less librdkafka / Java client keys, e.g. SASL) for reads and writes."""
+
+    @property
+    def application_id(self) -> str:
+        return str(self.config["application.id"])
+
+    def source_partitions(self) -> dict[str, int]:
+        """Partition count of every external source topic (from the offset ranges)."""
+        return {topic: len(offsets) for topic, offsets in self.end_offsets.items()}
+
+    def topic_partitions(self) -> dict[str, int]:
+        """Partition count of every topic the replay reads or writes: external sources and sinks, repartition
+        and changelog topics (the counts the topology implies)."""
+        sources = self.source_partitions()
+        counts = {**sources, **self.partitions}
+        for internal in self.description.internal_topics(self.application_id, sources):
+            counts[internal.name] = internal.partitions
+        return counts
+
+    def check(self) -> ReplayPlan:
+        """Raise UnsupportedTopologyError or ValueError when the replay cannot run this plan; return it."""
+        if not self.config.get("application.id"):
+            raise ValueError("replay plan: config needs 'application.id' (the new version's)")
+        if not self.replay_id or not all(c.isalnum() or c in "-_." for c in self.replay_id):
+            raise ValueError(f"replay plan: replay_id {self.replay_id!r} must be non-empty [A-Za-z0-9._-]")
+        check_supported(self.description)
+        check_sinks(self.description)
+        read = set(self.description.external_source_topics())
+        for topic in sorted(read):
+            _check_range(topic, self.start_offsets.get(topic), self.end_offsets.get(topic))
+        for topic in self.description.sink_topics():
+            if topic in read:
+                raise UnsupportedTopologyError(
+                    f"topic '{topic}' is written and read by the topology; the replay reads a fixed offset range, "
+                    "so it cannot see its own writes"
+                )
+            if self.partitions.get(topic, 0) < 1:
+                raise ValueError(f"replay plan: partitions has no count for sink topic '{topic}'")
+        self.description.internal_topics(self.application_id, self.source_partitions())  # co-partitioning
+        return self
+
+
+def check_sinks(description: TopologyDescription) -> None:
+    """Raise UnsupportedTopologyError for a sink whose topic a function picks per record."""
+    for node in description.nodes:
+        if isinstance(node, SinkNode) and node.topic is None:
+            raise UnsupportedTopologyError(
+                f"node '{node.name}': the replay does not support a sink whose topic a topicExtractor picks per "
+                "record (its topics and their partition counts are not known before the job)"
+            )
+
+
+def stage_order(description: TopologyDescription, application_id: str) -> list[Subtopology]:
+    """Sub-topologies in dependency order: each after every sub-topology that writes a topic it reads."""
+    subs = description.subtopologies()
+    writers = {ref.resolve(application_id): sub.id for sub in subs for ref in sub.sink_topics if ref.internal}
+    upstream = {
+        sub.id: {writers[t] for t in (ref.resolve(application_id) for ref in sub.source_topics) if t in writers}
+        for sub in subs
+    }
+    ordered: list[Subtopology] = []
+    done: set[int] = set()
+    by_id = {sub.id: sub for sub in subs}
+    while len(ordered) < len(subs):
+        ready = [i for i in sorted(by_id) if i not in done and upstream[i] <= done]
+        if not ready:
+            raise UnsupportedTopologyError("sub-topologies form a cycle through repartition topics")
+        for i in ready:
+            ordered.append(by_id[i])
+            done.add(i)
+    return ordered
+
+
+def _check_range(topic: str, start: Mapping[int, int] | None, end: Mapping[int, int] | None) -> None:
+    if start is None or end is None:
+        raise ValueError(f"replay plan: source topic '{topic}' needs start and end offsets")
+    if set(start) != set(end) or set(end) != set(range(len(end))) or not end:
+        raise ValueError(
+            f"replay plan: topic '{topic}': start offsets {dict(start)} and end offsets {dict(end)} must name "
+            "the same partitions 0..n-1"
+        )
+    for p in sorted(end):
+        if not 0 <= start[p] <= end[p]:
+            raise ValueError(
+                f"replay plan: topic '{topic}' partition {p}: need 0 <= start <= end, got [{start[p]}, {end[p]})"
+            )

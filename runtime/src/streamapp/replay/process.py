@@ -1,0 +1,7 @@
+"""The ``process`` family on the replay: Processor API nodes run in the task with their stores; stream-time
+punctuation fires as in the runtime, wall-clock punctuation never does (a replay has no wall clock)."""
+
+from streamapp.replay.base import FamilyTranslations
+from streamapp.topology.nodes.process import ProcessNode
+
+TRANSLATIONS = FamilyTranslations("process").in_task(ProcessNode)

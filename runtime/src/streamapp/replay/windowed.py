@@ -1,0 +1,11 @@
+"""The ``windowed`` family on the replay: windowed count/reduce/aggregate and suppress run in the task through the
+runtime's processors, with the task's stream time, grace and late-drop rule exactly as in the runtime (the task
+processes its records in the runtime's order, docs/replay.md). Windows still open at the end stay in the stores
+and reach the new version through the changelog."""
+
+from streamapp.replay.base import FamilyTranslations
+from streamapp.topology.nodes.windowed import SuppressNode, WindowedAggregateNode, WindowedCountNode, WindowedReduceNode
+
+TRANSLATIONS = FamilyTranslations("windowed").in_task(
+    WindowedCountNode, WindowedReduceNode, WindowedAggregateNode, SuppressNode
+)
