@@ -20,6 +20,7 @@ setup: ## Install uv (pinned, into .cache/uv-<version>/) and the pinned workspac
 stack-up: setup ## Start Kafka, the Kubernetes control plane, a Schema Registry and the node agent on 127.0.0.1 (cached)
 	hack/stack/up.sh all
 	hack/stack/schema-registry.sh up
+	hack/stack/spark.sh >/dev/null  # Spark's Kafka connector jars for the replay (Maven Central, cached by version)
 	hack/image/setup.sh
 	e2e/nodeagent/run.sh start --mode image
 
