@@ -69,7 +69,10 @@ def test_default_install_watches_all_namespaces_with_cluster_wide_rights(helm: P
         ("ClusterRoleBinding", "streamapp-operator-apps"),
         ("ClusterRoleBinding", "streamapp-operator-cluster"),
         ("Deployment", "streamapp-operator"),
+        ("Service", "streamapp-operator-metrics"),
         ("ServiceAccount", "streamapp-operator"),
+        ("ValidatingAdmissionPolicy", "streamapp-operator-protected-namespaces"),
+        ("ValidatingAdmissionPolicyBinding", "streamapp-operator-protected-namespaces"),
     ]
     command = _container(docs)["command"]
     assert command[:5] == ["kopf", "run", "--standalone", "-m", "streamapp_operator.main"]
@@ -84,7 +87,7 @@ def test_watch_namespaces_bind_the_app_rights_only_in_those_namespaces(helm: Pat
     for binding in bindings:
         assert binding["roleRef"] == {
             "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
+            "kind": "Role",
             "name": "streamapp-operator-apps",
         }
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "streamapp-operator", "namespace": NAMESPACE}]
@@ -108,33 +111,18 @@ def test_rbac_is_least_privilege(helm: Path) -> None:
     }
     assert not any("*" in entry for entry in granted)
     assert not any(verb in ("deletecollection", "escalate", "bind", "impersonate") for *_, verb in granted)
-    # The only delete: the PodDisruptionBudget, when spec.disruptionBudget turns it off (the GC does the rest).
-    assert {(g, r) for g, r, v in granted if v == "delete"} == {("policy", "poddisruptionbudgets")}
-    assert {(g, r) for g, r, _ in granted} == {
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-        ("", "namespaces"),
-        ("streamapp.io", "streamapps"),
-        ("streamapp.io", "streamapps/status"),
-        ("streamapp.io", "streamapps/finalizers"),
-        ("", "configmaps"),
-        ("", "services"),
-        ("apps", "statefulsets"),
-        ("policy", "poddisruptionbudgets"),
-        ("", "pods"),
-        ("", "events"),
-    }
+    # Secrets are only read (Kafka credentials); the exact rights: test_chart_security.
+    assert {v for g, r, v in granted if r == "secrets"} == {"get", "list", "watch"}
     cluster_scoped = {(g, r, v) for rule in roles["streamapp-operator-cluster"] for g in rule["apiGroups"]
                       for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
     assert {v for *_, v in cluster_scoped} <= {"get", "list", "watch"}
-    assert {v for g, r, v in granted if r == "pods"} == {"list"}
-    # PodDisruptionBudgets are listed (someone else's may cover the pods), never watched.
-    assert {v for g, r, v in granted if r == "poddisruptionbudgets"} == {"get", "list", "create", "patch", "delete"}
-    assert ("", "secrets", "get") not in granted
+    assert {v for g, r, v in granted if r == "pods"} == {"get", "list", "watch"}
 
 
 def test_rbac_create_false_renders_no_rbac(helm: Path) -> None:
     kinds = {kind for kind, _ in _kinds(_render(helm, "rbac.create=false"))}
-    assert kinds == {"Deployment", "ServiceAccount"}
+    assert not kinds & {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    assert {"Deployment", "ServiceAccount"} <= kinds
 
 
 def test_existing_service_account_is_used_when_not_created(helm: Path) -> None:
@@ -154,9 +142,9 @@ def test_deployment_runs_one_operator_with_a_liveness_probe_on_kopfs_endpoint(he
     assert container["image"] == "localhost/streamapp:dev"
     assert container["imagePullPolicy"] == "Never"
     assert "--liveness=http://$(POD_IP):8080/healthz" in container["command"]
-    assert container["env"] == [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    assert container["env"][0] == {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
-    assert container["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
+    assert container["ports"][0] == {"name": "health", "containerPort": 8080, "protocol": "TCP"}
 
 
 def test_image_tag_defaults_to_the_app_version(helm: Path) -> None:
@@ -165,7 +153,7 @@ def test_image_tag_defaults_to_the_app_version(helm: Path) -> None:
 
 
 def test_each_template_renders_one_kind_of_resource(helm: Path) -> None:
-    rendered = _render(helm) + _render(helm, "watchNamespaces={a,b}")
+    rendered = _render(helm, "metrics.serviceMonitor.enabled=true") + _render(helm, "watchNamespaces={a,b}")
     for template in sorted((CHART / "templates").glob("*.yaml")):
         kinds = {d["kind"] for d in rendered if d["_source"] == template.name}
         assert len(kinds) == 1, f"{template.name} renders {kinds}"

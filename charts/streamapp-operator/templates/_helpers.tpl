@@ -41,3 +41,52 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   name: {{ include "streamapp-operator.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
+
+{{/* The ServiceAccount's user name, as the API server sees the operator's requests. */}}
+{{- define "streamapp-operator.userName" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "streamapp-operator.serviceAccountName" . }}
+{{- end }}
+
+{{/*
+What the operator does with StreamApps and their children, in the namespaces it serves: the rules of the
+ClusterRole (every namespace) or of the Role in each watched namespace. Nothing here is cluster-scoped.
+*/}}
+{{- define "streamapp-operator.appRules" -}}
+# kopf patches its finalizer and bookkeeping annotations; the operator writes status.
+- apiGroups: ["streamapp.io"]
+  resources: ["streamapps"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["streamapp.io"]
+  resources: ["streamapps/status"]
+  verbs: ["get", "patch", "update"]
+# Setting blockOwnerDeletion in the children's ownerReferences (OwnerReferencesPermissionEnforcement).
+- apiGroups: ["streamapp.io"]
+  resources: ["streamapps/finalizers"]
+  verbs: ["update"]
+# Children: server-side apply creates (create) and updates (patch) them; listed to find objects of the same
+# name it does not own; deleted when a spec change or spec.cleanupPolicy says so.
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+# Pods are only read: why they are not ready, and their /status (restores, failing stream threads).
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+# State volumes: deleted with the app under spec.cleanupPolicy Delete (the StatefulSet never deletes them).
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "delete"]
+# Kafka credentials of spec.kafka.authentication / spec.kafka.tls, for the operator's own admin client.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
