@@ -16,6 +16,8 @@ import uuid
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # needs the built image
+
 IMAGE = os.environ.get("STREAMAPP_IMAGE", "localhost/streamapp:dev")
 BASE_IMAGE = "localhost/streamapp-base:bookworm"
 #: Every regular file with the setuid or setgid bit, outside the kernel's file systems.
