@@ -157,6 +157,17 @@ def test_protected_namespaces_deny_every_write_of_the_operators_service_account(
     assert not kinds & {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
+def test_a_watched_namespace_cannot_be_a_protected_one(helm: Path) -> None:
+    done = subprocess.run(
+        [str(helm), "template", str(CHART), "--set", "watchNamespaces={team-a,kube-system}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0 and "kube-system is in protectedNamespaces" in done.stderr
+    _docs(helm, "watchNamespaces={kube-system}", "protectedNamespaces=null")  # renders: nothing is protected
+
+
 # --- metrics (rendered) -----------------------------------------------------------------------------------------
 
 
