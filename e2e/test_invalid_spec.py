@@ -77,7 +77,7 @@ def _rejection(manifest: dict[str, Any], namespace: str) -> str:
         "cleanup-policy",
         "guarantee",
         "two-usernames",
-    ],  # fmt: skip
+    ],
 )
 def test_the_crd_rejects_what_a_schema_can_say(
     namespace: str, topics: tuple[str, str], spec: dict[str, Any], message: str
