@@ -67,6 +67,51 @@ class ReplayPlan:
             counts[internal.name] = internal.partitions
         return counts
 
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> ReplayPlan:
+        """A plan from its document form (the replay job's input, e.g. a YAML file)::
+
+            replayId: flights-v2-1
+            bootstrapServers: kafka:9092
+            topology: {nodes: [...], stores: [...]}     # a topology description document
+            config: {application.id: flights-v2}        # the new version's Kafka Streams config
+            from: {flights: {0: 0, 1: 0}}               # start offsets per topic and partition
+            to: {flights: {0: 812, 1: 790}}             # end offsets (exclusive)
+            partitions: {departures: 2}                 # sink topics' partition counts
+            writeRepartitionTopics: false               # optional
+            wallClockMs: 0                              # optional
+            kafka: {security.protocol: SASL_SSL}        # optional client settings
+
+        Raises TopologyError, ValueError or KeyError (a missing field).
+        """
+        return cls(
+            TopologyDescription.from_dict(document["topology"]),
+            dict(document["config"]),
+            str(document["bootstrapServers"]),
+            _offsets(document["from"]),
+            _offsets(document["to"]),
+            {str(t): int(n) for t, n in (document.get("partitions") or {}).items()},
+            str(document["replayId"]),
+            write_repartition_topics=bool(document.get("writeRepartitionTopics", False)),
+            wall_clock_ms=int(document.get("wallClockMs", 0)),
+            kafka_settings={str(k): str(v) for k, v in (document.get("kafka") or {}).items()},
+        )
+
+    def to_document(self) -> dict[str, Any]:
+        """The document form (``from_document`` inverts it)."""
+        return {
+            "replayId": self.replay_id,
+            "bootstrapServers": self.bootstrap_servers,
+            "topology": self.description.to_dict(),
+            "config": dict(self.config),
+            "from": {t: dict(parts) for t, parts in self.start_offsets.items()},
+            "to": {t: dict(parts) for t, parts in self.end_offsets.items()},
+            "partitions": dict(self.partitions),
+            "writeRepartitionTopics": self.write_repartition_topics,
+            "wallClockMs": self.wall_clock_ms,
+            "kafka": dict(self.kafka_settings),
+        }
+
     def check(self) -> ReplayPlan:
         """Raise UnsupportedTopologyError or ValueError when the replay cannot run this plan; return it."""
         if not self.config.get("application.id"):
@@ -119,6 +164,10 @@ def stage_order(description: TopologyDescription, application_id: str) -> list[S
             ordered.append(by_id[i])
             done.add(i)
     return ordered
+
+
+def _offsets(raw: Mapping[str, Mapping[Any, Any]]) -> Offsets:
+    return {str(topic): {int(p): int(o) for p, o in parts.items()} for topic, parts in raw.items()}
 
 
 def _check_range(topic: str, start: Mapping[int, int] | None, end: Mapping[int, int] | None) -> None:
