@@ -30,7 +30,7 @@ uv_ensure() {
     [ -x "$UV_HOME/bin/uv" ] && exit 0
     echo "[env] installing uv $UV_VERSION into $UV_HOME" >&2
     rm -rf "$UV_HOME.tmp"
-    PIP_USER=0 PYTHONNOUSERSITE=1 python3 -m pip install --quiet --disable-pip-version-check --no-deps \
+    PIP_USER=0 PYTHONNOUSERSITE=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
       --target "$UV_HOME.tmp" "uv==$UV_VERSION"
     [ -x "$UV_HOME.tmp/bin/uv" ] || { echo "hack/env.sh: no bin/uv after pip install" >&2; exit 1; }
     mv "$UV_HOME.tmp" "$UV_HOME"
