@@ -1,0 +1,134 @@
+"""The replay without Spark: the plan's checks, the stage order, the canonical merge, and a task run through the
+runtime's own StreamTask giving what the TopologyTestDriver gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conformance import dsl_functions as fn
+from conformance.test_global_table import orders_with_users
+from streamapp import StreamsBuilder
+from streamapp.kafka.types import ConsumerRecord
+from streamapp.replay import ReplayPlan, UnsupportedTopologyError
+from streamapp.replay.plan import stage_order
+from streamapp.replay.tasks import merge_by_head_timestamp, run_task
+from streamapp.serdes import serde_for
+from streamapp.testing import TopologyTestDriver
+
+S, L = "string", "long"
+
+
+def parity_sums() -> StreamsBuilder:
+    builder = StreamsBuilder()
+    (
+        builder.stream("numbers", key_serde=S, value_serde=L, name="numbers")
+        .group_by(fn.swap_key_parity, name="by-parity", key_serde=S)
+        .reduce(fn.add, name="parity-sum", store="parity-sums")
+        .to_stream(name="changes")
+        .to("parity-sums", name="out")
+    )
+    return builder
+
+
+def plan_of(builder: StreamsBuilder, **changes: Any) -> ReplayPlan:
+    document: dict[str, Any] = {
+        "replayId": "r-1",
+        "bootstrapServers": "kafka:9092",
+        "topology": builder.build().to_dict(),
+        "config": {"application.id": "app-v2"},
+        "from": {"numbers": {0: 0, 1: 0}},
+        "to": {"numbers": {0: 10, 1: 12}},
+        "partitions": {"parity-sums": 1},
+    }
+    document.update(changes)
+    return ReplayPlan.from_document(document)
+
+
+def test_a_plan_round_trips_through_its_document_and_passes_its_checks() -> None:
+    plan = plan_of(parity_sums())
+
+    assert ReplayPlan.from_document(plan.to_document()) == plan
+    assert plan.check() is plan
+    assert plan.topic_partitions()["app-v2-by-parity-repartition"] == 2
+
+
+def test_a_global_table_is_refused_naming_the_node_before_any_job() -> None:
+    plan = plan_of(
+        orders_with_users("inner"),
+        **{"from": {"orders": {0: 0}, "users": {0: 0}}, "to": {"orders": {0: 1}, "users": {0: 1}}},
+        partitions={"enriched": 1},
+    )
+
+    with pytest.raises(UnsupportedTopologyError, match=r"node 'users'.*'global_table'"):
+        plan.check()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"to": {"numbers": {0: 10}}}, "same partitions"),
+        ({"from": {"numbers": {0: 11, 1: 0}}}, "start <= end"),
+        ({"partitions": {}}, "sink topic 'parity-sums'"),
+        ({"replayId": "a/b"}, "replay_id"),
+    ],
+)
+def test_a_plan_with_bad_offsets_or_counts_is_refused(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        plan_of(parity_sums(), **changes).check()
+
+
+def test_stages_run_after_the_stages_whose_repartition_topics_they_read() -> None:
+    order = stage_order(parity_sums().build(), "app")
+
+    assert [sub.id for sub in order] == [0, 1]
+    assert [ref.name for ref in order[1].source_topics] == ["by-parity-repartition"]
+
+
+def record(topic: str, offset: int, timestamp: int) -> ConsumerRecord:
+    return ConsumerRecord(topic, 0, offset, None, None, timestamp)
+
+
+def test_the_merge_takes_the_smallest_head_timestamp_and_keeps_each_writers_order() -> None:
+    first = [record("a", 0, 5), record("a", 1, 1), record("a", 2, 9)]
+    second = [record("b", 0, 3), record("b", 1, 5)]
+
+    merged = merge_by_head_timestamp([first, second])
+
+    assert [(r.topic, r.offset) for r in merged] == [("b", 0), ("a", 0), ("a", 1), ("b", 1), ("a", 2)]
+
+
+def test_a_task_run_by_the_replay_writes_what_the_driver_writes() -> None:
+    description = parity_sums().build()
+    key, value = serde_for(S, "numbers", is_key=True), serde_for(L, "numbers")
+    inputs = [ConsumerRecord("numbers", 0, i, key.serialize(f"k{i}"), value.serialize(i), 1_000 + i) for i in range(8)]
+    subs = stage_order(description, "app")
+    counts = {"app-by-parity-repartition": 1, "app-parity-sums-changelog": 1, "parity-sums": 1}
+
+    upstream = run_task(description, subs[0], 0, {"numbers": inputs}, counts, {"application.id": "app"})
+    repartitioned = [r for r in upstream.records if r.topic == "app-by-parity-repartition"]
+    downstream = run_task(
+        description, subs[1], 0, {"app-by-parity-repartition": repartitioned}, counts, {"application.id": "app"}
+    )
+
+    out_key, out_value = serde_for(S, "parity-sums", is_key=True), serde_for(L, "parity-sums")
+    replayed = [
+        (out_key.deserialize(r.key), out_value.deserialize(r.value), r.timestamp)
+        for r in downstream.records
+        if r.topic == "parity-sums"
+    ]
+    with TopologyTestDriver(description, {"application.id": "app"}) as driver:
+        source = driver.create_input_topic("numbers")
+        for i in range(8):
+            source.pipe_input(f"k{i}", i, 1_000 + i)
+        expected = [
+            (r.key, r.value, r.timestamp_ms) for r in driver.create_output_topic("parity-sums").read_records_to_list()
+        ]
+    assert replayed == expected
+    assert downstream.changelog_topics == {"app-parity-sums-changelog"}
+    changelog = {
+        out_key.deserialize(r.key): out_value.deserialize(r.value)
+        for r in downstream.records
+        if r.topic == "app-parity-sums-changelog"
+    }
+    assert changelog == {"even": 12, "odd": 16}
