@@ -5,6 +5,7 @@ Everything here talks to the real components started by ``hack/stack/up.sh``; no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -209,6 +210,10 @@ def delete_topics(prefix: str) -> None:
     found = sorted(topics(prefix))
     for future in admin.delete_topics(found, operation_timeout=30).values() if found else []:
         future.result(60)
+    groups = [g.group_id for g in admin.list_consumer_groups().result(30).valid if g.group_id.startswith(prefix)]
+    for future in admin.delete_consumer_groups(groups).values() if groups else []:
+        with contextlib.suppress(Exception):  # a group with members left is the test's failure, not cleanup's
+            future.result(30)
 
 
 def events(name: str, namespace: str) -> list[dict[str, Any]]:
