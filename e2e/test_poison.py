@@ -1,0 +1,99 @@
+"""Poison records are either visible or counted exactly (issue 9, item 3).
+
+On the real stack, 100 JSON records with 20 records that are not JSON among them (after record 50):
+- under the default ``log_and_fail`` the stream thread fails and is restarted by the supervisor; the
+  StreamApp is Degraded naming the pod, the task and the offset of the first poison record, read from the
+  pod's ``/status`` (before this, it showed ``Degraded=False``);
+- under ``log_and_continue`` exactly the 100 good records reach the output;
+- under ``dead_letter_queue`` the 100 good records reach the output and exactly the 20 poison records the
+  dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from e2e import cluster
+
+pytestmark = pytest.mark.e2e
+GOOD, POISON, FIRST_POISON = 100, 20, 50
+
+
+@pytest.fixture
+def namespace(operator_installed: None) -> Iterator[str]:
+    name = cluster.create_namespace("poison")
+    yield name
+    cluster.delete_namespace(name)
+
+
+def _poisoned(topic: str) -> None:
+    producer = Producer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"]})
+    for i in range(GOOD + POISON):
+        poison = FIRST_POISON <= i < FIRST_POISON + POISON
+        value = b"\xff not json" if poison else json.dumps({"n": i}).encode()
+        producer.produce(topic, value, f"k{i}".encode())
+    assert producer.flush(30) == 0
+
+
+def _count(topic: str, expected: int, timeout_s: float = 90) -> int:
+    """Records on ``topic``: read until ``expected`` arrived, then 3 s more (a duplicate would show)."""
+    consumer = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"],
+                         "group.id": f"probe-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    seen, deadline, settle = 0, time.monotonic() + timeout_s, None
+    try:
+        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
+            seen += sum(1 for m in consumer.consume(500, timeout=0.5) if m.error() is None)
+            if seen >= expected and settle is None:
+                settle = time.monotonic() + 3
+    finally:
+        consumer.close()
+    return seen
+
+
+def _deploy(namespace: str, name: str, config: dict[str, str], extra_topics: dict[str, int] | None = None) -> Any:
+    cluster.create_topics({f"{name}-in": 1, f"{name}-out": 1, **(extra_topics or {})})
+    _poisoned(f"{name}-in")
+    cluster.apply(cluster.passthrough_app(name, f"{name}-in", f"{name}-out", config=config), namespace)
+
+
+def test_log_and_fail_is_degraded_naming_the_pod_task_and_offset(namespace: str) -> None:
+    name = f"fail-{uuid.uuid4().hex[:6]}"
+    try:
+        _deploy(namespace, name, {})
+        degraded = cluster.wait_condition(name, namespace, "Degraded", "True", "StreamThreadsFailing", 180)
+        assert degraded["message"].startswith(f"pod {name}-0: "), degraded["message"]
+        assert f"task 0_0, topic {name}-in[0] offset {FIRST_POISON}" in degraded["message"], degraded["message"]
+        assert len(degraded["message"].encode()) <= 1100
+        assert "StreamThreadsFailing" in [e["reason"] for e in cluster.events(name, namespace)]
+    finally:
+        cluster.delete_topics(name)
+
+
+def test_log_and_continue_skips_exactly_the_poison_records(namespace: str) -> None:
+    name = f"skip-{uuid.uuid4().hex[:6]}"
+    try:
+        _deploy(namespace, name, {"default.deserialization.exception.handler": "log_and_continue"})
+        assert _count(f"{name}-out", GOOD) == GOOD
+        assert cluster.condition(name, namespace, "Degraded")["status"] == "False"
+    finally:
+        cluster.delete_topics(name)
+
+
+def test_dead_letter_queue_gets_exactly_the_poison_records(namespace: str) -> None:
+    name = f"dlq-{uuid.uuid4().hex[:6]}"
+    config = {"default.deserialization.exception.handler": "dead_letter_queue",
+              "errors.dead.letter.queue.topic.name": f"{name}-dlq"}  # fmt: skip
+    try:
+        _deploy(namespace, name, config, {f"{name}-dlq": 1})
+        assert _count(f"{name}-out", GOOD) == GOOD
+        assert _count(f"{name}-dlq", POISON) == POISON
+    finally:
+        cluster.delete_topics(name)
