@@ -48,8 +48,8 @@ RUN_AS_USER = 10001
 DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 SASL_USERNAME_ENV = "STREAMAPP_KAFKA_SASL_USERNAME"
 SASL_PASSWORD_ENV = "STREAMAPP_KAFKA_SASL_PASSWORD"
-#: librdkafka clients of the runtime: ``consumer.*`` keys reach the group, restore and global consumers,
-#: ``producer.*`` keys the producers and the admin client.
+#: The runtime's own key prefixes for one kind of client (``streamapp.config``); a security key set there
+#: would override the one the operator derives.
 _CLIENTS = ("consumer", "producer")
 
 #: Runtime configuration keys the operator derives from first-class spec fields; ``spec.config`` must not
@@ -65,8 +65,8 @@ DERIVED_CONFIG_KEYS = {
 
 #: Connection security keys the operator derives from ``spec.kafka.authentication`` and ``spec.kafka.tls``.
 SECURITY_CONFIG_KEYS = tuple(
-    f"{client}.{key}"
-    for client in _CLIENTS
+    f"{prefix}{key}"
+    for prefix in ("", *(f"{client}." for client in _CLIENTS))
     for key in ("security.protocol", "sasl.mechanism", "sasl.mechanisms", "ssl.ca.location")
 )
 
@@ -126,8 +126,9 @@ def streams_config(spec: StreamAppSpec, application_id: str) -> dict[str, Any]:
 
 
 def security_config(kafka: KafkaSpec) -> dict[str, str]:
-    """The non-secret connection settings of the runtime's clients (``security.protocol``, SASL mechanism,
-    CA file); the credentials themselves reach the pods from the Secret (``_credentials``), never here."""
+    """The non-secret connection settings of every Kafka client of the runtime (top-level
+    ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``: ``streamapp.config`` hands them to all
+    its clients); the credentials themselves reach the pods from the Secret (``_credentials``), never here."""
     if kafka.authentication is None and kafka.tls is None:
         return {}
     settings = {"security.protocol": kafka.security_protocol()}
@@ -135,7 +136,7 @@ def security_config(kafka: KafkaSpec) -> dict[str, str]:
         settings["sasl.mechanism"] = kafka.authentication.mechanism.value
     if kafka.tls is not None and kafka.tls.ca_secret is not None:
         settings["ssl.ca.location"] = f"{CA_DIR}/{CA_FILE}"
-    return {f"{client}.{key}": value for client in _CLIENTS for key, value in settings.items()}
+    return settings
 
 
 def config_map(owner: Owner, topology_yaml: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -351,28 +352,19 @@ def selector_matches(selector: Mapping[str, Any] | None, pod_labels: Mapping[str
     return True
 
 
-def _credentials(spec: StreamAppSpec) -> tuple[list[str], list[dict[str, Any]]]:
-    """(``--set`` arguments, environment variables) that hand the SASL credentials from their Secret to
-    the runtime's clients: the kubelet reads the Secret into the variables and expands ``$(VAR)`` in the
-    arguments, so the values never appear in a ConfigMap, the pod spec or the StreamApp."""
+def _credentials(spec: StreamAppSpec) -> list[dict[str, Any]]:
+    """The environment variables that hand the SASL credentials from their Secret to the runtime
+    (``streamapp.config.SECURITY_ENV``: ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` -> ``sasl.username``/
+    ``sasl.password`` of every client): the kubelet reads the Secret, so the values never appear in a
+    ConfigMap, the pod spec, the process arguments or the StreamApp."""
     auth = spec.kafka.authentication
     if auth is None:
-        return [], []
-    env = [_secret_env(SASL_PASSWORD_ENV, auth.password_secret)]
+        return []
     if auth.username_secret is not None:
-        env.insert(0, _secret_env(SASL_USERNAME_ENV, auth.username_secret))
-        username = f"$({SASL_USERNAME_ENV})"
+        username = _secret_env(SASL_USERNAME_ENV, auth.username_secret)
     else:
-        username = str(auth.username)
-    args = []
-    for client in _CLIENTS:
-        args += [
-            "--set",
-            f"{client}.sasl.username={username}",
-            "--set",
-            f"{client}.sasl.password=$({SASL_PASSWORD_ENV})",
-        ]
-    return args, env
+        username = {"name": SASL_USERNAME_ENV, "value": str(auth.username)}
+    return [username, _secret_env(SASL_PASSWORD_ENV, auth.password_secret)]
 
 
 def _secret_env(name: str, ref: SecretKeyRef) -> dict[str, Any]:
@@ -399,7 +391,6 @@ def _resources(spec: StreamAppSpec) -> dict[str, Any]:
 
 
 def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
-    credential_args, credential_env = _credentials(spec)
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": spec.image,
@@ -411,12 +402,11 @@ def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
             f"{CONFIG_DIR}/{TOPOLOGY_FILE}",
             "--config",
             f"{CONFIG_DIR}/{STREAMS_FILE}",
-            *credential_args,
         ],
         "env": [
             {"name": "STREAMAPP_INSTANCE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "STREAMAPP_HTTP_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            *credential_env,
+            *_credentials(spec),
         ],
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": {

@@ -289,7 +289,7 @@ def _context(
 def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tuple[KafkaConnection, list[Problem]]:
     """The operator's own connection to the app's Kafka: the same security settings as the pods, with the
     credentials read from their Secrets (through the seam; never logged, never in status)."""
-    security = {key.removeprefix("producer."): value for key, value in _security(kafka).items()}
+    security = desired.security_config(kafka)
     problems: list[Problem] = []
 
     def secret(ref: SecretKeyRef | None, field: str) -> str | None:
@@ -313,10 +313,6 @@ def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tupl
         if ca is not None:
             security["ssl.ca.pem"] = ca
     return KafkaConnection(kafka.bootstrap_servers, tuple(sorted(security.items()))), problems
-
-
-def _security(kafka: KafkaSpec) -> dict[str, str]:
-    return {k: v for k, v in desired.security_config(kafka).items() if k.startswith("producer.")}
 
 
 def _plan(
