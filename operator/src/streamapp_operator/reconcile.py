@@ -51,6 +51,7 @@ from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
     Intent,
     StepOutcome,
+    StepsRun,
     announce,
     apply_child,
     dry_run,
@@ -221,38 +222,36 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
         observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
         return _result(app, None, None, problems, None, observation, previous_status, now)
     application_id = spec.effective_application_id(app.name)
-    me = Peer(app.namespace, app.name, app.uid, app.created, application_id)
-    problems += identity_conflicts(me, world.peers())
+    problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
     topology, topology_problems = parse_topology(spec)
-    problems += topology_problems
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
-    problems += secret_problems
     kafka = world.kafka_for(connection)
     observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances)
-    problems += foreign_children(
-        app.uid, {"ConfigMap": observation.config_map, "Service": observation.service,
-                  "StatefulSet": observation.stateful_set},
-    )  # fmt: skip
+    plan, plan_problems = _plan(topology, application_id, observation)
+    problems += topology_problems + secret_problems + _strangers(app, spec, application_id, observation)
+    problems += plan_problems
+    run = StepsRun()
+    if topology is not None and plan is not None and not problems:
+        context = _context(app, spec, world, kafka, observation, topology, plan, application_id, previous_status, now)
+        run = run_steps(STEPS, context)
+        problems += [run.problem] if run.problem is not None else []
+    stateful_set = run.stored("StatefulSet") or observation.stateful_set
+    result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
+    result.status.update(run.status)
+    result.events[:0] = run.events
+    return result
+
+
+def _strangers(app: App, spec: StreamAppSpec, application_id: str, observation: Observation) -> list[Problem]:
+    """Children and consumer-group members that are someone else's (pure, on what was observed)."""
+    children = {"ConfigMap": observation.config_map, "Service": observation.service,
+                "StatefulSet": observation.stateful_set}  # fmt: skip
+    problems = foreign_children(app.uid, children)
     if observation.group is not None:
         pod_names = [f"{app.name}-{i}" for i in range(max(spec.replicas, len(observation.pods)))]
         pod_names += [str(p.get("metadata", {}).get("name")) for p in observation.pods]
         problems += foreign_members(application_id, [m.client_id for m in observation.group.members], pod_names)
-    plan, plan_problems = _plan(topology, application_id, observation)
-    problems += plan_problems
-    run_events: list[Event] = []
-    run_status: dict[str, Any] = {}
-    stateful_set = observation.stateful_set
-    if topology is not None and plan is not None and not problems:
-        context = _context(app, spec, world, kafka, observation, topology, plan, application_id, previous_status, now)
-        run = run_steps(STEPS, context)
-        if run.problem is not None:
-            problems.append(run.problem)
-        run_events, run_status = run.events, run.status
-        stateful_set = run.stored("StatefulSet") or stateful_set
-    result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
-    result.status.update(run_status)
-    result.events[:0] = run_events
-    return result
+    return problems
 
 
 def _context(
