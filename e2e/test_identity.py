@@ -3,7 +3,8 @@
 On the real stack: app ``<name>`` runs in namespace A; the same name in namespace B (the same default id)
 and another app in B with A's id as its explicit ``applicationId`` are both refused by name
 (``ApplicationIdInUse``), get no pods, and so consume nothing: every record reaches A's output exactly
-once and A's group has only A's pod as member.
+once. A consumer group that already has a member that is not one of the app's pods is reported
+(``ConsumerGroupInUse``) and not joined until it is free.
 """
 
 from __future__ import annotations
@@ -74,4 +75,34 @@ def test_a_shared_application_id_is_refused_by_name_and_consumes_nothing(namespa
         cluster.wait_until(lambda: cluster.group_lag(cluster.stack_env()["KAFKA_BOOTSTRAP"], name, [source]) == 0,
                            60, f"group {name} to consume everything")  # fmt: skip
     finally:
+        cluster.delete_topics(name)
+
+
+def test_a_consumer_group_used_by_someone_else_is_reported_not_joined(namespaces: tuple[str, str]) -> None:
+    first, _ = namespaces
+    name = f"taken-{uuid.uuid4().hex[:6]}"
+    source, sink = f"{name}-in", f"{name}-out"
+    cluster.create_topics({source: 1, sink: 1})
+    stranger = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"], "group.id": name,
+                         "client.id": "someone-else"})  # fmt: skip
+    closed = False
+    try:
+        stranger.subscribe([source])
+        deadline = time.monotonic() + 30
+        while not stranger.assignment() and time.monotonic() < deadline:
+            stranger.poll(0.5)
+        assert stranger.assignment(), "the stranger never joined"
+        cluster.apply(cluster.passthrough_app(name, source, sink), first)
+        degraded = cluster.wait_condition(name, first, "Degraded", "True", "ConsumerGroupInUse")
+        assert (
+            f"consumer group '{name}' has members that are not this StreamApp's pods (someone-else)"
+            in (degraded["message"])
+        )
+        assert cluster.kubectl("get", "statefulset", name, "-n", first, "--ignore-not-found") == ""
+        stranger.close()  # the group is free: the app joins at the next reconcile
+        closed = True
+        cluster.wait_condition(name, first, "Ready", "True", timeout_s=180)
+    finally:
+        if not closed:
+            stranger.close()
         cluster.delete_topics(name)
