@@ -9,7 +9,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
-from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable, TopicSpec
+from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable, TopicCreationFailed, TopicSpec
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +75,33 @@ def test_unreachable_kafka_raises_kafka_unavailable_with_the_cause() -> None:
     admin = ConfluentKafkaAdmin("127.0.0.1:1", timeout=2)
     with pytest.raises(KafkaUnavailable, match="listing topics failed"):
         admin.partition_counts(["flights"])
+
+
+def test_a_topic_kafka_refuses_is_kafkas_answer_not_unavailable(admin: ConfluentKafkaAdmin) -> None:
+    topic = _name("refused")
+    with pytest.raises(TopicCreationFailed, match=rf"Kafka refused topic '{topic}': .*[Rr]eplication factor"):
+        admin.create_topics([TopicSpec(topic, 1)], replication_factor=3)
+
+
+def test_group_members_are_described_and_only_existing_topics_and_groups_are_deleted(
+    admin: ConfluentKafkaAdmin,
+) -> None:
+    topic, group = _name("members"), _name("group")
+    admin.create_topics([TopicSpec(topic, 1)], replication_factor=-1)
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": group, "client.id": "someone-else"})
+    try:
+        consumer.subscribe([topic])
+        for _ in range(60):
+            consumer.poll(0.5)
+            if consumer.assignment():
+                break
+        members = admin.group_lag(group, [topic]).members
+        assert [m.client_id for m in members] == ["someone-else"]
+        with pytest.raises(KafkaUnavailable, match="not empty"):
+            admin.delete_group(group)
+    finally:
+        consumer.close()
+    assert admin.delete_group(group) is True
+    assert admin.delete_group(group) is False
+    assert admin.delete_topics([topic, _name("absent")]) == [topic]
+    assert admin.partition_counts([topic]) == {}

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import GroupMember
-from streamapp_operator.reconcile import STEPS, App, Result, World, reconcile
+from streamapp_operator.reconcile import STEPS, App, Result, World, kafka_connection, reconcile
+from streamapp_operator.resources import KafkaSpec
 from streamapp_operator.validate import Peer
 
 APP = App(name="victim", namespace="team-x", uid="uid-victim", generation=1, created="2026-01-02T00:00:00Z")
@@ -229,3 +230,29 @@ def test_a_paused_app_is_neither_observed_nor_changed_and_says_so(cluster: Testi
     resumed = _run(cluster, kafka, spec=flights_spec(replicas=5), status=result.status)
     assert resumed.status["paused"] is None
     assert cluster.get("StatefulSet", "team-x", "victim")["spec"]["replicas"] == 5  # type: ignore[index]
+
+
+def test_the_admin_clients_connection_takes_user_name_password_and_ca_from_their_secrets(
+    cluster: TestingCluster,
+) -> None:
+    cluster.secrets[("team-x", "kafka-user")] = {"user": "flights", "pw": "s3cr3t-pw"}
+    cluster.secrets[("team-x", "kafka-ca")] = {"ca.crt": "-----BEGIN CERTIFICATE-----"}
+    kafka = KafkaSpec.model_validate({
+        "bootstrapServers": "kafka:9093",
+        "authentication": {"mechanism": "PLAIN", "usernameSecret": {"name": "kafka-user", "key": "user"},
+                           "passwordSecret": {"name": "kafka-user", "key": "pw"}},
+        "tls": {"caSecret": {"name": "kafka-ca", "key": "ca.crt"}},
+    })  # fmt: skip
+    connection, problems = kafka_connection(cluster, "team-x", kafka)
+    assert problems == []
+    assert connection.settings() == {
+        "bootstrap.servers": "kafka:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "flights",
+        "sasl.password": "s3cr3t-pw",
+        "ssl.ca.pem": "-----BEGIN CERTIFICATE-----",
+    }
+    del cluster.secrets[("team-x", "kafka-ca")]
+    _, problems = kafka_connection(cluster, "team-x", kafka)
+    assert [p.message for p in problems] == ["spec.kafka.tls.caSecret: Secret kafka-ca does not exist"]
