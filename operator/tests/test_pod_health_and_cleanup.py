@@ -4,11 +4,12 @@ live only while an app uses them; kopf's record of the last spec stays small wha
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import kopf
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
-from streamapp_operator.conditions import MAX_FAILURE_BYTES_PER_POD, failing_threads
+from streamapp_operator.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
 from streamapp_operator.kafka import AdminPool, KafkaConnection
 from streamapp_operator.main import DigestDiffBaseStorage
 from streamapp_operator.reconcile import App, World, cleanup, reconcile
@@ -48,6 +49,25 @@ def test_a_runtime_that_gave_up_is_failing_and_one_restart_without_error_is_not(
     assert line.endswith("KafkaError: SASL authentication failed")
 
 
+def test_a_thread_that_recovered_long_ago_is_not_failing_but_a_recent_or_dead_one_is() -> None:
+    old = {**POISON, "at": 1000.0}
+    documents: dict[str, dict[str, Any] | str] = {"app-0": {"workers": [_worker(0, 1, "SerdeError: x", old)]}}
+    assert failing_threads(documents, now=1000.0 + 601) == []
+    assert failing_threads(documents, now=1000.0 + 60) != []
+    dead = {**_worker(0, 1, "SerdeError: x", old), "alive": False}
+    assert failing_threads({"app-0": {"workers": [dead]}}, now=1000.0 + 601) != []
+
+
+def test_a_crash_looping_pod_says_why_it_gave_up_from_its_termination_message() -> None:
+    terminated = {"exitCode": 1, "message": "stream thread 0 failed 5 times\nKafkaAuthenticationError: SASL failed"}
+    pod = {"metadata": {"name": "app-0"}, "status": {"containerStatuses": [
+        {"name": "streamapp", "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+         "lastState": {"terminated": terminated}}]}}  # fmt: skip
+    assert failing_pods([pod]) == [
+        "pod app-0: CrashLoopBackOff (last exit code 1: KafkaAuthenticationError: SASL failed)"
+    ]
+
+
 def test_failure_text_is_bounded_per_pod_and_in_pods() -> None:
     huge = _worker(0, 2, "ValueError: " + "x" * 100_000)
     documents: dict[str, dict[str, Any] | str] = {f"app-{i}": {"workers": [huge]} for i in range(12)}
@@ -62,7 +82,8 @@ def test_a_ready_pod_whose_thread_keeps_failing_degrades_the_app(kafka: TestingK
              "containerStatuses": [{"name": "streamapp", "started": True, "ready": True}],
              "conditions": [{"type": "Ready", "status": "True"}]}  # fmt: skip
     cluster.add_pod("apps", "poisoned-0", LABELS, ready)
-    instances.documents["127.0.100.9"] = {"phase": "running", "workers": [_worker(0, 4, "SerdeError: x", POISON)]}
+    recent = {**POISON, "at": time.time()}
+    instances.documents["127.0.100.9"] = {"phase": "running", "workers": [_worker(0, 4, "SerdeError: x", recent)]}
     world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=instances)
     status = reconcile(APP, flights_spec(), {}, world, NOW).status
     degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")

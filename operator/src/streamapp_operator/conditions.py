@@ -98,7 +98,8 @@ def rollout(stateful_set: dict[str, Any] | None, desired: int) -> Rollout | None
 
 def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
     """One line per pod whose container is stuck in a failing state, e.g.
-    ``pod app-0: CrashLoopBackOff (last exit code 1)``; pods being deleted are ignored.
+    ``pod app-0: CrashLoopBackOff (last exit code 1)``, with the last line of the container's termination
+    message when it left one (``lastState.terminated.message``, bounded); pods being deleted are ignored.
 
     Restart counts are left out on purpose: the line must stay the same while the failure does, so that
     it does not change the Degraded message (and post an event) on every restart.
@@ -115,6 +116,9 @@ def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
                 continue
             terminated = (container.get("lastState") or {}).get("terminated") or {}
             detail = f"last exit code {terminated['exitCode']}" if "exitCode" in terminated else waiting.get("message")
+            said = str(terminated.get("message") or "").strip().splitlines()
+            if said:  # the container's termination message (/dev/termination-log): why it gave up
+                detail = f"{detail}: {_bounded(said[-1], MAX_FAILURE_BYTES_PER_POD // 2)}"
             lines.append(f"pod {metadata.get('name')}: {reason}" + (f" ({detail})" if detail else ""))
     return lines
 
@@ -178,7 +182,13 @@ MAX_FAILURE_BYTES_PER_POD = 1024
 MAX_FAILING_PODS_NAMED = 5
 
 
-def failing_threads(documents: Mapping[str, dict[str, Any] | str]) -> list[str]:
+#: A stream thread that failed and was restarted counts as failing while its last failure is at most this old
+#: (seconds; the runtime's supervisor gives up after 5 restarts within 10 minutes): one transient failure
+#: long ago does not degrade the app for ever.
+RECENT_FAILURE_SECONDS = 600.0
+
+
+def failing_threads(documents: Mapping[str, dict[str, Any] | str], now: float | None = None) -> list[str]:
     """One line per pod whose stream threads keep failing, from the pods' ``/status`` documents.
 
     The runtime's supervisor restarts a failed stream thread itself and its liveness stays 200, so a crash
@@ -186,9 +196,10 @@ def failing_threads(documents: Mapping[str, dict[str, Any] | str]) -> list[str]:
     failure) shows only here: ``workers[]`` with ``thread``, ``alive``, ``restarts``, ``error`` (last error
     text) and ``last_failure`` (``task``, ``topic``, ``partition``, ``offset``, ``error``), and a top-level
     ``phase`` of ``failed`` once the supervisor gave up. A thread with ``restarts >= 1`` and an error is
-    failing. Each line is at most ``MAX_FAILURE_BYTES_PER_POD`` bytes and at most
-    ``MAX_FAILING_PODS_NAMED`` pods are named; restart counts are left out so that the message (and its
-    event) does not change on every restart.
+    failing, unless it is alive and its last failure (``last_failure.at``, epoch seconds) is older than
+    ``RECENT_FAILURE_SECONDS`` before ``now`` (None: every failure counts). Each line is at most
+    ``MAX_FAILURE_BYTES_PER_POD`` bytes and at most ``MAX_FAILING_PODS_NAMED`` pods are named; restart counts
+    are left out so that the message (and its event) does not change on every restart.
     """
     lines: list[str] = []
     failing = 0
@@ -196,7 +207,7 @@ def failing_threads(documents: Mapping[str, dict[str, Any] | str]) -> list[str]:
         document = documents[pod]
         if not isinstance(document, dict):
             continue
-        parts = [_thread_failure(worker) for worker in _workers(document)]
+        parts = [_thread_failure(worker, now) for worker in _workers(document)]
         parts = [part for part in parts if part]
         gave_up = document.get("phase") == "failed"
         if not parts and not gave_up:
@@ -217,13 +228,17 @@ def _workers(document: dict[str, Any]) -> list[dict[str, Any]]:
     return [w for w in workers if isinstance(w, dict)] if isinstance(workers, list) else []
 
 
-def _thread_failure(worker: dict[str, Any]) -> str:
+def _thread_failure(worker: dict[str, Any], now: float | None) -> str:
     """``thread 1, task 0_1, topic flights[2] offset 17: ValueError: ...`` or "" when the thread is fine."""
     restarts = worker.get("restarts")
     last = worker.get("last_failure")
     failure: dict[str, Any] = last if isinstance(last, dict) else {}
     error = failure.get("error") or worker.get("error")
     if not (type(restarts) is int and restarts >= 1 and isinstance(error, str) and error):
+        return ""
+    at = failure.get("at")
+    long_ago = isinstance(at, int | float) and now is not None and now - at > RECENT_FAILURE_SECONDS
+    if long_ago and worker.get("alive") is True:
         return ""
     where = [f"thread {worker.get('thread')}"]
     if failure.get("task") is not None:

@@ -9,6 +9,7 @@ that does not answer ``/status`` is recorded too (``Restoring=Unknown``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -93,7 +94,7 @@ def observe_instances(pods: list[dict[str, Any]], instances: InstanceReader) -> 
     documents = read_statuses(instances, [(name, ip) for name, ip, _ in started], HTTP_PORT)
     unready = {name for name, _, ready in started if not ready}
     restore = restore_view({pod: doc for pod, doc in documents.items() if pod in unready})
-    return restore, failing_threads(documents)
+    return restore, failing_threads(documents, time.time())
 
 
 def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:
