@@ -64,4 +64,4 @@ test-unit: setup ## Unit tests only (no broker, no cluster)
 	$(RUN) pytest -m "not integration and not e2e" runtime/tests operator/tests e2e hack bench
 
 test: operator-install lint ## The whole suite: unit, integration (real Kafka) and e2e (real Kubernetes, pods, image)
-	$(RUN) pytest runtime/tests operator/tests e2e hack bench
+	$(RUN) pytest --durations=25 runtime/tests operator/tests e2e hack bench
