@@ -14,6 +14,8 @@
 # Layers: the third-party venv changes only with uv.lock; a change of our sources rewrites a few hundred KiB.
 
 ARG BASE_IMAGE=localhost/streamapp-base:bookworm
+# the replay target's base: BASE_IMAGE plus a Java runtime (hack/image/replay-base.sh)
+ARG REPLAY_BASE_IMAGE=localhost/streamapp-replay-base:bookworm
 
 # --- deps: a venv with the pinned third-party packages only -------------------------------------------------
 FROM ${BASE_IMAGE} AS deps
@@ -37,6 +39,43 @@ RUN /opt/streamapp/venv/bin/pip install --quiet --no-index --no-cache-dir --no-d
         --find-links /tmp/build/wheels/deps --find-links /tmp/build/wheels/project \
         /tmp/build/wheels/project/*.whl \
     && /opt/streamapp/venv/bin/pip check
+
+# --- replay: the StreamReplay Jobs' image (hack/image/build-replay.sh, `--target replay`) -----------------------
+# The streaming image plus the runtime's `replay` extra (pyspark), Spark's Kafka connector jars and a Java runtime
+# (openjdk-17-jre-headless, installed into REPLAY_BASE_IMAGE by hack/image/replay-base.sh outside the build). A
+# separate target, so the streaming image stays without Java and Spark. Its stages are built only for this target.
+FROM ${REPLAY_BASE_IMAGE} AS replay-deps
+ENV PIP_NO_INDEX=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python3 -m venv /opt/streamapp/venv
+COPY requirements-replay.txt /tmp/build/requirements.txt
+COPY wheels/deps/ /tmp/build/wheels/deps/
+COPY wheels/replay/ /tmp/build/wheels/deps/
+RUN /opt/streamapp/venv/bin/pip install --quiet --no-index --no-cache-dir --require-hashes \
+        --find-links /tmp/build/wheels/deps -r /tmp/build/requirements.txt
+
+FROM ${REPLAY_BASE_IMAGE} AS replay
+RUN groupadd --gid 10001 streamapp \
+    && useradd --uid 10001 --gid 10001 --no-log-init --home-dir /var/lib/streamapp --no-create-home \
+        --shell /usr/sbin/nologin streamapp \
+    && install -d -o 10001 -g 10001 -m 0750 /var/lib/streamapp \
+    && find / -xdev -perm /6000 -type f -exec chmod a-s {} +
+COPY --from=replay-deps /opt/streamapp/venv /opt/streamapp/venv
+COPY --from=app /tmp/build/app/ /
+COPY --chmod=0755 bin/ /opt/streamapp/venv/bin/
+COPY spark-jars/ /opt/streamapp/spark-jars/
+ENV VIRTUAL_ENV=/opt/streamapp/venv \
+    PATH=/opt/streamapp/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    LANG=C.UTF-8 \
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
+    STREAMAPP_SPARK_JARS=/opt/streamapp/spark-jars
+WORKDIR /var/lib/streamapp
+USER 10001:10001
+ENTRYPOINT ["streamapp"]
+CMD ["replay", "run", "--help"]
 
 # --- final ----------------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE}

@@ -9,7 +9,7 @@ UV := $(CURDIR)/hack/bin/uv
 RUN := $(UV) run --frozen
 OPERATOR_NS := streamapp-system
 
-.PHONY: help setup stack-up stack-down stack-status purge-topics image operator-install demo test test-unit lint crds bench
+.PHONY: help setup stack-up stack-down stack-status purge-topics image image-replay operator-install demo test test-unit lint crds bench
 
 help: ## Show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -40,7 +40,10 @@ purge-topics: setup ## Delete the topics tests left on the local broker (all but
 image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)
 	hack/image/build.sh
 
-operator-install: stack-up image ## helm install the operator chart (CRDs, RBAC, Deployment) into the local cluster
+image-replay: setup ## Build localhost/streamapp-replay:dev (the Dockerfile's replay target: + pyspark, Java, Kafka connector jars)
+	hack/image/build-replay.sh
+
+operator-install: stack-up image image-replay ## helm install the operator chart (CRDs, RBAC, Deployment) into the local cluster
 	hack/operator-install.sh $(OPERATOR_NS)
 
 demo: operator-install ## The main job: flights StreamApp on real Kafka + Kubernetes, counts checked against pandas
