@@ -51,6 +51,7 @@ from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
+    KafkaException,
     Producer,
     TopicPartition,
 )
@@ -613,6 +614,17 @@ class _BrokerRun:
 # -- the Spark replay ----------------------------------------------------------------------------------
 
 
+def _retrying(call: Callable[[], Any], attempts: int = 20, pause_s: float = 0.5) -> Any:
+    """``call()``, retried on a KafkaException (e.g. NOT_LEADER_FOR_PARTITION just after a topic was created)."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except KafkaException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(pause_s)
+
+
 def wait_stable(admin: AdminClient, partitions: Sequence[TopicPartition], timeout_s: float = 60.0) -> None:
     """Wait until no transaction is open on ``partitions``: last stable offset = high watermark. A committed
     transaction's records become visible only when the coordinator wrote its markers, just after the commit."""
@@ -684,7 +696,7 @@ class SparkEngine:
             assert producer.flush(30) == 0, "inputs were not delivered"
             renamed = TopologyDescription.from_dict(rename_topics(description.to_dict(), run.topic))
             sources = [run.topic(t) for t in description.external_source_topics()]
-            ends = run._end_offsets(sources)
+            ends = _retrying(lambda: run._end_offsets(sources))  # fresh topics: leaders may still move
             end_offsets: dict[str, dict[int, int]] = {}
             for tp, end in ends.items():
                 end_offsets.setdefault(tp.topic, {})[tp.partition] = end

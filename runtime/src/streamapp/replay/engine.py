@@ -6,8 +6,9 @@ For each sub-topology in dependency order (``plan.stage_order``):
    ``startingOffsets``/``endingOffsets``, ``read_committed``) and the repartition records upstream stages
    produced (kept in Spark: a repartition topic is a shuffle keyed by the partition the runtime's murmur2
    partitioner gave each record, never a round trip through Kafka);
-2. ``groupBy(partition).applyInArrow``: each group is one task ``<subtopology>_<p>``; ``streamapp.replay.tasks``
-   orders its records as the runtime would and runs them through the runtime's own ``StreamTask``;
+2. ``repartition(partition)`` + ``sortWithinPartitions(partition, topic, producer, offset)`` + ``mapInArrow``: each
+   run of one ``partition`` value is one task ``<subtopology>_<p>``; ``streamapp.replay.tasks`` runs its records,
+   in the order the runtime would, through the runtime's own ``StreamTask``;
 3. what the tasks wrote (sink, repartition and changelog records, each with the partition the runtime's
    partitioner computed) is persisted for the next stages and the final write.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import ReplayPlan, stage_order
-from streamapp.replay.tasks import merge_by_head_timestamp, run_task
+from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp
 from streamapp.topology import TopologyDescription
 
 __all__ = ["RECORD_SCHEMA", "ReplayResult", "run_replay"]
@@ -110,8 +111,13 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult) -> 
         stage_input = parts[0]
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
-        task = _TaskFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
-        stage = stage_input.groupBy("partition").applyInArrow(_grouped(task), RECORD_SCHEMA)
+        task = _StageFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
+        tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
+        stage = (
+            stage_input.repartition(tasks, "partition")
+            .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
+            .mapInArrow(task, RECORD_SCHEMA)
+        )
         stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
         outputs.append(stage)
         for ref in sub.sink_topics:
@@ -175,8 +181,11 @@ def _worker_topology(document: str) -> tuple[TopologyDescription, dict[str, dict
     return cached
 
 
-class _TaskFunction:
-    """The grouped function of one stage: one call per task (group = partition). Pickled to the workers, so it
+class _StageFunction:
+    """The ``mapInArrow`` function of one stage. Its input partition holds whole tasks, sorted by task, topic,
+    producer and offset; it runs them one after the other. A task reading one partition of one external topic is
+    fed batch by batch (its order is the offset order, its memory the task's state); any other task is buffered
+    whole first, because its order merges several sequences (``_ordered_inputs``). Pickled to the workers, so it
     carries only plain data (the description's JSON, not the parsed objects or user functions)."""
 
     def __init__(
@@ -188,65 +197,94 @@ class _TaskFunction:
         self.config = config
         self.wall_clock_ms = wall_clock_ms
 
-    def __call__(self, key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        partition = int(key[0].as_py())
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         description, functions = _worker_topology(self.document)
         sub = next(s for s in description.subtopologies() if s.id == self.sub_id)
-        inputs = _ordered_inputs(table)
-        output = run_task(
-            description,
-            sub,
-            partition,
-            inputs,
-            self.counts,
-            self.config,
-            functions=functions,
-            wall_clock_ms=self.wall_clock_ms,
-        )
         application_id = str(self.config["application.id"])
-        repartition = {ref.resolve(application_id) for ref in sub.sink_topics if ref.internal}
+        sources = [ref.resolve(application_id) for ref in sub.source_topics]
+        streamed = len(sources) == 1 and not sub.source_topics[0].internal
+        repartition = frozenset(ref.resolve(application_id) for ref in sub.sink_topics if ref.internal)
+        task: ReplayTask | None = None
+        buffered: list[dict[str, Any]] = []
+        for batch in batches:
+            for partition, rows in _runs_by_partition(batch.to_pylist()):
+                if task is not None and task.partition != partition:
+                    yield self._batch(self._finish(task, buffered, streamed), task, repartition)
+                    task, buffered = None, []
+                if task is None:
+                    task = ReplayTask(
+                        description,
+                        sub,
+                        partition,
+                        self.counts,
+                        self.config,
+                        functions=functions,
+                        wall_clock_ms=self.wall_clock_ms,
+                    )
+                if streamed:
+                    task.add(sources[0], (_record(row) for row in rows))
+                    yield self._batch(task.process(), task, repartition)
+                else:
+                    buffered.extend(rows)
+        if task is not None:
+            yield self._batch(self._finish(task, buffered, streamed), task, repartition)
+
+    @staticmethod
+    def _finish(task: ReplayTask, buffered: list[dict[str, Any]], streamed: bool) -> list[ConsumerRecord]:
+        try:
+            written: list[ConsumerRecord] = []
+            if not streamed:
+                for topic, records in _ordered_inputs(buffered).items():
+                    task.add(topic, records)
+                written = task.process()
+            return written + task.finish()
+        finally:
+            task.close()
+
+    def _batch(self, records: list[ConsumerRecord], task: ReplayTask, repartition: frozenset[str]) -> pa.RecordBatch:
         columns: dict[str, list[Any]] = {name: [] for name in _ARROW_SCHEMA.names}
-        for record in output.records:
-            kind = (
-                "changelog"
-                if record.topic in output.changelog_topics
-                else "repartition"
-                if record.topic in repartition
-                else "sink"
-            )
-            for name, value in (
-                ("topic", record.topic),
-                ("partition", record.partition),
-                ("offset", record.offset),
-                ("key", record.key),
-                ("value", record.value),
-                ("timestamp", record.timestamp),
-                ("producer_sub", self.sub_id),
-                ("producer_part", partition),
-                ("kind", kind),
-            ):
-                columns[name].append(value)
-        return pa.Table.from_pydict(columns, schema=_ARROW_SCHEMA)
+        for record in records:
+            topic = record.topic
+            kind = "changelog" if topic in task.changelog_topics else "repartition" if topic in repartition else "sink"
+            columns["topic"].append(topic)
+            columns["partition"].append(record.partition)
+            columns["offset"].append(record.offset)
+            columns["key"].append(record.key)
+            columns["value"].append(record.value)
+            columns["timestamp"].append(record.timestamp)
+            columns["producer_sub"].append(self.sub_id)
+            columns["producer_part"].append(task.partition)
+            columns["kind"].append(kind)
+        return pa.RecordBatch.from_pydict(columns, schema=_ARROW_SCHEMA)
 
 
-def _ordered_inputs(table: pa.Table) -> dict[str, list[ConsumerRecord]]:
+def _runs_by_partition(rows: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """Consecutive rows of one task (the ``partition`` column), in order."""
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i]["partition"] != rows[start]["partition"]:
+            yield rows[start]["partition"], rows[start:i]
+            start = i
+
+
+def _record(row: dict[str, Any]) -> ConsumerRecord:
+    return ConsumerRecord(row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["timestamp"])
+
+
+def _ordered_inputs(rows: list[dict[str, Any]]) -> dict[str, list[ConsumerRecord]]:
     """A task's input per topic in processing order: records read from Kafka in offset order; records of a
     repartition topic merged over their producing tasks (``merge_by_head_timestamp``)."""
-    by_producer: dict[str, dict[tuple[int, int], list[tuple[int, ConsumerRecord]]]] = {}
-    for row in table.to_pylist():
-        record = ConsumerRecord(
-            row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["timestamp"]
-        )
+    by_producer: dict[str, dict[tuple[int, int], list[ConsumerRecord]]] = {}
+    for row in rows:  # sorted by topic, producer, offset
         producers = by_producer.setdefault(row["topic"], {})
-        producers.setdefault((row["producer_sub"], row["producer_part"]), []).append((row["offset"], record))
+        producers.setdefault((row["producer_sub"], row["producer_part"]), []).append(_record(row))
     ordered: dict[str, list[ConsumerRecord]] = {}
     for topic, producers in by_producer.items():
-        sequences = [[r for _, r in sorted(producers[p], key=lambda item: item[0])] for p in sorted(producers)]
         if set(producers) == {(-1, -1)}:
-            ordered[topic] = sequences[0]  # read from Kafka: offset order
+            ordered[topic] = producers[(-1, -1)]  # read from Kafka: offset order
             continue
         # a repartition topic's records get the offsets of the merged order (what a broker would assign)
-        merged = merge_by_head_timestamp(sequences)
+        merged = merge_by_head_timestamp([producers[p] for p in sorted(producers)])
         ordered[topic] = [
             ConsumerRecord(r.topic, r.partition, i, r.key, r.value, r.timestamp) for i, r in enumerate(merged)
         ]

@@ -2,9 +2,9 @@
 
 Parity by construction: the records of task ``<subtopology>_<p>`` go through exactly the code a stream thread
 runs (``streamapp.processing.task.StreamTask``: its ``PartitionGroup``, source nodes, processors, changelogging
-stores), with the TopologyTestDriver's in-memory Kafka (``streamapp.testing.cluster``) capturing what the task
-writes and in-memory stores holding its state. Nothing here imports pyspark; ``streamapp.replay.engine`` calls
-``run_task`` inside a Spark grouped function, and tests call it directly.
+stores), with in-memory stores holding its state (the TopologyTestDriver's) and a producer that collects what the
+task writes, partitioned as the runtime's producer partitions it. Nothing here imports pyspark:
+``streamapp.replay.engine`` drives ``ReplayTask`` inside a Spark ``mapInArrow`` function; tests call ``run_task``.
 
 Processing order (docs/replay.md, "Canonical order"):
 
@@ -13,7 +13,8 @@ Processing order (docs/replay.md, "Canonical order"):
 - between the task's input partitions the runtime's ``PartitionGroup`` picks the buffered head with the
   smallest timestamp (ties: the queue added first, i.e. topics in the sub-topology's source order, then
   partition). All input is buffered before the first record is processed and ``max.task.idle.ms`` is off:
-  what a streaming task does when it catches up on records already on the broker;
+  what a streaming task does when it catches up on records already on the broker (a task reading a single
+  partition may be fed batch by batch instead: its order is the offset order either way);
 - at the end the task's store writes are sent to the changelog partitions once (one record per key: the
   final store contents, the latest value of each key; a key written and deleted again is a tombstone).
 
@@ -31,14 +32,14 @@ from typing import Any
 
 from streamapp.config import StreamsConfig
 from streamapp.kafka.types import ConsumerRecord, Headers, TopicPartition
+from streamapp.partitioner import partition_for_key
 from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.partition_group import MAX_TASK_IDLE_DISABLED
 from streamapp.processing.task import StreamTask, TaskId
 from streamapp.state.memory import InMemoryKeyValueStore
-from streamapp.testing.cluster import InMemoryCluster, InMemoryProducer
 from streamapp.topology import Subtopology, TopologyDescription
 
-__all__ = ["TaskOutput", "merge_by_head_timestamp", "run_task"]
+__all__ = ["ReplayTask", "TaskOutput", "merge_by_head_timestamp", "run_task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,107 @@ def merge_by_head_timestamp(sequences: Sequence[Iterable[ConsumerRecord]]) -> li
     return merged
 
 
+class ReplayTask:
+    """Task ``<subtopology.id>_<partition>`` of a replay, fed incrementally (see the module docstring).
+
+    ``add`` buffers records of one input partition; ``process`` processes everything buffered and returns what
+    the task wrote since the last call; ``finish`` sends the final store contents and returns those changelog
+    records. A task with one input partition may be fed and processed batch by batch (its order is the offset
+    order); a task with several must get all its input before the first ``process`` (the ``PartitionGroup``
+    merge needs every queue's head). Use as a context manager (``close`` drops the stores).
+
+    ``partitions``: partition count of every topic the task writes (sinks, repartition and changelog topics);
+    a topic missing here gets one partition. ``config``: the app's Kafka Streams config (``application.id``
+    required; the exception handlers apply as in the runtime). ``functions``: the resolved user functions
+    (default: ``TopologyDescription.resolve_functions``). ``wall_clock_ms``: what the task's clock reads.
+    """
+
+    def __init__(
+        self,
+        description: TopologyDescription,
+        subtopology: Subtopology,
+        partition: int,
+        partitions: Mapping[str, int],
+        config: Mapping[str, Any],
+        *,
+        functions: dict[str, dict[str, Callable[..., Any]]] | None = None,
+        wall_clock_ms: int = 0,
+    ) -> None:
+        streams_config = StreamsConfig.from_mapping({"bootstrap.servers": "replay:9092", **config})
+        self.application_id = streams_config.application_id
+        self.partition = partition
+        self.changelog_topics = frozenset(
+            description.changelog_topic(self.application_id, store) for store in subtopology.stores
+        )
+        self._producer = _CollectingProducer(partitions)
+        producer = self._producer
+
+        def send_dead_letter(topic: str, key: bytes | None, value: bytes | None, headers: Headers, ts: int) -> None:
+            producer.send(topic, key, value, ts if ts >= 0 else wall_clock_ms, headers=headers)
+
+        self._wall_clock_ms = wall_clock_ms
+        self._task_dir = tempfile.TemporaryDirectory(prefix="streamapp-replay-task-")
+        self._task = StreamTask(
+            TaskId(subtopology.id, partition),
+            description,
+            subtopology,
+            self.application_id,
+            Path(self._task_dir.name),
+            producer,
+            functions if functions is not None else description.resolve_functions(),
+            lambda name, path: InMemoryKeyValueStore(name),
+            handlers=ExceptionHandlers(streams_config, send_dead_letter),
+            clock_ms=lambda: wall_clock_ms,
+            max_task_idle_ms=MAX_TASK_IDLE_DISABLED,
+        )
+        self._task.initialize()
+        self._task.mark_running()
+        for ref in subtopology.source_topics:  # queues in source order: PartitionGroup's tie-break
+            self._task.input_queue(TopicPartition(ref.resolve(self.application_id), partition))
+
+    def __enter__(self) -> ReplayTask:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, topic: str, records: Iterable[ConsumerRecord]) -> None:
+        """Buffer ``records`` (in processing order) of input partition ``topic``-``self.partition``."""
+        queue = self._task.input_queue(TopicPartition(topic, self.partition))
+        for record in records:
+            queue.add(record)
+
+    def process(self) -> list[ConsumerRecord]:
+        """Process every buffered record; return the records written since the last call, per partition in
+        the order written (``offset`` = position in what this task wrote to that partition).
+
+        Raises ProcessingError when a record fails and its handler does not continue.
+        """
+        self._task.process_ready(lambda tp: None, self._wall_clock_ms)
+        return self._producer.take()
+
+    def finish(self) -> list[ConsumerRecord]:
+        """Send the final store contents to the changelog partitions (one record per key, the latest value) and
+        return everything written since the last ``process``."""
+        self._task.send_changelog()
+        self._producer.flush(0)
+        return self._producer.take()
+
+    @property
+    def records_processed(self) -> int:
+        return self._task.records_processed
+
+    @property
+    def dropped_records(self) -> int:
+        return self._task.metrics.dropped_records
+
+    def close(self) -> None:
+        try:
+            self._task.close(clean=False)
+        finally:
+            self._task_dir.cleanup()
+
+
 def run_task(
     description: TopologyDescription,
     subtopology: Subtopology,
@@ -88,62 +190,69 @@ def run_task(
     functions: dict[str, dict[str, Callable[..., Any]]] | None = None,
     wall_clock_ms: int = 0,
 ) -> TaskOutput:
-    """Run task ``<subtopology.id>_<partition>`` over ``inputs`` and return what it wrote.
-
-    ``inputs``: per source topic (real names, repartition topics with the application id), the records of
-    partition ``partition`` (raw bytes, timestamp in epoch ms) in processing order (see the module docstring).
-    ``partitions``: partition count of every topic the task writes (sinks, repartition and changelog topics);
-    a topic missing here is created with one partition. ``config``: the app's Kafka Streams config
-    (``application.id`` required; the exception handlers apply as in the runtime). ``functions``: the
-    resolved user functions (default: ``TopologyDescription.resolve_functions``). ``wall_clock_ms``: what the
-    task's clock reads.
-
-    Raises ProcessingError (streamapp.processing.errors) when a record fails and its handler does not continue.
-    """
-    streams_config = StreamsConfig.from_mapping({"bootstrap.servers": "replay:9092", **config})
-    application_id = streams_config.application_id
-    cluster = InMemoryCluster()
-    for topic, count in partitions.items():
-        cluster.create_topic(topic, count)
-    producer = InMemoryProducer(cluster)
-
-    def send_dead_letter(topic: str, key: bytes | None, value: bytes | None, headers: Headers, ts: int) -> None:
-        producer.send(topic, key, value, ts if ts >= 0 else wall_clock_ms, headers=headers)
-
-    with tempfile.TemporaryDirectory(prefix="streamapp-replay-task-") as task_dir:
-        task = StreamTask(
-            TaskId(subtopology.id, partition),
-            description,
-            subtopology,
-            application_id,
-            Path(task_dir),
-            producer,
-            functions if functions is not None else description.resolve_functions(),
-            lambda name, path: InMemoryKeyValueStore(name),
-            handlers=ExceptionHandlers(streams_config, send_dead_letter),
-            clock_ms=lambda: wall_clock_ms,
-            max_task_idle_ms=MAX_TASK_IDLE_DISABLED,
-        )
-        task.initialize()
-        task.mark_running()
-        try:
-            for ref in subtopology.source_topics:
-                topic = ref.resolve(application_id)
-                tp = TopicPartition(topic, partition)
-                queue = task.input_queue(tp)
-                for record in inputs.get(topic, ()):
-                    queue.add(record)
-            task.process_ready(lambda tp: None, wall_clock_ms)
-            task.send_changelog()
-            producer.flush(0)
-            processed, dropped = task.records_processed, task.metrics.dropped_records
-        finally:
-            task.close(clean=False)
-    changelogs = frozenset(description.changelog_topic(application_id, store) for store in subtopology.stores)
-    return TaskOutput(_written(cluster), changelogs, processed, dropped)
+    """Run task ``<subtopology.id>_<partition>`` over all of ``inputs`` (per source topic, the records of partition
+    ``partition`` in processing order) and return what it wrote; the arguments are ``ReplayTask``'s."""
+    with ReplayTask(
+        description, subtopology, partition, partitions, config, functions=functions, wall_clock_ms=wall_clock_ms
+    ) as task:
+        for topic, records in inputs.items():
+            task.add(topic, records)
+        written = task.process() + task.finish()
+        return TaskOutput(written, task.changelog_topics, task.records_processed, task.dropped_records)
 
 
-def _written(cluster: InMemoryCluster) -> list[ConsumerRecord]:
-    """Every record in ``cluster``, per topic and partition in offset order (the offset is the position in what
-    this task wrote to that partition)."""
-    return [record for topic in cluster.topics() for record in cluster.records(topic)]
+class _CollectingProducer:
+    """The task's producer: collects what it sends, partitioned by the runtime's rule (``partition_for_key``:
+    murmur2 of the serialized key; null keys round-robin per topic), acknowledged at the next ``poll``/``flush``."""
+
+    def __init__(self, partitions: Mapping[str, int]) -> None:
+        self._partitions = dict(partitions)
+        self._written: list[ConsumerRecord] = []
+        self._next_offset: dict[TopicPartition, int] = {}
+        self._round_robin: dict[str, int] = {}
+        self._unacknowledged: list[tuple[Callable[[TopicPartition, int], None], TopicPartition, int]] = []
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        partition: int | None = None,
+        on_delivery: Callable[[TopicPartition, int], None] | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        count = self._partitions.setdefault(topic, 1)
+        if partition is None:
+            if key is not None:
+                partition = partition_for_key(key, count)
+            else:
+                partition = self._round_robin.get(topic, 0) % count
+                self._round_robin[topic] = partition + 1
+        elif not 0 <= partition < count:
+            raise ValueError(f"topic '{topic}' has no partition {partition} (it has {count})")
+        tp = TopicPartition(topic, partition)
+        offset = self._next_offset.get(tp, 0)
+        self._next_offset[tp] = offset + 1
+        self._written.append(ConsumerRecord(topic, partition, offset, key, value, timestamp, headers or None))
+        if on_delivery is not None:
+            self._unacknowledged.append((on_delivery, tp, offset))
+
+    def take(self) -> list[ConsumerRecord]:
+        self._acknowledge()
+        written, self._written = self._written, []
+        return written
+
+    def poll(self) -> None:
+        self._acknowledge()
+
+    def flush(self, timeout_s: float) -> None:
+        self._acknowledge()
+
+    def close(self, timeout_s: float) -> None:
+        self._acknowledge()
+
+    def _acknowledge(self) -> None:
+        pending, self._unacknowledged = self._unacknowledged, []
+        for on_delivery, tp, offset in pending:
+            on_delivery(tp, offset)
