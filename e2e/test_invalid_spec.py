@@ -169,3 +169,29 @@ def test_a_client_setting_only_librdkafka_rejects_is_degraded_from_inside_the_po
     if degraded["reason"] == "StreamThreadsFailing":
         assert "no.such.property" in degraded["message"], degraded["message"]
     cluster.kubectl("delete", "streamapp", name, "-n", namespace, "--wait=true", "--timeout=90s")
+
+
+def test_kafka_credentials_from_a_secret_appear_nowhere_even_when_kafka_refuses_them(
+    namespace: str, topics: tuple[str, str]
+) -> None:
+    """SASL against the PLAINTEXT listener fails (``KafkaUnavailable``); the password, read by the operator from
+    the Secret for its own admin client, is in no status, event, ConfigMap, annotation or operator log."""
+    name = f"auth-{uuid.uuid4().hex[:6]}"
+    password = f"pw-{uuid.uuid4().hex}"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-kafka"},
+              "stringData": {"password": password}}  # fmt: skip
+    cluster.apply(secret, namespace)
+    auth = {"mechanism": "SCRAM-SHA-512", "username": "admin",
+            "passwordSecret": {"name": f"{name}-kafka", "key": "password"}}  # fmt: skip
+    kafka = {"bootstrapServers": cluster.stack_env()["KAFKA_BOOTSTRAP"], "authentication": auth}
+    cluster.apply(cluster.passthrough_app(name, *topics, kafka=kafka), namespace)
+    degraded = cluster.wait_condition(name, namespace, "Degraded", "True", "KafkaUnavailable", 120)
+    app = cluster.get_json("streamapp", name, namespace)
+    written = json.dumps([app.get("status"), app["metadata"].get("annotations"), degraded,
+                          cluster.kubectl("get", "events,configmaps,statefulsets", "-n", namespace, "-o", "json")])  # fmt: skip
+    assert password not in written
+    logs = sorted((cluster.ROOT / ".cache" / "run" / "pods" / "streamapp-system").glob("streamapp-operator-*/*.log"))
+    assert logs, "no operator log found (the node agent keeps the containers' logs there)"
+    for log in logs:
+        assert password not in log.read_text(errors="replace"), f"the password is in {log}"
+    cluster.kubectl("delete", "streamapp", name, "-n", namespace, "--wait=true", "--timeout=60s")
