@@ -187,8 +187,8 @@ def test_kafka_credentials_from_a_secret_appear_nowhere_even_when_kafka_refuses_
     cluster.apply(cluster.passthrough_app(name, *topics, kafka=kafka), namespace)
     degraded = cluster.wait_condition(name, namespace, "Degraded", "True", "KafkaUnavailable", 120)
     app = cluster.get_json("streamapp", name, namespace)
-    written = json.dumps([app.get("status"), app["metadata"].get("annotations"), degraded,
-                          cluster.kubectl("get", "events,configmaps,statefulsets", "-n", namespace, "-o", "json")])  # fmt: skip
+    children = cluster.kubectl("get", "events,configmaps,statefulsets", "-n", namespace, "-o", "json")
+    written = json.dumps([app.get("status"), app["metadata"].get("annotations"), degraded, children])
     assert password not in written
     logs = sorted((cluster.ROOT / ".cache" / "run" / "pods" / "streamapp-system").glob("streamapp-operator-*/*.log"))
     assert logs, "no operator log found (the node agent keeps the containers' logs there)"
