@@ -231,6 +231,44 @@ class ConfluentKafkaAdmin:
                 raise KafkaUnavailable(f"listing offsets of {where} failed: {_describe(exc)}") from exc
         return offsets
 
+    # -- offsets (the StreamReplay controller) ------------------------------------------------------------
+
+    def list_offsets(self, partitions: Mapping[str, int], at: str | int) -> dict[str, dict[int, int]]:
+        """Per topic and partition (``partitions``: topic -> count): the ``"earliest"`` or ``"latest"``
+        offset, or for a timestamp in ms the offset of the first record at or after it (-1: none)."""
+        spec = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest}.get(str(at))
+        which = spec() if spec is not None else OffsetSpec.for_timestamp(int(at))
+        wanted = [TopicPartition(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+        found: dict[str, dict[int, int]] = {t: {} for t in sorted(partitions)}
+        if wanted:
+            for (topic, partition), offset in sorted(self._offsets(wanted, which).items()):
+                found[topic][partition] = offset
+        return found
+
+    def set_group_offsets(self, group_id: str, offsets: Mapping[str, Mapping[int, int]]) -> None:
+        """Commit ``offsets`` (topic -> partition -> next offset to read) for consumer group ``group_id``,
+        which must have no active member (Kafka refuses otherwise)."""
+        partitions = [TopicPartition(t, p, o) for t, parts in sorted(offsets.items()) for p, o in sorted(parts.items())]
+        request = [ConsumerGroupTopicPartitions(group_id, partitions)]
+        future = self._admin.alter_consumer_group_offsets(request, request_timeout=self._timeout)[group_id]
+        try:
+            result = future.result()
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"setting the offsets of group {group_id!r} failed: {_describe(exc)}") from exc
+        failed = [f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in result.topic_partitions if tp.error is not None]
+        if failed:
+            raise KafkaUnavailable(f"setting the offsets of group {group_id!r} failed: {'; '.join(failed)}")
+
+    def committed_offsets(self, group_id: str, partitions: Mapping[str, int]) -> dict[str, dict[int, int]]:
+        """The committed offsets of ``group_id`` (topic -> partition -> offset; partitions without one left out)."""
+        wanted = [TopicPartition(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+        found: dict[str, dict[int, int]] = {}
+        if wanted:
+            for (topic, partition), offset in sorted(self._committed(group_id, wanted).items()):
+                if offset >= 0:
+                    found.setdefault(topic, {})[partition] = offset
+        return found
+
 
 class AdminPool:
     """The shared admin clients, one per :class:`KafkaConnection` (AdminClients are thread-safe and costly
