@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 from typing import Any, Protocol
@@ -21,6 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from streamapp_operator.resources import GROUP, PLURAL, VERSION
 
 FIELD_MANAGER = "streamapp-operator"
+#: The operator's own kinds, served as custom objects: kind -> plural.
+_CUSTOM = {"StreamApp": PLURAL, "StreamReplay": "streamreplays"}
 _APPLY = "application/apply-patch+yaml"
 _TIMEOUT = 15.0
 
@@ -78,13 +81,18 @@ class KubernetesCluster:
         self._apps = client.AppsV1Api(api_client)
         self._policy = client.PolicyV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
+        self._batch = client.BatchV1Api(api_client)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if kind in _CUSTOM:
+            return self._get_custom(kind, namespace, name)
         read = {
             "ConfigMap": self._core.read_namespaced_config_map,
             "Service": self._core.read_namespaced_service,
             "StatefulSet": self._apps.read_namespaced_stateful_set,
             "PodDisruptionBudget": self._policy.read_namespaced_pod_disruption_budget,
+            "Job": self._batch.read_namespaced_job,
+            "ServiceAccount": self._core.read_namespaced_service_account,
         }[kind]
         try:
             response = read(name, namespace, _preload_content=False, _request_timeout=_TIMEOUT)
@@ -99,11 +107,15 @@ class KubernetesCluster:
     def apply(self, manifest: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         kind = manifest["kind"]
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+        if kind in _CUSTOM:
+            return self._apply_custom(manifest, dry_run=dry_run)
         patch = {
             "ConfigMap": self._core.patch_namespaced_config_map,
             "Service": self._core.patch_namespaced_service,
             "StatefulSet": self._apps.patch_namespaced_stateful_set,
             "PodDisruptionBudget": self._policy.patch_namespaced_pod_disruption_budget,
+            "Job": self._batch.patch_namespaced_job,
+            "ServiceAccount": self._core.patch_namespaced_service_account,
         }[kind]
         try:
             response = patch(
@@ -124,13 +136,22 @@ class KubernetesCluster:
         return _json(response)
 
     def delete(self, kind: str, namespace: str, name: str, uid: str) -> None:
-        remove = {
-            "PodDisruptionBudget": self._policy.delete_namespaced_pod_disruption_budget,
-            "StatefulSet": self._apps.delete_namespaced_stateful_set,
-        }[kind]
-        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        if kind in _CUSTOM:
+            plural = _CUSTOM[kind]
+            remove: Any = functools.partial(
+                self._custom.delete_namespaced_custom_object, GROUP, VERSION, namespace, plural
+            )
+        else:
+            remove = {
+                "PodDisruptionBudget": self._policy.delete_namespaced_pod_disruption_budget,
+                "StatefulSet": self._apps.delete_namespaced_stateful_set,
+                "Job": self._batch.delete_namespaced_job,
+            }[kind]
+            remove = functools.partial(remove, namespace=namespace)
+        # Background: a Job's pods go with it (the API's default for Jobs orphans them)
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid), propagation_policy="Background")
         try:
-            remove(name, namespace, body=options, _preload_content=False, _request_timeout=_TIMEOUT)
+            remove(name, body=options, _preload_content=False, _request_timeout=_TIMEOUT)
         except ApiException as exc:
             if exc.status == 404:
                 return
@@ -172,6 +193,60 @@ class KubernetesCluster:
             raise _unavailable(exc, f"patching the status of StreamApp {namespace}/{name}") from exc
         except OSError as exc:
             raise KubernetesUnavailable(f"patching the status of StreamApp {namespace}/{name}: {exc}") from exc
+
+    def patch_replay_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        try:
+            self._custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, _CUSTOM["StreamReplay"], name, {"status": status},
+                field_manager=FIELD_MANAGER, _content_type="application/merge-patch+json", _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )  # fmt: skip
+        except ApiException as exc:
+            raise _unavailable(exc, f"patching the status of StreamReplay {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"patching the status of StreamReplay {namespace}/{name}: {exc}") from exc
+
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str:
+        try:
+            response = self._core.read_namespaced_pod_log(
+                name, namespace, tail_lines=tail_lines, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        except ApiException as exc:
+            if exc.status in (400, 404):  # not started yet, or gone
+                return ""
+            raise _unavailable(exc, f"reading the log of pod {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"reading the log of pod {namespace}/{name}: {exc}") from exc
+        data: bytes = getattr(response, "data", b"")
+        return data.decode("utf-8", "replace")
+
+    def _get_custom(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            response = self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, _CUSTOM[kind], name, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _unavailable(exc, f"reading {kind} {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"reading {kind} {namespace}/{name}: {exc}") from exc
+        return _json(response)
+
+    def _apply_custom(self, manifest: dict[str, Any], *, dry_run: bool) -> dict[str, Any]:
+        kind = manifest["kind"]
+        name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+        try:
+            response = self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, _CUSTOM[kind], name, manifest, field_manager=FIELD_MANAGER, force=True,
+                dry_run="All" if dry_run else None, _content_type=_APPLY, _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )  # fmt: skip
+        except ApiException as exc:
+            raise _translate(exc, f"applying {kind} {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"applying {kind} {namespace}/{name}: {exc}") from exc
+        return _json(response)
 
     def read_secret(self, namespace: str, name: str) -> dict[str, str] | None:
         try:
