@@ -1,0 +1,439 @@
+"""The StreamReplay controller: a level-based reconcile as named steps (``streamapp_operator.steps``).
+
+The same :func:`reconcile_replay` runs on create, resume and every timer tick. It parses the spec and the
+StreamApp it names, then runs :data:`STEPS` in order; each step reads what the status already records and
+does only what is missing, so a restarted operator resumes where the status says:
+
+1. ``resolve_offsets``: explicit ``[from, to)`` offsets per input partition (Kafka admin: earliest, latest,
+   offsets for a timestamp), written to ``status.resolvedOffsets`` before anything runs;
+2. ``create_sink_topics``: the topics the replay's topology writes, when missing (as many partitions as the
+   input topics);
+3. ``launch_job``: the ServiceAccount (no API rights, no token), the ConfigMap with the replay plan and the
+   Job running ``streamapp replay run`` in the replay image (``spark.mode: local``);
+4. ``track_job``: the Job's phase and progress; its pod's last line gives records written. A failed Job
+   fails the replay with the pod's error in the ``Failed`` condition; the running app is untouched;
+5. ``hand_over`` (``mode: handover``): :data:`decisions.HANDOVER_STEPS`, each recorded ``Started`` in
+   ``status.handover`` (written at once, before it acts) and ``Done`` after: the new version's consumer group
+   offsets set to the replay's end offsets, the new version's StreamApp created (its stores restore from the
+   changelogs the replay wrote), awaited until Ready and caught up, then the old version removed by policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+from streamapp.topology import TopologyDescription, TopologyError
+
+from streamapp_operator.conditions import Event
+from streamapp_operator.k8s import Cluster
+from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
+from streamapp_operator.reconcile import kafka_connection
+from streamapp_operator.replay import decisions
+from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode, SparkMode, StepState, StreamReplaySpec
+from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.steps import StepOutcome, run_steps
+from streamapp_operator.validate import Problem
+
+DEFAULT_IMAGE = "localhost/streamapp-replay:dev"
+
+
+class ReplayCluster(Cluster, Protocol):
+    """What the replay controller needs of the API beyond the StreamApp controller's seam."""
+
+    def patch_replay_status(self, namespace: str, name: str, status: dict[str, Any]) -> None: ...
+
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str: ...
+
+
+class ReplayKafka(KafkaAdmin, Protocol):
+    """Offsets: what the replay controller needs of Kafka beyond topics."""
+
+    def list_offsets(self, partitions: Mapping[str, int], at: str | int) -> dict[str, dict[int, int]]: ...
+
+    def set_group_offsets(self, group_id: str, offsets: Mapping[str, Mapping[int, int]]) -> None: ...
+
+    def committed_offsets(self, group_id: str, partitions: Mapping[str, int]) -> dict[str, dict[int, int]]: ...
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Identity of the StreamReplay (from its metadata)."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+
+    @property
+    def owner(self) -> decisions.ReplayOwner:
+        return decisions.ReplayOwner(self.name, self.namespace, self.uid)
+
+
+@dataclass(frozen=True)
+class ReplayWorld:
+    cluster: ReplayCluster
+    kafka_for: Callable[[KafkaConnection], ReplayKafka]
+    image: str = DEFAULT_IMAGE
+
+
+@dataclass
+class ReplayResult:
+    status: dict[str, Any]
+    events: list[Event] = field(default_factory=list)
+
+
+class Waiting(Exception):
+    """A step waits for something outside (the Job, the new version): later steps do not run yet."""
+
+
+class ReplayFailed(Exception):
+    """The replay cannot succeed (an invalid range, a failed Job): phase Failed, the reason in a condition."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass
+class ReplayContext:
+    replay: Replay
+    spec: StreamReplaySpec
+    app: dict[str, Any] | None
+    app_spec: StreamAppSpec | None
+    world: ReplayWorld
+    kafka: ReplayKafka | None
+    description: TopologyDescription
+    status: dict[str, Any]
+    now: str
+    events: list[Event] = field(default_factory=list)
+
+    def record(self, **fields: Any) -> StepOutcome:
+        """Set status fields (in ``self.status`` for later steps) and return them as a step's outcome."""
+        self.status.update(fields)
+        return StepOutcome(status=dict(fields))
+
+
+# -- steps -------------------------------------------------------------------------------------------------------
+
+
+def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
+    if ctx.status.get("resolvedOffsets"):
+        return StepOutcome()
+    assert ctx.kafka is not None and ctx.app_spec is not None
+    topics = ctx.description.external_source_topics()
+    counts = ctx.kafka.partition_counts(topics)
+    missing = [t for t in topics if t not in counts]
+    if missing:
+        raise ReplayFailed("TopicMissing", f"input topic(s) {', '.join(missing)} do not exist")
+    spec = ctx.spec
+    positions = decisions.KafkaPositions(
+        earliest=ctx.kafka.list_offsets(counts, "earliest"),
+        latest=ctx.kafka.list_offsets(counts, "latest"),
+        from_time=ctx.kafka.list_offsets(counts, decisions.timestamp_ms(spec.from_.timestamp))
+        if spec.from_.timestamp
+        else None,
+        to_time=ctx.kafka.list_offsets(counts, decisions.timestamp_ms(spec.to.timestamp))
+        if spec.to.timestamp
+        else None,
+    )
+    try:
+        start, end = decisions.resolve_range(spec.from_, spec.to, positions)
+    except decisions.RangeError as exc:
+        raise ReplayFailed("InvalidRange", str(exc)) from exc
+    read = sum(end[t][p] - o for t, parts in start.items() for p, o in parts.items())
+    ctx.events.append(Event("Normal", "OffsetsResolved", f"Replaying {read} records of {', '.join(sorted(start))}"))
+    resolved = {"from": decisions.to_wire(start), "to": decisions.to_wire(end)}
+    return ctx.record(resolvedOffsets=resolved, recordsRead=read, progress="offsets resolved")
+
+
+def create_sink_topics(ctx: ReplayContext) -> StepOutcome:
+    if ctx.status.get("job"):
+        return StepOutcome()
+    assert ctx.kafka is not None and ctx.app_spec is not None
+    sinks = ctx.description.sink_topics()
+    existing = ctx.kafka.partition_counts(sinks)
+    resolved = ctx.status["resolvedOffsets"]["to"]
+    partitions = max((len(parts) for parts in resolved.values()), default=1)
+    missing = [TopicSpec(t, partitions) for t in sinks if t not in existing]
+    if missing:
+        created = ctx.kafka.create_topics(missing, int(ctx.app_spec.config.get("replication.factor", "-1")))
+        if created:
+            ctx.events.append(Event("Normal", "TopicsCreated", f"Created output topics {', '.join(created)}"))
+    return StepOutcome()
+
+
+def launch_job(ctx: ReplayContext) -> StepOutcome:
+    cluster, replay = ctx.world.cluster, ctx.replay
+    name = decisions.job_name(replay.name)
+    if ctx.status.get("job") and cluster.get("Job", replay.namespace, name) is not None:
+        return StepOutcome()
+    assert ctx.kafka is not None and ctx.app_spec is not None
+    if ctx.status.get("job"):  # recorded but gone: deleted by someone; the replay cannot say what ran
+        raise ReplayFailed("JobMissing", f"the replay's Job {name} was deleted before it finished")
+    resolved = ctx.status["resolvedOffsets"]
+    plan = decisions.plan_document(
+        replay_id=ctx.status["replayId"],
+        topology=_topology_document(ctx),
+        config=decisions.replay_config(ctx.app_spec.config, ctx.status["applicationId"]),
+        bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
+        start=decisions.from_wire(resolved["from"]),
+        end=decisions.from_wire(resolved["to"]),
+        sink_partitions=ctx.kafka.partition_counts(ctx.description.sink_topics()),
+    )
+    image = ctx.spec.spark.image or ctx.world.image
+    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image):
+        if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
+            cluster.apply(manifest)
+    ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image})"))
+    return ctx.record(job=name, startTime=ctx.now, phase=Phase.RUNNING.value, progress="spark job starting")
+
+
+def track_job(ctx: ReplayContext) -> StepOutcome:
+    if ctx.status.get("phase") != Phase.RUNNING.value:
+        return StepOutcome()
+    cluster, replay = ctx.world.cluster, ctx.replay
+    job = cluster.get("Job", replay.namespace, ctx.status["job"])
+    state = decisions.job_state(job)
+    seconds = _seconds_since(ctx.status.get("startTime"), ctx.now)
+    if state.phase == "Running" or state.phase == "Pending":
+        ctx.record(durationSeconds=seconds, progress=decisions.progress_text("Running", seconds=seconds))
+        raise Waiting(state.message)
+    log = _pod_log(ctx)
+    if state.phase == "Failed":
+        detail = decisions.failure_detail(log) if log else ""
+        raise ReplayFailed(state.reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
+    result = decisions.replay_result(log) or {}
+    written = sum((result.get("records_written") or {}).values()) if result else None
+    next_phase = Phase.HANDING_OVER if ctx.spec.mode == ReplayMode.HANDOVER else Phase.SUCCEEDED
+    ctx.events.append(Event("Normal", "JobSucceeded", f"The Spark job wrote {written} records in {seconds}s"))
+    fields: dict[str, Any] = {"phase": next_phase.value, "durationSeconds": seconds, "recordsWritten": written}
+    if next_phase == Phase.SUCCEEDED:
+        fields.update(completionTime=ctx.now, progress=decisions.progress_text("Succeeded", written=written))
+    return ctx.record(**fields)
+
+
+def hand_over(ctx: ReplayContext) -> StepOutcome:
+    if ctx.status.get("phase") != Phase.HANDING_OVER.value:
+        return StepOutcome()
+    while (step := decisions.next_step(ctx.status.get("handover"))) is not None:
+        ctx.record(progress=decisions.progress_text("HandingOver", step=step))
+        recorded = ctx.status.get("handover") or []
+        if not any(s.get("name") == step and s.get("state") == StepState.STARTED for s in recorded):
+            # the intent, written before the step acts: a restarted operator resumes this step
+            steps = decisions.record_step(recorded, step, StepState.STARTED, ctx.now)
+            ctx.world.cluster.patch_replay_status(
+                ctx.replay.namespace, ctx.replay.name, {"handover": steps, "progress": ctx.status["progress"]}
+            )
+            ctx.record(handover=steps)
+        message = _HANDOVER[step](ctx)  # raises Waiting while it waits
+        ctx.record(handover=decisions.record_step(ctx.status.get("handover"), step, StepState.DONE, ctx.now, message))
+        ctx.events.append(Event("Normal", "HandoverStep", f"{step}: {message}"))
+    return ctx.record(
+        phase=Phase.SUCCEEDED.value,
+        completionTime=ctx.now,
+        progress=f"done: {ctx.status.get('newVersion')} is active",
+    )
+
+
+def _set_group_offsets(ctx: ReplayContext) -> str:
+    assert ctx.kafka is not None
+    group = ctx.status["applicationId"]
+    end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
+    name = _new_name(ctx)
+    if ctx.world.cluster.get("StreamApp", ctx.replay.namespace, name) is not None:
+        return f"group {group} kept: the new version exists already"  # never rewind a running version
+    counts = {t: len(parts) for t, parts in end.items()}
+    if ctx.kafka.committed_offsets(group, counts) != end:
+        ctx.kafka.set_group_offsets(group, end)
+    return f"group {group} starts at the replay's end offsets"
+
+
+def _create_new_version(ctx: ReplayContext) -> str:
+    name = _new_name(ctx)
+    cluster = ctx.world.cluster
+    ctx.record(newVersion=name)
+    if cluster.get("StreamApp", ctx.replay.namespace, name) is not None:
+        return f"StreamApp {name} exists"
+    if ctx.app is None:
+        raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
+    manifest = decisions.new_version(
+        ctx.app, name, ctx.status["applicationId"], _topology_document(ctx), ctx.replay.name
+    )
+    cluster.apply(manifest)
+    return f"created StreamApp {name} (application.id {ctx.status['applicationId']})"
+
+
+def _await_caught_up(ctx: ReplayContext) -> str:
+    app = ctx.world.cluster.get("StreamApp", ctx.replay.namespace, _new_name(ctx))
+    done, message = decisions.caught_up(app, ctx.spec.handover.max_lag)
+    if not done:
+        raise Waiting(message)
+    return message
+
+
+def _remove_old_version(ctx: ReplayContext) -> str:
+    old = ctx.spec.app_ref.name
+    if ctx.spec.handover.old_version == OldVersionPolicy.KEEP:
+        return f"StreamApp {old} kept (oldVersion: Keep)"
+    if ctx.app is not None:
+        ctx.world.cluster.delete("StreamApp", ctx.replay.namespace, old, ctx.app["metadata"]["uid"])
+    return f"StreamApp {old} deleted (oldVersion: Delete)"
+
+
+_HANDOVER: dict[str, Callable[[ReplayContext], str]] = {
+    "setGroupOffsets": _set_group_offsets,
+    "createNewVersion": _create_new_version,
+    "awaitCaughtUp": _await_caught_up,
+    "removeOldVersion": _remove_old_version,
+}
+assert tuple(_HANDOVER) == decisions.HANDOVER_STEPS
+
+STEPS = (resolve_offsets, create_sink_topics, launch_job, track_job, hand_over)
+
+
+# -- the reconcile ------------------------------------------------------------------------------------------------
+
+
+def reconcile_replay(
+    replay: Replay, spec: dict[str, Any], status: dict[str, Any], world: ReplayWorld, now: str
+) -> ReplayResult:
+    """Reconcile one StreamReplay; never raises for an invalid one (the status says why)."""
+    previous = dict(status)
+    current = dict(status)
+    current.setdefault("phase", Phase.PENDING.value)
+    if current["phase"] in (Phase.SUCCEEDED.value, Phase.FAILED.value):
+        return ReplayResult(status={})
+    try:
+        ctx = _context(replay, spec, current, world, now)
+    except ReplayFailed as exc:
+        return _failed(replay, previous, current, exc, now, [])
+    if ctx is None:  # waiting for the app
+        return ReplayResult(status=_finish(replay, previous, current, now))
+    try:
+        run = run_steps(STEPS, ctx)
+    except Waiting as exc:
+        ctx.status["waiting"] = str(exc)
+        return ReplayResult(status=_finish(replay, previous, ctx.status, now), events=ctx.events)
+    except ReplayFailed as exc:
+        return _failed(replay, previous, ctx.status, exc, now, ctx.events)
+    ctx.status.update(run.status)
+    ctx.status.pop("waiting", None)
+    problem = run.problem
+    return ReplayResult(status=_finish(replay, previous, ctx.status, now, problem), events=ctx.events)
+
+
+def _context(
+    replay: Replay, spec: dict[str, Any], status: dict[str, Any], world: ReplayWorld, now: str
+) -> ReplayContext | None:
+    try:
+        parsed = StreamReplaySpec.parse(spec)
+    except ValidationError as exc:
+        raise ReplayFailed("InvalidSpec", str(exc)) from exc
+    if parsed.spark.mode == SparkMode.KUBERNETES:
+        raise ReplayFailed("SparkModeUnsupported", "spark.mode kubernetes is not implemented yet: use local")
+    app = world.cluster.get("StreamApp", replay.namespace, parsed.app_ref.name)
+    if app is None and status.get("phase") != Phase.HANDING_OVER.value:
+        status["waiting"] = f"StreamApp {parsed.app_ref.name} does not exist"
+        return None
+    app_spec = StreamAppSpec.parse(app["spec"]) if app is not None else None
+    if app_spec is not None and app_spec.kafka.authentication is not None:
+        raise ReplayFailed("SaslUnsupported", "the replay Job does not pass SASL credentials to Spark yet")
+    topology = parsed.topology.to_description_dict() if parsed.topology else (app or {}).get("spec", {}).get("topology")
+    try:
+        description = TopologyDescription.from_dict(topology or {})
+    except (TopologyError, ValueError, KeyError) as exc:
+        raise ReplayFailed("InvalidTopology", f"topology: {exc}") from exc
+    if app_spec is not None and not status.get("applicationId"):
+        app_id = app_spec.effective_application_id(parsed.app_ref.name)
+        status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)
+        status["replayId"] = decisions.replay_id(replay.name, replay.uid)
+    kafka = None
+    if app_spec is not None:
+        connection, problems = kafka_connection(world.cluster, replay.namespace, app_spec.kafka)
+        if problems:
+            raise ReplayFailed(problems[0].reason, problems[0].message)
+        kafka = world.kafka_for(connection)
+    return ReplayContext(replay, parsed, app, app_spec, world, kafka, description, status, now)
+
+
+def _topology_document(ctx: ReplayContext) -> dict[str, Any]:
+    if ctx.spec.topology is not None:
+        return ctx.spec.topology.to_description_dict()
+    return dict((ctx.app or {}).get("spec", {}).get("topology") or {})
+
+
+def _new_name(ctx: ReplayContext) -> str:
+    return ctx.spec.handover.name or ctx.replay.name
+
+
+def _pod_log(ctx: ReplayContext) -> str:
+    pods = ctx.world.cluster.list_pods(ctx.replay.namespace, f"job-name={ctx.status['job']}")
+    pods.sort(key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
+    if not pods:
+        return ""
+    return ctx.world.cluster.read_pod_log(ctx.replay.namespace, pods[-1]["metadata"]["name"], 30)
+
+
+def _failed(
+    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: ReplayFailed, now: str, events: list[Event]
+) -> ReplayResult:
+    status = {**status, "phase": Phase.FAILED.value, "completionTime": now, "progress": f"failed: {exc.reason}"}
+    status.pop("waiting", None)
+    events = [*events, Event("Warning", exc.reason, str(exc))]
+    return ReplayResult(status=_finish(replay, previous, status, now, Problem(exc.reason, str(exc))), events=events)
+
+
+def _finish(
+    replay: Replay, previous: dict[str, Any], status: dict[str, Any], now: str, problem: Problem | None = None
+) -> dict[str, Any]:
+    """The status to write: conditions from the phase (Failed, Complete, Progressing), observedGeneration."""
+    phase = status.get("phase", Phase.PENDING.value)
+    waiting = status.pop("waiting", None)
+    failed = ("True", problem.reason, problem.message) if phase == Phase.FAILED.value and problem else ("False", "", "")
+    if phase != Phase.FAILED.value and problem is not None:  # a retried problem (Kafka down, API refusal)
+        degraded = ("True", problem.reason, problem.message)
+    else:
+        degraded = ("False", "", "")
+    complete = phase == Phase.SUCCEEDED.value
+    progressing = phase in (Phase.PENDING.value, Phase.RUNNING.value, Phase.HANDING_OVER.value)
+    wanted = {
+        "Complete": ("True", "Succeeded", status.get("progress") or "") if complete else ("False", phase, ""),
+        "Progressing": ("True", phase, waiting or status.get("progress") or "")
+        if progressing
+        else ("False", phase, ""),
+        "Failed": failed,
+        "Degraded": degraded,
+    }
+    old = {c.get("type"): c for c in previous.get("conditions") or []}
+    conditions = []
+    for kind, (value, reason, message) in wanted.items():
+        before = old.get(kind) or {}
+        since = before.get("lastTransitionTime") if before.get("status") == value else None
+        conditions.append(
+            {
+                "type": kind,
+                "status": value,
+                "reason": reason or ("None" if value == "False" else kind),
+                "message": message,
+                "lastTransitionTime": since or now,
+                "observedGeneration": replay.generation,
+            }
+        )
+    if status.get("progress") is None:
+        status["progress"] = waiting or phase.lower()
+    return {**status, "conditions": conditions, "observedGeneration": replay.generation}
+
+
+def _seconds_since(start: str | None, now: str) -> int | None:
+    if not start:
+        return None
+    parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))  # noqa: E731
+    return max(0, int((parse(now) - parse(start)).total_seconds()))
+
+
+def now_text() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

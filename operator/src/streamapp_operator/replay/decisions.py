@@ -1,0 +1,406 @@
+"""Pure decisions of the StreamReplay controller: plain data in, plain data out, no I/O.
+
+- :func:`resolve_range`: explicit per-partition ``[from, to)`` offsets from the spec's positions and what
+  Kafka answered (earliest, latest, offsets for a timestamp): the replay never asks Spark for "latest", and
+  the end offsets are the new version's starting point;
+- :func:`plan_document`: the replay plan ``streamapp replay run --plan`` reads (``streamapp.replay.ReplayPlan``);
+- :func:`job_manifests`: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and the Job;
+- :func:`job_state`: the Job's phase as the replay's;
+- :func:`new_version`: the new version's StreamApp (handover);
+- :data:`HANDOVER_STEPS` and :func:`next_step`: where a handover is, from its status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from streamapp_operator.replay.models import (
+    KIND,
+    HandoverStep,
+    PerPartition,
+    ReplayFrom,
+    ReplayTo,
+    StepState,
+    StreamReplaySpec,
+)
+from streamapp_operator.resources import API_VERSION
+
+Offsets = dict[str, dict[int, int]]
+"""``{topic: {partition: offset}}``."""
+
+PLAN_DIR = "/etc/streamapp-replay"
+PLAN_FILE = "plan.yaml"
+TMP_DIR = "/tmp"
+WORK_DIR = "/var/lib/streamapp"
+SERVICE_ACCOUNT = "streamapp-replay"
+RUN_AS_USER = 10001
+#: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
+MEMORY_OVERHEAD_MB = 512
+REPLAY_LABEL = "streamapp.io/replay"
+
+#: The handover's steps, in order (each recorded Started, then Done, in ``status.handover``).
+HANDOVER_STEPS = ("setGroupOffsets", "createNewVersion", "awaitCaughtUp", "removeOldVersion")
+
+
+class RangeError(ValueError):
+    """The spec's range does not fit the topics (a partition missing, an offset out of the retained range)."""
+
+
+@dataclass(frozen=True)
+class KafkaPositions:
+    """What Kafka answered for the input topics: earliest and latest offsets of every partition, and the
+    offsets of the first record at or after ``from``/``to`` timestamps (-1: none, i.e. the end)."""
+
+    earliest: Offsets
+    latest: Offsets
+    from_time: Offsets | None = None
+    to_time: Offsets | None = None
+
+
+def timestamp_ms(instant: str) -> int:
+    """Milliseconds since the epoch of an RFC 3339 instant."""
+    return int(datetime.fromisoformat(instant.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def resolve_range(start: ReplayFrom, end: ReplayTo, kafka: KafkaPositions) -> tuple[Offsets, Offsets]:
+    """``(from, to)`` per topic and partition; raises RangeError naming the topic and partition."""
+    first = _position(start.earliest, start.offsets, kafka.from_time, kafka.earliest, kafka, "from")
+    last = _position(None if end.now is None else True, end.offsets, kafka.to_time, kafka.latest, kafka, "to")
+    for topic, parts in first.items():
+        for p, offset in parts.items():
+            if offset > last[topic][p]:
+                raise RangeError(f"topic '{topic}' partition {p}: from {offset} is after to {last[topic][p]}")
+    return first, last
+
+
+def _position(
+    whole: bool | None,
+    offsets: PerPartition | None,
+    by_time: Offsets | None,
+    default: Offsets,
+    kafka: KafkaPositions,
+    which: str,
+) -> Offsets:
+    if offsets is not None:
+        given = {t: {int(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
+        resolved: Offsets = {}
+        for topic, parts in kafka.latest.items():
+            if set(given.get(topic, {})) != set(parts):
+                raise RangeError(
+                    f"{which}.offsets: topic '{topic}' needs an offset for each of partitions "
+                    f"{sorted(parts)}, got {sorted(given.get(topic, {}))}"
+                )
+            for p, offset in given[topic].items():
+                low, high = kafka.earliest[topic][p], parts[p]
+                if not low <= offset <= high:
+                    raise RangeError(
+                        f"{which}.offsets: topic '{topic}' partition {p}: {offset} is outside the retained "
+                        f"range [{low}, {high}]"
+                    )
+            resolved[topic] = dict(sorted(given[topic].items()))
+        unknown = sorted(set(given) - set(kafka.latest))
+        if unknown:
+            raise RangeError(f"{which}.offsets: {', '.join(unknown)} is not an input topic of the app")
+        return resolved
+    if by_time is not None and not whole:
+        return {
+            topic: {p: kafka.latest[topic][p] if o < 0 else o for p, o in sorted(parts.items())}
+            for topic, parts in by_time.items()
+        }
+    return {topic: dict(sorted(parts.items())) for topic, parts in default.items()}
+
+
+def replay_id(name: str, uid: str) -> str:
+    """Keys the replay's transactional writes and done markers: stable across reruns of the same object."""
+    return f"{name}-{uid[:8]}"
+
+
+def application_id(spec: StreamReplaySpec, replay_name: str, app_application_id: str) -> str:
+    return spec.application_id or f"{app_application_id}-{replay_name}"
+
+
+def plan_document(
+    *,
+    replay_id: str,
+    topology: Mapping[str, Any],
+    config: Mapping[str, Any],
+    bootstrap_servers: str,
+    start: Offsets,
+    end: Offsets,
+    sink_partitions: Mapping[str, int],
+) -> dict[str, Any]:
+    """The replay plan (``ReplayPlan.from_document``'s form)."""
+    return {
+        "replayId": replay_id,
+        "bootstrapServers": bootstrap_servers,
+        "topology": dict(topology),
+        "config": dict(config),
+        "from": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(start.items())},
+        "to": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(end.items())},
+        "partitions": dict(sorted(sink_partitions.items())),
+    }
+
+
+def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[str, Any]:
+    """The Kafka Streams config the replay runs with: the app's ``spec.config`` and the new ``application.id``."""
+    return {**{k: v for k, v in sorted(app_config.items())}, "application.id": application_id}
+
+
+@dataclass(frozen=True)
+class ReplayOwner:
+    name: str
+    namespace: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+def job_name(replay_name: str) -> str:
+    return f"{replay_name}-replay"
+
+
+def _labels(owner: ReplayOwner) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "streamapp-replay",
+        "app.kubernetes.io/instance": owner.name,
+        "app.kubernetes.io/managed-by": "streamapp-operator",
+    }
+
+
+def _memory_mb(spark_memory: str) -> int:
+    number, unit = int(spark_memory[:-1]), spark_memory[-1]
+    return number * 1024 if unit == "g" else number
+
+
+def job_manifests(
+    owner: ReplayOwner, spec: StreamReplaySpec, plan: Mapping[str, Any], image: str
+) -> list[dict[str, Any]]:
+    """The ServiceAccount, the ConfigMap with the plan and the Job (``spark.mode: local``): one pod running
+    ``streamapp replay run`` with Spark's local master, as uid 10001 under the restricted Pod Security
+    Standard, without a service account token (the replay needs Kafka, not the Kubernetes API)."""
+    metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": SERVICE_ACCOUNT,
+            "namespace": owner.namespace,
+            "labels": {
+                "app.kubernetes.io/name": "streamapp-replay",
+                "app.kubernetes.io/managed-by": "streamapp-operator",
+            },
+        },
+        "automountServiceAccountToken": False,
+    }
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": job_name(owner.name), **metadata},
+        "data": {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)},
+    }
+    driver = spec.spark.driver
+    memory = f"{_memory_mb(driver.memory) + MEMORY_OVERHEAD_MB}Mi"
+    container = {
+        "name": "replay",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [
+            "streamapp",
+            "replay",
+            "run",
+            "--plan",
+            f"{PLAN_DIR}/{PLAN_FILE}",
+            "--master",
+            f"local[{driver.cores}]",
+            "--driver-memory",
+            driver.memory,
+        ],
+        "env": [
+            {"name": "HOME", "value": WORK_DIR},
+            {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
+            # local master: driver and executors talk over the loopback (the pod's host name need not resolve)
+            {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
+            {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+        ],
+        "resources": {"requests": {"cpu": str(driver.cores), "memory": memory}, "limits": {"memory": memory}},
+        "volumeMounts": [
+            {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": TMP_DIR},
+            {"name": "work", "mountPath": WORK_DIR},
+        ],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_USER,
+            "runAsGroup": RUN_AS_USER,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job_name(owner.name), **metadata},
+        "spec": {
+            "backoffLimit": spec.spark.retries,
+            "template": {
+                "metadata": {"labels": _labels(owner)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": RUN_AS_USER,
+                        "runAsGroup": RUN_AS_USER,
+                        "fsGroup": RUN_AS_USER,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "plan", "configMap": {"name": job_name(owner.name)}},
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "work", "emptyDir": {}},
+                    ],
+                },
+            },
+        },
+    }
+    return [account, config_map, job]
+
+
+@dataclass(frozen=True)
+class JobState:
+    """The Job's outcome: ``phase`` is Running, Succeeded or Failed; ``reason`` and ``message`` say why."""
+
+    phase: str
+    reason: str = ""
+    message: str = ""
+
+
+def job_state(job: Mapping[str, Any] | None) -> JobState:
+    """The replay's phase from its Job's status conditions (``Complete`` / ``Failed``)."""
+    if job is None:
+        return JobState("Pending", "JobMissing", "the Job does not exist yet")
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            return JobState("Succeeded", "JobComplete", "the Spark job finished")
+        if condition.get("type") == "Failed":
+            return JobState("Failed", str(condition.get("reason") or "JobFailed"), str(condition.get("message") or ""))
+    status = job.get("status") or {}
+    if status.get("active"):
+        return JobState("Running", "JobRunning", f"{status['active']} pod(s) running")
+    return JobState("Running", "JobStarting", "waiting for the Job's pod")
+
+
+def replay_result(log: str) -> dict[str, Any] | None:
+    """The JSON line ``streamapp replay run`` prints last (records read and written, seconds), if any."""
+    for line in reversed(log.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{") and '"records_written"' in line:
+            try:
+                found: dict[str, Any] = json.loads(line)
+            except ValueError:
+                return None
+            return found
+    return None
+
+
+def failure_detail(log: str, limit: int = 600) -> str:
+    """The end of the replay pod's log that says why it failed (a click error, a Python exception)."""
+    lines = [line for line in log.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("Error:", "ERROR")) or "Error" in line.split(":")[0]:
+            return line[:limit]
+    return " | ".join(lines[-3:])[-limit:]
+
+
+def new_version(
+    app: Mapping[str, Any], name: str, application_id: str, topology: Mapping[str, Any], replay: str
+) -> dict[str, Any]:
+    """The new version's StreamApp: the app's spec with the replay's topology and ``application.id``. Not
+    owned by the StreamReplay (it outlives it); labelled with the replay's name."""
+    spec = {key: value for key, value in (app.get("spec") or {}).items()}
+    spec["topology"] = dict(topology)
+    spec["applicationId"] = application_id
+    metadata = app.get("metadata") or {}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "StreamApp",
+        "metadata": {
+            "name": name,
+            "namespace": metadata.get("namespace"),
+            "labels": {**(metadata.get("labels") or {}), REPLAY_LABEL: replay},
+        },
+        "spec": spec,
+    }
+
+
+def caught_up(app: Mapping[str, Any] | None, max_lag: int) -> tuple[bool, str]:
+    """Whether the new version is Ready with at most ``max_lag`` records of lag; and what it waits for."""
+    if app is None:
+        return False, "the new version does not exist yet"
+    status = app.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    lag = status.get("lag")
+    if not ready:
+        return False, f"the new version is not Ready yet ({status.get('ready') or '0/?'} pods)"
+    if lag is None or lag > max_lag:
+        return False, f"the new version's lag is {lag if lag is not None else 'unknown'} (at most {max_lag})"
+    return True, f"the new version is Ready with lag {lag}"
+
+
+def next_step(recorded: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """The first handover step not Done (None: the handover is complete)."""
+    done = {step.get("name") for step in recorded or [] if step.get("state") == StepState.DONE}
+    return next((step for step in HANDOVER_STEPS if step not in done), None)
+
+
+def record_step(
+    recorded: Sequence[Mapping[str, Any]] | None, name: str, state: StepState, now: str, message: str = ""
+) -> list[dict[str, Any]]:
+    """``status.handover`` with step ``name`` set to ``state``, steps in HANDOVER_STEPS order."""
+    steps = {str(step["name"]): dict(step) for step in recorded or []}
+    entry = HandoverStep(name=name, state=state, time=now, message=message or None)
+    steps[name] = entry.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return [steps[s] for s in HANDOVER_STEPS if s in steps]
+
+
+def to_wire(offsets: Offsets) -> PerPartition:
+    """Offsets with string partition keys (status, JSON)."""
+    return {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(offsets.items())}
+
+
+def from_wire(offsets: Mapping[str, Mapping[str, int]]) -> Offsets:
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
+
+
+def progress_text(
+    phase: str, *, seconds: int | None = None, step: str | None = None, written: int | None = None
+) -> str:
+    """The printer column's progress."""
+    if phase == "Running":
+        return f"spark job running {seconds}s" if seconds is not None else "spark job starting"
+    if phase == "HandingOver" and step is not None:
+        return f"handover {HANDOVER_STEPS.index(step) + 1}/{len(HANDOVER_STEPS)}: {step}"
+    if phase == "Succeeded":
+        return f"done, {written} records written" if written is not None else "done"
+    return phase.lower()

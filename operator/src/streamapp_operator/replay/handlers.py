@@ -1,0 +1,81 @@
+"""kopf registration of the StreamReplay controller (imported by ``streamapp_operator.main``).
+
+One level-based :func:`streamapp_operator.replay.controller.reconcile_replay` for create, resume and a timer
+(a StreamReplay's spec is immutable, so there is no update); its status goes back through kopf's patch.
+The replay image comes from the operator's environment (``STREAMAPP_REPLAY_IMAGE``, set by the chart).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+from typing import Any
+
+import kopf
+
+from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
+from streamapp_operator.kafka import AdminPool
+from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
+from streamapp_operator.replay.models import GROUP, PLURAL
+from streamapp_operator.resources import VERSION
+
+#: Seconds between two reconciles of a StreamReplay that is not finished (Job progress, handover steps).
+REPLAY_INTERVAL = 5.0
+
+logger = logging.getLogger(__name__)
+_world: ReplayWorld | None = None
+_admins = AdminPool()
+_locks: dict[str, threading.Lock] = {}
+_guard = threading.Lock()
+
+
+@kopf.on.startup()
+def configure_replays(**_: Any) -> None:
+    global _world
+    _world = ReplayWorld(
+        cluster=KubernetesCluster(),
+        kafka_for=_admins.admin_for,
+        image=os.environ.get("STREAMAPP_REPLAY_IMAGE") or DEFAULT_IMAGE,
+    )
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.timer(GROUP, VERSION, PLURAL, interval=REPLAY_INTERVAL, initial_delay=REPLAY_INTERVAL)
+def reconcile_streamreplay(
+    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **_: Any
+) -> None:
+    """Reconcile one StreamReplay and record the outcome; never raises for an invalid one."""
+    if _world is None:
+        raise kopf.TemporaryError("the operator is still starting", delay=1)
+    replay = Replay(str(meta["name"]), str(meta["namespace"]), str(meta["uid"]), int(meta.get("generation", 0)))
+    world = ReplayWorld(
+        cluster=_world.cluster,
+        kafka_for=functools.partial(_admins.admin_for, user=replay.uid),
+        image=_world.image,
+    )
+    with _lock(replay.uid):
+        try:
+            result = reconcile_replay(replay, dict(spec), {k: status[k] for k in status}, world, now_text())
+        except KubernetesUnavailable as exc:
+            raise kopf.TemporaryError(str(exc), delay=REPLAY_INTERVAL) from exc
+    patch.status.update(result.status)
+    for event in result.events:
+        (kopf.warn if event.type == "Warning" else kopf.info)(body, reason=event.reason, message=event.message)
+        logger.info("StreamReplay %s/%s: %s %s", replay.namespace, replay.name, event.reason, event.message)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
+def forget_streamreplay(meta: kopf.Meta, **_: Any) -> None:
+    """The Job and its ConfigMap go with the StreamReplay (owner references); forget its admin client."""
+    uid = str(meta["uid"])
+    _admins.release(uid)
+    with _guard:
+        _locks.pop(uid, None)
+
+
+def _lock(uid: str) -> threading.Lock:
+    with _guard:
+        return _locks.setdefault(uid, threading.Lock())

@@ -1,0 +1,258 @@
+"""Typed model of the StreamReplay custom resource (``streamapp.io/v1alpha1``), the CRD's single source.
+
+A StreamReplay reprocesses the history of a StreamApp's input topics as a Spark batch job
+(``streamapp replay run``, docs/replay.md) over offset ranges the operator resolves first, and either writes
+the replay's output (``mode: backfill``) or hands over to a new version of the app (``mode: handover``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from streamapp_operator.resources import GROUP, KAFKA_NAME_PATTERN, Condition, TopologySpec
+
+KIND = "StreamReplay"
+PLURAL = "streamreplays"
+SINGULAR = "streamreplay"
+SHORT_NAMES = ("sr", "replay")
+
+#: Spark's memory strings for the driver and executors (``512m``, ``2g``).
+SPARK_MEMORY_PATTERN = r"^[0-9]+[mg]$"
+#: An RFC 3339 instant (``2013-01-01T00:00:00Z``).
+INSTANT_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+_ONE_POSITION = "set exactly one of {}"
+
+PerPartition = dict[str, dict[str, int]]
+"""``{topic: {partition: offset}}`` (partition numbers as strings: JSON object keys)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+def _one_of(*fields: str) -> dict[str, Any]:
+    rule = " + ".join(f"(has(self.{name}) ? 1 : 0)" for name in fields) + " == 1"
+    return {"x-kubernetes-validations": [{"rule": rule, "message": _ONE_POSITION.format(", ".join(fields))}]}
+
+
+class ReplayFrom(_Model):
+    """Where the replay starts, in every partition of the app's input topics: exactly one of ``earliest``,
+    ``offsets`` (every partition of every input topic) or ``timestamp`` (the first record at or after it)."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("earliest", "offsets", "timestamp"))
+
+    earliest: bool | None = Field(default=None, description="From the earliest retained offset (true).")
+    offsets: PerPartition | None = Field(
+        default=None, description='Per topic and partition, the first offset read: {flights: {"0": 0, "1": 12}}.'
+    )
+    timestamp: str | None = Field(
+        default=None, pattern=INSTANT_PATTERN, description="RFC 3339 instant: the first record at or after it."
+    )
+
+
+class ReplayTo(_Model):
+    """Where the replay ends (exclusive): exactly one of ``now`` (the end offsets when the replay is resolved),
+    ``offsets`` or ``timestamp`` (the first record at or after it is not read)."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of("now", "offsets", "timestamp"))
+
+    now: bool | None = Field(default=None, description="Up to the partitions' end when the range is resolved (true).")
+    offsets: PerPartition | None = Field(
+        default=None, description="Per topic and partition, the offset after the last record read."
+    )
+    timestamp: str | None = Field(
+        default=None, pattern=INSTANT_PATTERN, description="RFC 3339 instant: records before it are read."
+    )
+
+
+class ReplayMode(StrEnum):
+    """What the replay's result is for."""
+
+    BACKFILL = "backfill"
+    HANDOVER = "handover"
+
+
+class SparkMode(StrEnum):
+    """Where Spark runs: ``local`` (driver and executors in the Job's one pod) or ``kubernetes``."""
+
+    LOCAL = "local"
+    KUBERNETES = "kubernetes"
+
+
+class SparkDriver(_Model):
+    """The Spark driver: the Job's pod. In local mode its cores are Spark's task slots (``local[cores]``)."""
+
+    cores: int = Field(default=1, ge=1, le=16, description="CPU cores (local mode: parallel Spark tasks).")
+    memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN, description="JVM heap (spark.driver.memory).")
+
+
+class SparkExecutor(_Model):
+    """Spark executors (``spark.mode: kubernetes`` only)."""
+
+    instances: int = Field(default=2, ge=1, le=64, description="Executor pods.")
+    cores: int = Field(default=1, ge=1, le=16, description="CPU cores per executor.")
+    memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN, description="JVM heap per executor.")
+
+
+class SparkSpec(_Model):
+    """How the replay's Spark job runs."""
+
+    mode: SparkMode = Field(default=SparkMode.LOCAL, description="local (the default) or kubernetes.")
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Image with the runtime's replay extra and a Java runtime; "
+        "default: the operator's replay image (STREAMAPP_REPLAY_IMAGE).",
+    )
+    driver: SparkDriver = Field(default_factory=SparkDriver, json_schema_extra={"default": {}})
+    executor: SparkExecutor = Field(default_factory=SparkExecutor, json_schema_extra={"default": {}})
+    retries: int = Field(default=1, ge=0, le=5, description="Job retries (backoffLimit); a rerun writes no duplicate.")
+
+
+class OldVersionPolicy(StrEnum):
+    """What happens to the app's running version once the new one is active."""
+
+    DELETE = "Delete"
+    KEEP = "Keep"
+
+
+class HandoverSpec(_Model):
+    """The new version of the app (``mode: handover``)."""
+
+    name: str | None = Field(
+        default=None,
+        max_length=52,
+        pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        description="Name of the new version's StreamApp; default: the StreamReplay's name.",
+    )
+    old_version: OldVersionPolicy = Field(
+        default=OldVersionPolicy.DELETE,
+        description="Once the new version is active: Delete the old StreamApp (its cleanupPolicy applies) or Keep it.",
+    )
+    max_lag: int = Field(
+        default=0, ge=0, description="The new version is caught up when Ready with at most this consumer lag."
+    )
+
+
+class AppRef(_Model):
+    """The StreamApp whose input the replay reads (same namespace)."""
+
+    name: str = Field(min_length=1, description="Name of the StreamApp.")
+
+
+class StreamReplaySpec(_Model):
+    """A replay of a StreamApp's input history as a Spark batch job."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self.mode != 'handover' || has(self.topology)", "message": "handover needs a topology"},
+                {"rule": "self == oldSelf", "message": "a StreamReplay's spec is immutable: create another one"},
+            ]
+        }
+    )
+
+    app_ref: AppRef
+    from_: ReplayFrom = Field(
+        default_factory=lambda: ReplayFrom(earliest=True),
+        alias="from",
+        description="Start of the range (default: earliest).",
+        json_schema_extra={"default": {"earliest": True}},
+    )
+    to: ReplayTo = Field(
+        default_factory=lambda: ReplayTo(now=True),
+        description="End of the range, exclusive (default: now).",
+        json_schema_extra={"default": {"now": True}},
+    )
+    mode: ReplayMode = Field(default=ReplayMode.BACKFILL, description="backfill or handover.")
+    topology: TopologySpec | None = Field(
+        default=None, description="The topology the replay runs (handover: the new version's); default: the app's."
+    )
+    application_id: str | None = Field(
+        default=None,
+        pattern=KAFKA_NAME_PATTERN,
+        max_length=200,
+        description="application.id of the replay's state (and of the new version); default: "
+        "<the app's application.id>-<replay name>.",
+    )
+    handover: HandoverSpec = Field(default_factory=HandoverSpec, json_schema_extra={"default": {}})
+    spark: SparkSpec = Field(default_factory=SparkSpec, json_schema_extra={"default": {}})
+
+    @classmethod
+    def parse(cls, spec: dict[str, Any]) -> StreamReplaySpec:
+        return cls.model_validate(spec)
+
+
+class Phase(StrEnum):
+    """Where a StreamReplay is."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    HANDING_OVER = "HandingOver"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class StepState(StrEnum):
+    STARTED = "Started"
+    DONE = "Done"
+
+
+class HandoverStep(_Model):
+    """One handover step, recorded ``Started`` before it acts and ``Done`` after: a restarted operator
+    resumes at the first step not done, and every step is idempotent."""
+
+    name: str
+    state: StepState
+    time: str | None = None
+    message: str | None = None
+
+
+class ResolvedOffsets(_Model):
+    """The replay's range: per input topic and partition, first offset read and offset after the last."""
+
+    from_: PerPartition = Field(alias="from")
+    to: PerPartition
+
+
+class StreamReplayStatus(_Model):
+    """Observed state of a StreamReplay, written only by the operator."""
+
+    phase: Phase | None = None
+    progress: str | None = Field(default=None, description="What the replay is doing, e.g. 'spark job running 40s'.")
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    application_id: str | None = Field(default=None, description="application.id of the replay's state.")
+    replay_id: str | None = Field(default=None, description="Keys the replay's transactional writes.")
+    resolved_offsets: ResolvedOffsets | None = None
+    records_read: int | None = None
+    records_written: int | None = None
+    job: str | None = Field(default=None, description="Name of the Job running the replay.")
+    start_time: str | None = None
+    completion_time: str | None = None
+    duration_seconds: int | None = None
+    new_version: str | None = Field(default=None, description="StreamApp of the new version (handover).")
+    handover: list[HandoverStep] | None = None
+
+
+__all__ = [
+    "GROUP",
+    "KIND",
+    "PLURAL",
+    "SHORT_NAMES",
+    "SINGULAR",
+    "HandoverStep",
+    "Phase",
+    "ReplayMode",
+    "SparkMode",
+    "StepState",
+    "StreamReplaySpec",
+    "StreamReplayStatus",
+]

@@ -1,0 +1,302 @@
+"""The StreamReplay controller: its pure decisions and its steps over the hand-written fakes.
+
+Resolution of offset ranges (earliest/now, explicit offsets, timestamps, refusals naming topic and partition),
+the plan, the Job (restricted pod, no token, local master), the Job's phase, the handover's order, and a
+controller run from a new StreamReplay to a handed-over version, including a restart in the middle of it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import yaml
+from operator_fakes import TestingCluster, TestingKafka, flights_spec
+from streamapp.replay import ReplayPlan
+from streamapp_operator.replay import decisions
+from streamapp_operator.replay.controller import Replay, ReplayWorld, reconcile_replay
+from streamapp_operator.replay.models import ReplayFrom, ReplayTo, StreamReplaySpec
+
+NS = "replays"
+EARLIEST = {"flights": {0: 0, 1: 5}}
+LATEST = {"flights": {0: 100, 1: 90}}
+POSITIONS = decisions.KafkaPositions(earliest=EARLIEST, latest=LATEST)
+
+SECOND_TOPOLOGY: dict[str, Any] = {
+    "nodes": [
+        {"name": "flights", "type": "source", "topics": ["flights"], "keySerde": "string", "valueSerde": "json"},
+        {"name": "key", "type": "select_key", "input": "flights", "mapper": "flights_app.logic:carrier"},
+        {"name": "by-key", "type": "repartition", "input": "key", "keySerde": "string", "valueSerde": "json"},
+        {"name": "count", "type": "count", "input": "by-key", "store": "per-key-store"},
+        {"name": "changes", "type": "to_stream", "input": "count"},
+        {
+            "name": "out",
+            "type": "sink",
+            "input": "changes",
+            "topic": "per-key",
+            "keySerde": "string",
+            "valueSerde": "long",
+        },
+    ],
+    "stores": [{"name": "per-key-store", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
+}
+
+
+# -- offset ranges -------------------------------------------------------------------------------------------
+
+
+def test_earliest_to_now_is_the_retained_range() -> None:
+    assert decisions.resolve_range(ReplayFrom(earliest=True), ReplayTo(now=True), POSITIONS) == (EARLIEST, LATEST)
+
+
+def test_explicit_offsets_are_checked_against_the_retained_range() -> None:
+    start = ReplayFrom(offsets={"flights": {"0": 10, "1": 5}})
+    end = ReplayTo(offsets={"flights": {"0": 50, "1": 90}})
+    assert decisions.resolve_range(start, end, POSITIONS) == ({"flights": {0: 10, 1: 5}}, {"flights": {0: 50, 1: 90}})
+    with pytest.raises(decisions.RangeError, match="'flights' partition 1: 2 is outside the retained range"):
+        decisions.resolve_range(ReplayFrom(offsets={"flights": {"0": 0, "1": 2}}), ReplayTo(now=True), POSITIONS)
+    with pytest.raises(decisions.RangeError, match=r"needs an offset for each of partitions \[0, 1\], got \[0\]"):
+        decisions.resolve_range(ReplayFrom(offsets={"flights": {"0": 0}}), ReplayTo(now=True), POSITIONS)
+    with pytest.raises(decisions.RangeError, match="from 60 is after to 50"):
+        decisions.resolve_range(
+            ReplayFrom(offsets={"flights": {"0": 60, "1": 5}}), ReplayTo(offsets={"flights": {"0": 50, "1": 90}}),
+            POSITIONS,
+        )  # fmt: skip
+
+
+def test_timestamps_take_the_first_record_at_or_after_them_and_none_means_the_end() -> None:
+    kafka = decisions.KafkaPositions(
+        EARLIEST, LATEST, from_time={"flights": {0: 20, 1: -1}}, to_time={"flights": {0: 70, 1: -1}}
+    )
+    start, end = decisions.resolve_range(
+        ReplayFrom(timestamp="2013-01-01T00:00:00Z"), ReplayTo(timestamp="2013-06-01T00:00:00Z"), kafka
+    )
+    assert start == {"flights": {0: 20, 1: 90}}
+    assert end == {"flights": {0: 70, 1: 90}}
+    assert decisions.timestamp_ms("2013-01-01T00:00:00Z") == 1356998400000
+
+
+# -- the plan, the Job, its phase ----------------------------------------------------------------------------
+
+
+def _plan() -> dict[str, Any]:
+    return decisions.plan_document(
+        replay_id="r-1234abcd",
+        topology=SECOND_TOPOLOGY,
+        config=decisions.replay_config({"commit.interval.ms": "100"}, "flights-r"),
+        bootstrap_servers="kafka:9092",
+        start=EARLIEST,
+        end=LATEST,
+        sink_partitions={"per-key": 2},
+    )
+
+
+def test_the_plan_is_what_the_replay_engine_reads() -> None:
+    text = yaml.safe_dump(json.loads(json.dumps(_plan())))  # as the ConfigMap carries it
+    plan = ReplayPlan.from_document(yaml.safe_load(text)).check()
+    assert plan.application_id == "flights-r"
+    assert plan.start_offsets == EARLIEST and plan.end_offsets == LATEST
+    assert plan.partitions == {"per-key": 2}
+
+
+def test_the_job_runs_local_spark_as_a_restricted_pod_without_a_token() -> None:
+    spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": {"driver": {"cores": 2, "memory": "2g"}}})
+    owner = decisions.ReplayOwner("r", NS, "uid-1")
+    account, config_map, job = decisions.job_manifests(owner, spec, _plan(), "img:1")
+    assert account["kind"] == "ServiceAccount" and account["automountServiceAccountToken"] is False
+    assert "plan.yaml" in config_map["data"]
+    pod = job["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"][-4:] == ["--master", "local[2]", "--driver-memory", "2g"]
+    assert container["resources"]["limits"]["memory"] == "2560Mi"
+    assert pod["serviceAccountName"] == "streamapp-replay" and pod["automountServiceAccountToken"] is False
+    assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 1
+    assert container["securityContext"]["runAsNonRoot"] and container["securityContext"]["capabilities"] == {
+        "drop": ["ALL"]
+    }
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "StreamReplay"
+
+
+@pytest.mark.parametrize(
+    ("status", "phase"),
+    [
+        (None, "Pending"),
+        ({}, "Running"),
+        ({"active": 1}, "Running"),
+        ({"conditions": [{"type": "Complete", "status": "True"}]}, "Succeeded"),
+        ({"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}, "Failed"),
+    ],
+)
+def test_job_state(status: dict[str, Any] | None, phase: str) -> None:
+    job = None if status is None else {"status": status}
+    assert decisions.job_state(job).phase == phase
+
+
+def test_the_result_line_and_the_failure_come_from_the_pod_log() -> None:
+    log = 'WARN something\n{"records_read": {"flights": 9}, "records_written": {"per-key": 4}, "seconds": {}}\n'
+    assert decisions.replay_result(log) == {
+        "records_read": {"flights": 9},
+        "records_written": {"per-key": 4},
+        "seconds": {},
+    }
+    assert (
+        decisions.failure_detail("a\nError: plan.yaml: topic 'x' is unknown\n")
+        == "Error: plan.yaml: topic 'x' is unknown"
+    )
+
+
+def test_handover_steps_resume_at_the_first_not_done() -> None:
+    steps = decisions.record_step(None, "setGroupOffsets", decisions.StepState.DONE, "t")
+    steps = decisions.record_step(steps, "createNewVersion", decisions.StepState.STARTED, "t")
+    assert decisions.next_step(steps) == "createNewVersion"
+    assert [s["name"] for s in steps] == ["setGroupOffsets", "createNewVersion"]
+    done = [{"name": n, "state": "Done"} for n in decisions.HANDOVER_STEPS]
+    assert decisions.next_step(done) is None
+
+
+def test_the_new_version_is_the_app_with_the_replays_topology_and_application_id() -> None:
+    app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
+    new = decisions.new_version(app, "flights-v2", "flights-flights-v2", SECOND_TOPOLOGY, "flights-v2")
+    assert new["spec"]["topology"] == SECOND_TOPOLOGY and new["spec"]["applicationId"] == "flights-flights-v2"
+    assert new["spec"]["image"] == app["spec"]["image"] and "ownerReferences" not in new["metadata"]
+
+
+# -- the controller over fakes -------------------------------------------------------------------------------
+
+
+class ReplayCluster(TestingCluster):
+    __test__ = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replay_status_writes: list[dict[str, Any]] = []
+        self.logs: dict[str, str] = {}
+
+    def patch_replay_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.replay_status_writes.append(copy.deepcopy(status))
+        self.journal.append("replay status")
+
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str:
+        return self.logs.get(name, "")
+
+
+class ReplayKafka(TestingKafka):
+    __test__ = False
+
+    def __init__(self) -> None:
+        super().__init__({"flights": 2})
+        self.group_offsets: dict[str, dict[str, dict[int, int]]] = {}
+
+    def list_offsets(self, partitions: dict[str, int], at: str | int) -> dict[str, dict[int, int]]:
+        return copy.deepcopy(EARLIEST if at == "earliest" else LATEST)
+
+    def set_group_offsets(self, group_id: str, offsets: Any) -> None:
+        self.group_offsets[group_id] = {t: dict(p) for t, p in offsets.items()}
+
+    def committed_offsets(self, group_id: str, partitions: dict[str, int]) -> dict[str, dict[int, int]]:
+        return copy.deepcopy(self.group_offsets.get(group_id, {}))
+
+
+def _world() -> tuple[ReplayWorld, ReplayCluster, ReplayKafka]:
+    cluster, kafka = ReplayCluster(), ReplayKafka()
+    cluster.add(
+        {
+            "kind": "StreamApp",
+            "metadata": {"name": "flights", "namespace": NS, "uid": "app-uid"},
+            "spec": flights_spec(),
+        }
+    )
+    return ReplayWorld(cluster=cluster, kafka_for=lambda _: kafka, image="replay:1"), cluster, kafka
+
+
+REPLAY = Replay("flights-v2", NS, "0123456789ab", 1)
+HANDOVER = {"appRef": {"name": "flights"}, "mode": "handover", "topology": SECOND_TOPOLOGY}
+
+
+def _step(world: ReplayWorld, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    result = reconcile_replay(REPLAY, spec, status, world, "2026-01-01T00:00:10Z")
+    return {**status, **result.status}
+
+
+def _finish_job(cluster: ReplayCluster, outcome: str = "Complete") -> None:
+    cluster.set_status("Job", NS, "flights-v2-replay", {"conditions": [{"type": outcome, "status": "True"}]})
+    cluster.add_pod(NS, "flights-v2-replay-abc", {"job-name": "flights-v2-replay"}, {})
+    cluster.logs["flights-v2-replay-abc"] = (
+        '{"records_read": {"flights": 180}, "records_written": {"per-key": 7}, "seconds": {}}'
+        if outcome == "Complete"
+        else "Traceback...\nValueError: boom"
+    )
+
+
+def test_backfill_resolves_launches_and_succeeds() -> None:
+    world, cluster, kafka = _world()
+    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, {})
+    assert status["phase"] == "Running" and status["resolvedOffsets"]["to"] == {"flights": {"0": 100, "1": 90}}
+    assert status["recordsRead"] == 185 and status["applicationId"] == "flights-flights-v2"
+    assert kafka.topics["per-key"] == 2  # the output topic, as many partitions as the input
+    assert [m["kind"] for m in cluster.applied] == ["ServiceAccount", "ConfigMap", "Job"]
+    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    assert status["phase"] == "Running" and status["progress"].startswith("spark job running")
+    _finish_job(cluster)
+    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    assert status["phase"] == "Succeeded" and status["recordsWritten"] == 7
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Complete"] == "True"
+    assert cluster.get("StreamApp", NS, "flights") is not None  # backfill never touches the app
+
+
+def test_a_failed_job_fails_the_replay_with_the_pods_error_and_leaves_the_app_alone() -> None:
+    world, cluster, _ = _world()
+    status = _step(world, HANDOVER, {})
+    _finish_job(cluster, "Failed")
+    status = _step(world, HANDOVER, status)
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert status["phase"] == "Failed" and failed["status"] == "True"
+    assert "ValueError: boom" in failed["message"]
+    assert cluster.get("StreamApp", NS, "flights") is not None and cluster.get("StreamApp", NS, "flights-v2") is None
+
+
+def test_handover_sets_offsets_before_the_new_version_exists_waits_for_it_then_removes_the_old() -> None:
+    world, cluster, kafka = _world()
+    status = _step(world, HANDOVER, {})
+    _finish_job(cluster)
+    status = _step(world, HANDOVER, status)
+    assert status["phase"] == "HandingOver"
+    assert kafka.group_offsets["flights-flights-v2"] == LATEST
+    new = cluster.get("StreamApp", NS, "flights-v2")
+    assert new is not None and new["spec"]["applicationId"] == "flights-flights-v2"
+    assert [s["name"] for s in status["handover"] if s["state"] == "Done"] == ["setGroupOffsets", "createNewVersion"]
+    assert status["progress"] == "handover 3/4: awaitCaughtUp"
+    # each step's intent was written before it acted
+    assert [w["handover"][-1]["name"] for w in cluster.replay_status_writes] == [
+        "setGroupOffsets", "createNewVersion", "awaitCaughtUp"
+    ]  # fmt: skip
+    cluster.set_status("StreamApp", NS, "flights-v2", {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
+    status = _step(world, HANDOVER, status)
+    assert status["phase"] == "Succeeded" and status["newVersion"] == "flights-v2"
+    assert cluster.get("StreamApp", NS, "flights") is None
+
+
+def test_a_restart_after_the_new_version_started_never_rewinds_its_offsets() -> None:
+    world, cluster, kafka = _world()
+    status = _step(world, HANDOVER, {})
+    _finish_job(cluster)
+    status = _step(world, HANDOVER, status)
+    kafka.group_offsets["flights-flights-v2"] = {"flights": {0: 120, 1: 95}}  # the new version committed
+    # an operator that crashed after recording setGroupOffsets Started, before Done: it resumes that step
+    restarted = {**status, "handover": [{"name": "setGroupOffsets", "state": "Started"}]}
+    status = _step(world, HANDOVER, restarted)
+    assert kafka.group_offsets["flights-flights-v2"] == {"flights": {0: 120, 1: 95}}
+    assert status["phase"] == "HandingOver" and decisions.next_step(status["handover"]) == "awaitCaughtUp"
+
+
+def test_waits_for_a_missing_app_and_fails_on_a_missing_input_topic() -> None:
+    world, _, kafka = _world()
+    status = _step(world, {"appRef": {"name": "nope"}}, {})
+    assert status["phase"] == "Pending" and "StreamApp nope does not exist" in status["progress"]
+    del kafka.topics["flights"]
+    status = _step(world, HANDOVER, {})
+    assert (
+        status["phase"] == "Failed" and "flights" in {c["type"]: c for c in status["conditions"]}["Failed"]["message"]
+    )
