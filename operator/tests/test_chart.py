@@ -162,6 +162,9 @@ def test_each_template_renders_one_kind_of_resource(helm: Path) -> None:
 def test_chart_crds_are_the_generated_crds() -> None:
     chart_crds = sorted(p.name for p in (CHART / "crds").iterdir())
     source_crds = sorted(p.name for p in (ROOT / "crds").iterdir())
-    assert chart_crds == source_crds == [crdgen.CRD_FILE]
-    assert (CHART / "crds" / crdgen.CRD_FILE).read_text() == (ROOT / "crds" / crdgen.CRD_FILE).read_text()
-    assert (ROOT / "crds" / crdgen.CRD_FILE).read_text() == crdgen.render()
+    assert chart_crds == source_crds == sorted([crdgen.CRD_FILE, crdgen.REPLAY_CRD_FILE])
+    for name, text in (
+        (crdgen.CRD_FILE, crdgen.render()),
+        (crdgen.REPLAY_CRD_FILE, crdgen.render(crdgen.build_replay_crd())),
+    ):
+        assert (CHART / "crds" / name).read_text() == (ROOT / "crds" / name).read_text() == text
