@@ -29,6 +29,7 @@ from streamapp_operator.conditions import Event
 from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool, KafkaUnavailable
+from streamapp_operator.replay import handlers as replay_handlers  # noqa: F401  (registers the StreamReplay handlers)
 from streamapp_operator.resources import GROUP, PLURAL, VERSION
 from streamapp_operator.validate import Peer
 
