@@ -21,10 +21,11 @@ esac
 image_id=$(podman image inspect --format '{{.Id}}' "$repository:$tag" 2>/dev/null | cut -c1-12 || true)
 kubectl apply --server-side --force-conflicts --field-manager=operator-install -f "$root/crds/" >/dev/null
 # Before anything reads or writes StreamApps (the operator starts watching them at once).
-kubectl wait --for=condition=Established crd/streamapps.streamapp.io --timeout=60s
+kubectl wait --for=condition=Established crd/streamapps.streamapp.io crd/streamreplays.streamapp.io --timeout=60s
 helm upgrade --install streamapp-operator "$root/charts/streamapp-operator" \
   --namespace "$ns" --create-namespace \
   --set "image.repository=$repository" --set "image.tag=$tag" --set image.pullPolicy=Never \
+  --set "replayImage.tag=$tag" \
   --set-string "podAnnotations.streamapp\.io/image-id=${image_id:-unknown}" \
   --wait --timeout 5m
 kubectl -n "$ns" rollout status deployment/streamapp-operator --timeout=300s

@@ -45,6 +45,15 @@ APP_RIGHTS = {
     *{("", "persistentvolumeclaims", v) for v in ("get", "list", "watch", "delete")},
     *{("", "secrets", v) for v in ("get", "list", "watch")},
     *{("", "events", v) for v in ("create", "patch")},
+    # StreamReplays: their status, their Job (and ConfigMap, above), the pod's log, the Job's ServiceAccount;
+    # a handover creates the new version's StreamApp and deletes the old one
+    *{("streamapp.io", "streamreplays", v) for v in ("get", "list", "watch", "patch", "update")},
+    *{("streamapp.io", "streamreplays/status", v) for v in ("get", "patch", "update")},
+    ("streamapp.io", "streamreplays/finalizers", "update"),
+    *{("streamapp.io", "streamapps", v) for v in ("create", "delete")},
+    *{("batch", "jobs", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
+    ("", "pods/log", "get"),
+    *{("", "serviceaccounts", v) for v in ("get", "create", "patch")},
 }
 #: Cluster-scoped reads of kopf: CRDs always; namespaces only when it serves a list of them.
 CRD_READS = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("get", "list", "watch")}
@@ -133,7 +142,7 @@ def test_standalone_operator_needs_no_leases(helm: Path) -> None:
     docs = _docs(helm) + _docs(helm, "watchNamespaces={a}")
     assert "--standalone" in _pod_spec(_docs(helm))["containers"][0]["command"]
     groups = {g for d in docs if d["kind"] in ("ClusterRole", "Role") for g, _, _ in _rights(d["rules"])}
-    assert groups == {"", "apps", "policy", "streamapp.io", "apiextensions.k8s.io"}
+    assert groups == {"", "apps", "batch", "policy", "streamapp.io", "apiextensions.k8s.io"}
 
 
 def test_protected_namespaces_deny_every_write_of_the_operators_service_account(helm: Path) -> None:

@@ -89,4 +89,30 @@ ClusterRole (every namespace) or of the Role in each watched namespace. Nothing 
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+# StreamReplays (docs/replay.md "The operator"): their status; the replay's Job and its ConfigMap (above) are
+# owned by the StreamReplay (blockOwnerDeletion). A handover creates the new version's StreamApp and deletes
+# the old one (handover.oldVersion: Delete).
+- apiGroups: ["streamapp.io"]
+  resources: ["streamreplays"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["streamapp.io"]
+  resources: ["streamreplays/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["streamapp.io"]
+  resources: ["streamreplays/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["streamapp.io"]
+  resources: ["streamapps"]
+  verbs: ["create", "delete"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# The replay pod's last log line says what it wrote, or why it failed.
+- apiGroups: [""]
+  resources: ["pods/log"]
+  verbs: ["get"]
+# The replay Job's ServiceAccount streamapp-replay: no token mounted, bound to no role (it needs Kafka only).
+- apiGroups: [""]
+  resources: ["serviceaccounts"]
+  verbs: ["get", "create", "patch"]
 {{- end }}
