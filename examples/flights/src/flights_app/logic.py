@@ -25,3 +25,10 @@ def carrier(key: str | None, value: dict[str, Any]) -> str:
     """The flight's two-letter carrier code (e.g. ``"UA"``): the new key for counting per carrier."""
     del key
     return str(value["carrier"])
+
+
+def carrier_and_origin(key: str | None, value: dict[str, Any]) -> str:
+    """``<carrier>/<origin>`` (e.g. ``"UA/EWR"``): the key for counting departures per carrier and origin
+    airport (the second topology of the replay demo, docs/replay.md)."""
+    del key
+    return f"{value['carrier']}/{value['origin']}"
