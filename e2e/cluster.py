@@ -219,3 +219,22 @@ def delete_topics(prefix: str) -> None:
 def events(name: str, namespace: str) -> list[dict[str, Any]]:
     out = kubectl("get", "events", "-n", namespace, "-o", "json", "--field-selector", f"involvedObject.name={name}")
     return list(json.loads(out)["items"])
+
+
+def count_records(topic: str, expected: int, timeout_s: float = 90) -> int:
+    """Records on ``topic``, read from the start by a fresh group until ``expected`` arrived (or the timeout),
+    then 3 s more: a count above ``expected`` is a duplicate."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": stack_env()["KAFKA_BOOTSTRAP"],
+                         "group.id": f"probe-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    seen, deadline, settle = 0, time.monotonic() + timeout_s, None
+    try:
+        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
+            seen += sum(1 for m in consumer.consume(500, timeout=0.5) if m.error() is None)
+            if seen >= expected and settle is None:
+                settle = time.monotonic() + 3
+    finally:
+        consumer.close()
+    return seen

@@ -31,23 +31,6 @@ def namespaces(operator_installed: None) -> Iterator[tuple[str, str]]:
     cluster.delete_namespace(first)
 
 
-def _count(topic: str, expected: int, timeout_s: float = 60) -> int:
-    """Records on ``topic``, read until ``expected`` arrived (or the timeout), then a little longer: more than
-    ``expected`` would be a duplicate."""
-    consumer = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"],
-                         "group.id": f"probe-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})  # fmt: skip
-    consumer.subscribe([topic])
-    seen, deadline, settle = 0, time.monotonic() + timeout_s, None
-    try:
-        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
-            seen += sum(1 for m in consumer.consume(500, timeout=0.5) if m.error() is None)
-            if seen >= expected and settle is None:
-                settle = time.monotonic() + 3
-    finally:
-        consumer.close()
-    return seen
-
-
 def test_a_shared_application_id_is_refused_by_name_and_consumes_nothing(namespaces: tuple[str, str]) -> None:
     first, second = namespaces
     name = f"ident-{uuid.uuid4().hex[:6]}"
@@ -71,7 +54,7 @@ def test_a_shared_application_id_is_refused_by_name_and_consumes_nothing(namespa
         for i in range(RECORDS):
             producer.produce(source, json.dumps({"n": i}).encode(), f"k{i}".encode())
         assert producer.flush(30) == 0
-        assert _count(sink, RECORDS) == RECORDS
+        assert cluster.count_records(sink, RECORDS) == RECORDS
         cluster.wait_until(lambda: cluster.group_lag(cluster.stack_env()["KAFKA_BOOTSTRAP"], name, [source]) == 0,
                            60, f"group {name} to consume everything")  # fmt: skip
     finally:

@@ -12,13 +12,12 @@ On the real stack, 100 JSON records with 20 records that are not JSON among them
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
 from e2e import cluster
 
@@ -40,22 +39,6 @@ def _poisoned(topic: str) -> None:
         value = b"\xff not json" if poison else json.dumps({"n": i}).encode()
         producer.produce(topic, value, f"k{i}".encode())
     assert producer.flush(30) == 0
-
-
-def _count(topic: str, expected: int, timeout_s: float = 90) -> int:
-    """Records on ``topic``: read until ``expected`` arrived, then 3 s more (a duplicate would show)."""
-    consumer = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"],
-                         "group.id": f"probe-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})  # fmt: skip
-    consumer.subscribe([topic])
-    seen, deadline, settle = 0, time.monotonic() + timeout_s, None
-    try:
-        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
-            seen += sum(1 for m in consumer.consume(500, timeout=0.5) if m.error() is None)
-            if seen >= expected and settle is None:
-                settle = time.monotonic() + 3
-    finally:
-        consumer.close()
-    return seen
 
 
 def _deploy(namespace: str, name: str, config: dict[str, str], extra_topics: dict[str, int] | None = None) -> Any:
@@ -81,7 +64,7 @@ def test_log_and_continue_skips_exactly_the_poison_records(namespace: str) -> No
     name = f"skip-{uuid.uuid4().hex[:6]}"
     try:
         _deploy(namespace, name, {"default.deserialization.exception.handler": "log_and_continue"})
-        assert _count(f"{name}-out", GOOD) == GOOD
+        assert cluster.count_records(f"{name}-out", GOOD) == GOOD
         assert cluster.condition(name, namespace, "Degraded")["status"] == "False"
     finally:
         cluster.delete_topics(name)
@@ -93,7 +76,7 @@ def test_dead_letter_queue_gets_exactly_the_poison_records(namespace: str) -> No
               "errors.dead.letter.queue.topic.name": f"{name}-dlq"}  # fmt: skip
     try:
         _deploy(namespace, name, config, {f"{name}-dlq": 1})
-        assert _count(f"{name}-out", GOOD) == GOOD
-        assert _count(f"{name}-dlq", POISON) == POISON
+        assert cluster.count_records(f"{name}-out", GOOD) == GOOD
+        assert cluster.count_records(f"{name}-dlq", POISON) == POISON
     finally:
         cluster.delete_topics(name)
