@@ -40,10 +40,11 @@ __all__ = ["RECORD_SCHEMA", "ReplayResult", "run_replay"]
 
 RECORD_SCHEMA = (
     "topic string, partition int, offset long, key binary, value binary, timestamp long, "
-    "producer_sub int, producer_part int, kind string"
+    "producer_sub int, producer_part int, kind string, headers array<struct<key: string, value: binary>>"
 )
 """Records between stages: ``producer_*`` = the task that wrote it (-1 for records read from Kafka), ``kind`` =
-``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the producer's sequence."""
+``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the producer's sequence,
+``headers`` as Spark's Kafka source gives them (null: none)."""
 _ARROW_SCHEMA = pa.schema(
     [
         ("topic", pa.string()),
@@ -55,6 +56,7 @@ _ARROW_SCHEMA = pa.schema(
         ("producer_sub", pa.int32()),
         ("producer_part", pa.int32()),
         ("kind", pa.string()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
     ]
 )
 _WRITE_SCHEMA = "topic string, partition int, records long, chunks_written long, chunks_skipped long"
@@ -142,6 +144,7 @@ def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
         .option("endingOffsets", json.dumps(end))
         .option("kafka.isolation.level", "read_committed")
         .option("failOnDataLoss", "true")
+        .option("includeHeaders", "true")
     )
     for key, value in plan.kafka_settings.items():
         reader = reader.option(f"kafka.{key}", value)
@@ -155,6 +158,7 @@ def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
         F.lit(-1).alias("producer_sub"),
         F.lit(-1).alias("producer_part"),
         F.lit("source").alias("kind"),
+        F.col("headers"),
     )
 
 
@@ -255,6 +259,7 @@ class _StageFunction:
             columns["producer_sub"].append(self.sub_id)
             columns["producer_part"].append(task.partition)
             columns["kind"].append(kind)
+            columns["headers"].append([{"key": k, "value": v} for k, v in record.headers] if record.headers else None)
         return pa.RecordBatch.from_pydict(columns, schema=_ARROW_SCHEMA)
 
 
@@ -268,7 +273,10 @@ def _runs_by_partition(rows: list[dict[str, Any]]) -> Iterator[tuple[int, list[d
 
 
 def _record(row: dict[str, Any]) -> ConsumerRecord:
-    return ConsumerRecord(row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["timestamp"])
+    headers = [(h["key"], h["value"]) for h in row["headers"]] if row["headers"] else None
+    return ConsumerRecord(
+        row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["timestamp"], headers
+    )
 
 
 def _ordered_inputs(rows: list[dict[str, Any]]) -> dict[str, list[ConsumerRecord]]:
@@ -286,7 +294,8 @@ def _ordered_inputs(rows: list[dict[str, Any]]) -> dict[str, list[ConsumerRecord
         # a repartition topic's records get the offsets of the merged order (what a broker would assign)
         merged = merge_by_head_timestamp([producers[p] for p in sorted(producers)])
         ordered[topic] = [
-            ConsumerRecord(r.topic, r.partition, i, r.key, r.value, r.timestamp) for i, r in enumerate(merged)
+            ConsumerRecord(r.topic, r.partition, i, r.key, r.value, r.timestamp, r.headers)
+            for i, r in enumerate(merged)
         ]
     return ordered
 
@@ -336,7 +345,7 @@ class _WriteFunction:
         topic, partition = str(key[0].as_py()), int(key[1].as_py())
         producers: dict[tuple[int, int], list[tuple[int, ConsumerRecord]]] = {}
         for row in table.to_pylist():
-            record = ConsumerRecord(topic, partition, row["offset"], row["key"], row["value"], row["timestamp"])
+            record = _record(row)
             producers.setdefault((row["producer_sub"], row["producer_part"]), []).append((row["offset"], record))
         sequences = [[r for _, r in sorted(producers[p], key=lambda item: item[0])] for p in sorted(producers)]
         records = merge_by_head_timestamp(sequences)
