@@ -3,7 +3,8 @@
 The ``victim`` case on the real stack: a namespace already has a Service ``victim`` (selector
 ``app: team-x-db``) and a ConfigMap ``victim-config``. A StreamApp named ``victim`` is Degraded
 (``ForeignObject``) naming both; neither is changed, adopted (no owner reference) nor deleted with the
-StreamApp, and nothing of the app (topics, StatefulSet) is created while they are in the way.
+StreamApp, and nothing of the app (topics, StatefulSet) is created while they are in the way. A StreamApp
+annotated ``streamapp.io/paused: "true"`` is left alone by the operator until the annotation goes.
 """
 
 from __future__ import annotations
@@ -61,3 +62,25 @@ def test_foreign_service_and_config_map_are_never_applied_over_nor_deleted(names
             assert cluster.get_json(kind, name, namespace)["metadata"]["uid"] == before[kind]["metadata"]["uid"]
     finally:
         cluster.delete_topics(prefix)
+
+
+def test_a_paused_app_is_left_alone_and_says_so(namespace: str) -> None:
+    """``streamapp.io/paused: "true"``: a spec change is not applied while paused, status says so, and it is
+    applied once the annotation goes."""
+    name = f"paused-{uuid.uuid4().hex[:6]}"
+    cluster.create_topics({f"{name}-in": 1, f"{name}-out": 1})
+    try:
+        cluster.apply(cluster.passthrough_app(name, f"{name}-in", f"{name}-out", replicas=0), namespace)
+        cluster.wait_condition(name, namespace, "Ready", "True")
+        cluster.kubectl("annotate", "streamapp", name, "-n", namespace, "streamapp.io/paused=true")
+        cluster.wait_condition(name, namespace, "Progressing", "False", "Paused")
+        assert cluster.get_json("streamapp", name, namespace)["status"]["paused"] is True
+        cluster.kubectl("scale", "streamapp", name, "-n", namespace, "--replicas=2")
+        time.sleep(12)  # longer than the reconcile timer
+        assert cluster.get_json("statefulset", name, namespace)["spec"]["replicas"] == 0
+        cluster.kubectl("annotate", "streamapp", name, "-n", namespace, "streamapp.io/paused-")
+        cluster.wait_until(lambda: cluster.get_json("statefulset", name, namespace)["spec"]["replicas"] == 2, 60,
+                           "the scale to be applied once resumed")  # fmt: skip
+        assert "paused" not in cluster.get_json("streamapp", name, namespace)["status"]
+    finally:
+        cluster.delete_topics(name)
