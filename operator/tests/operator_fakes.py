@@ -133,6 +133,14 @@ class TestingCluster:
             if kind == "PodDisruptionBudget" and ns == namespace
         ]
 
+    def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
+        return [
+            copy.deepcopy(obj)
+            for (k, ns, _), obj in sorted(self.objects.items())
+            if k == "Event" and ns == namespace and obj.get("reason") == reason
+            and obj.get("involvedObject", {}).get("kind") == kind and obj["involvedObject"].get("name") == name
+        ]  # fmt: skip
+
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.status_writes.append(copy.deepcopy(status))
         self.journal.append("status")

@@ -5,6 +5,7 @@ live only while an app uses them; kopf's record of the last spec stays small wha
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -164,3 +165,23 @@ def test_kopfs_last_handled_configuration_is_a_digest_whatever_the_spec_size() -
     assert storage.fetch(body=kopf.Body(raw)) == storage.build(body=kopf.Body(raw))  # unchanged: no diff
     raw["spec"] = flights_spec(replicas=3)
     assert storage.fetch(body=kopf.Body(raw)) != storage.build(body=kopf.Body(raw))  # changed: a diff
+
+
+def test_pods_the_namespace_refuses_are_degraded_not_progressing_for_ever(kafka: TestingKafka) -> None:
+    cluster = TestingCluster()
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    first = reconcile(APP, flights_spec(replicas=2), {}, world, NOW).status
+    refused = ('create Pod poisoned-0 in StatefulSet poisoned failed error: pods "poisoned-0" is forbidden: '
+               "exceeded quota: no-pods, requested: pods=1, used: pods=0, limited: pods=0")  # fmt: skip
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {"kind": "Event", "metadata": {"name": "e1", "namespace": "apps"}, "reason": "FailedCreate",
+             "involvedObject": {"kind": "StatefulSet", "name": "poisoned"}, "message": refused,
+             "lastTimestamp": stamp}  # fmt: skip
+    cluster.add(event)
+    status = reconcile(APP, flights_spec(replicas=2), first, world, NOW).status
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "PodsFailing")
+    assert degraded["message"] == f"StatefulSet poisoned cannot create pods: {refused}"
+    cluster.set_status("StatefulSet", "apps", "poisoned", {"replicas": 2})  # the quota was lifted
+    status = reconcile(APP, flights_spec(replicas=2), status, world, NOW).status
+    assert next(c for c in status["conditions"] if c["type"] == "Degraded")["status"] == "False"

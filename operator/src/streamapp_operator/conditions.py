@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from streamapp_operator.validate import Problem
@@ -121,6 +122,46 @@ def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
                 detail = f"{detail}: {_bounded(said[-1], MAX_FAILURE_BYTES_PER_POD // 2)}"
             lines.append(f"pod {metadata.get('name')}: {reason}" + (f" ({detail})" if detail else ""))
     return lines
+
+
+#: A StatefulSet's ``FailedCreate`` event counts while at most this old (seconds): the controller retries
+#: with backoff and posts it again while the cause lasts.
+RECENT_EVENT_SECONDS = 300.0
+
+
+def pod_creation_failures(
+    stateful_set: Mapping[str, Any] | None, events: Sequence[Mapping[str, Any]], now: float
+) -> list[str]:
+    """One line when the StatefulSet cannot create its pods (admission refused them: Pod Security, a
+    ResourceQuota, a LimitRange, a policy engine), from its recent ``FailedCreate`` events, e.g.
+    ``StatefulSet app cannot create pods: ... exceeded quota ...``: otherwise the app would only look
+    ``Progressing`` for ever. Nothing while every desired pod exists."""
+    if not pods_missing(stateful_set):
+        return []
+    assert stateful_set is not None
+    recent = [e for e in events if now - _epoch(e) <= RECENT_EVENT_SECONDS]
+    if not recent:
+        return []
+    latest = max(recent, key=_epoch)
+    name = stateful_set.get("metadata", {}).get("name")
+    message = " ".join(str(latest.get("message", "")).split())
+    return [_bounded(f"StatefulSet {name} cannot create pods: {message}", MAX_FAILURE_BYTES_PER_POD)]
+
+
+def pods_missing(stateful_set: Mapping[str, Any] | None) -> bool:
+    """Whether the StatefulSet has fewer pods than it wants."""
+    if stateful_set is None:
+        return False
+    wanted = (stateful_set.get("spec") or {}).get("replicas", 0)
+    return bool((stateful_set.get("status") or {}).get("replicas", 0) < wanted)
+
+
+def _epoch(event: Mapping[str, Any]) -> float:
+    stamp = event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or ""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,11 @@ class Cluster(Protocol):
         """Every PodDisruptionBudget of ``namespace`` (ours and anyone else's)."""
         ...
 
+    def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
+        """The events with ``reason`` about object ``kind``/``name`` of ``namespace`` (e.g. a StatefulSet's
+        ``FailedCreate``)."""
+        ...
+
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge ``status`` into a StreamApp's status now (intent written before an action)."""
         ...
@@ -180,6 +185,19 @@ class KubernetesCluster:
             raise _unavailable(exc, f"listing PodDisruptionBudgets in {namespace}") from exc
         except OSError as exc:
             raise KubernetesUnavailable(f"listing PodDisruptionBudgets in {namespace}: {exc}") from exc
+        items: list[dict[str, Any]] = _json(response).get("items", [])
+        return items
+
+    def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
+        selector = f"involvedObject.kind={kind},involvedObject.name={name},reason={reason}"
+        try:
+            response = self._core.list_namespaced_event(
+                namespace, field_selector=selector, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        except ApiException as exc:
+            raise _unavailable(exc, f"listing events of {kind} {namespace}/{name}") from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"listing events of {kind} {namespace}/{name}: {exc}") from exc
         items: list[dict[str, Any]] = _json(response).get("items", [])
         return items
 

@@ -16,10 +16,17 @@ from typing import Any
 
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator.conditions import RestoreView, failing_threads, restore_view, started_pods
+from streamapp_operator.conditions import (
+    RestoreView,
+    failing_threads,
+    pod_creation_failures,
+    pods_missing,
+    restore_view,
+    started_pods,
+)
 from streamapp_operator.desired import HTTP_PORT, config_map_name, selector
 from streamapp_operator.instances import InstanceReader, read_statuses
-from streamapp_operator.k8s import Cluster
+from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 
 
@@ -33,7 +40,8 @@ class Observation:
     topics); ``group`` the consumer group's lag and state over the topics it consumes; ``kafka_error`` why
     Kafka could not be read (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods
     that are not ready report about restoration (None: pods not asked), ``threads`` the stream threads
-    that keep failing inside the pods (one line per pod, ``conditions.failing_threads``).
+    that keep failing inside the pods (one line per pod, ``conditions.failing_threads``), ``creation`` why
+    the StatefulSet cannot create its pods (``conditions.pod_creation_failures``).
     """
 
     config_map: dict[str, Any] | None = None
@@ -44,6 +52,7 @@ class Observation:
     pods: list[dict[str, Any]] = field(default_factory=list)
     restore: RestoreView | None = None
     threads: list[str] = field(default_factory=list)
+    creation: list[str] = field(default_factory=list)
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
     kafka_error: str | None = None
@@ -62,15 +71,17 @@ def observe(
     its pods that are not ready, and, given a topology, its topics and group."""
     pods = cluster.list_pods(namespace, selector(name))
     restore, threads = observe_instances(pods, instances) if instances is not None else (None, [])
+    stateful_set = cluster.get("StatefulSet", namespace, name)
     children = Observation(
         config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
         service=cluster.get("Service", namespace, name),
-        stateful_set=cluster.get("StatefulSet", namespace, name),
+        stateful_set=stateful_set,
         disruption_budget=cluster.get("PodDisruptionBudget", namespace, name),
         disruption_budgets=cluster.list_disruption_budgets(namespace),
         pods=pods,
         restore=restore,
         threads=threads,
+        creation=observe_creation(cluster, stateful_set),
     )
     if topology is None or application_id is None or kafka is None:
         return children
@@ -81,6 +92,20 @@ def observe(
     except KafkaUnavailable as exc:
         return replace(children, kafka_error=str(exc))
     return replace(children, partitions=partitions, group=group)
+
+
+def observe_creation(cluster: Cluster, stateful_set: dict[str, Any] | None) -> list[str]:
+    """Why the StatefulSet cannot create its pods (``conditions.pod_creation_failures``), asked only while
+    pods are missing. Events that cannot be listed (no RBAC for it) leave it unsaid rather than stopping
+    the reconcile."""
+    if stateful_set is None or not pods_missing(stateful_set):
+        return []
+    metadata = stateful_set["metadata"]
+    try:
+        events = cluster.list_events(metadata["namespace"], "StatefulSet", metadata["name"], "FailedCreate")
+    except KubernetesUnavailable:
+        return []
+    return pod_creation_failures(stateful_set, events, time.time())
 
 
 def observe_instances(pods: list[dict[str, Any]], instances: InstanceReader) -> tuple[RestoreView, list[str]]:

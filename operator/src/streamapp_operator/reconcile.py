@@ -366,7 +366,7 @@ def _result(
         topology_checked=plan is not None,
         previous=previous,
         now=now,
-        failing=failing_pods(observation.pods),
+        failing=[*failing_pods(observation.pods), *observation.creation],
         restore=observation.restore,
         threads=observation.threads,
     )
