@@ -147,6 +147,27 @@ def test_the_result_line_and_the_failure_come_from_the_pod_log() -> None:
     )
 
 
+def test_records_written_are_counted_from_the_done_markers_once_per_chunk() -> None:
+    marker = {"topic": "per-key", "partition": 0, "chunk": 0, "records": 10}
+    values = [
+        json.dumps(marker).encode(),
+        json.dumps(marker).encode(),
+        json.dumps({**marker, "chunk": 1, "records": 3}).encode(),
+    ]
+    assert decisions.records_in_markers(values) == 13
+
+
+def test_without_a_pod_log_the_markers_give_the_records_written() -> None:
+    world, cluster, kafka = _world()
+    spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
+    status = _step(world, spec, {})
+    _finish_job(cluster)
+    cluster.logs.clear()
+    marker = {"topic": "per-key", "partition": 1, "chunk": 0, "records": 5}
+    kafka.values[f"streamapp-replay-{status['replayId']}-markers"] = [json.dumps(marker).encode()]
+    assert _step(world, spec, status)["recordsWritten"] == 5
+
+
 def test_handover_steps_resume_at_the_first_not_done() -> None:
     steps = decisions.record_step(None, "setGroupOffsets", decisions.StepState.DONE, "t")
     steps = decisions.record_step(steps, "createNewVersion", decisions.StepState.STARTED, "t")
@@ -188,6 +209,7 @@ class ReplayKafka(TestingKafka):
     def __init__(self) -> None:
         super().__init__({"flights": 2})
         self.group_offsets: dict[str, dict[str, dict[int, int]]] = {}
+        self.values: dict[str, list[bytes]] = {}
 
     def list_offsets(self, partitions: dict[str, int], at: str | int) -> dict[str, dict[int, int]]:
         return copy.deepcopy(EARLIEST if at == "earliest" else LATEST)
@@ -197,6 +219,9 @@ class ReplayKafka(TestingKafka):
 
     def committed_offsets(self, group_id: str, partitions: dict[str, int]) -> dict[str, dict[int, int]]:
         return copy.deepcopy(self.group_offsets.get(group_id, {}))
+
+    def read_committed_values(self, topic: str, timeout: float = 20.0) -> list[bytes]:
+        return list(self.values.get(topic, []))
 
 
 def _world() -> tuple[ReplayWorld, ReplayCluster, ReplayKafka]:

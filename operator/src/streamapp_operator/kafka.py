@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 
@@ -119,6 +120,7 @@ class ConfluentKafkaAdmin:
         if isinstance(connection, str):
             connection = KafkaConnection(connection)
         self._admin = AdminClient({**connection.settings(), "client.id": "streamapp-operator"})
+        self._settings = connection.settings()
         self._timeout = timeout
 
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
@@ -268,6 +270,45 @@ class ConfluentKafkaAdmin:
                 if offset >= 0:
                     found.setdefault(topic, {})[partition] = offset
         return found
+
+    def read_committed_values(self, topic: str, timeout: float = 20.0) -> list[bytes]:
+        """Every committed value of ``topic`` (``read_committed``, from the start to the end offsets), e.g. a
+        replay's done markers; [] when the topic does not exist."""
+        counts = self.partition_counts([topic])
+        if not counts:
+            return []
+        consumer = Consumer(
+            {
+                **self._settings,
+                "group.id": f"streamapp-operator-reader-{topic}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": False,
+            }
+        )
+        try:
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                for p in range(counts[topic])
+            }
+            assignment = [TopicPartition(topic, p, 0) for p, end in ends.items() if end > 0]
+            if not assignment:
+                return []
+            consumer.assign(assignment)
+            values: list[bytes] = []
+            deadline = time.monotonic() + timeout
+            while any(tp.offset < ends[tp.partition] for tp in consumer.position(assignment)):
+                if time.monotonic() > deadline:
+                    raise KafkaUnavailable(f"reading {topic} to its end took more than {timeout:.0f}s")
+                for message in consumer.consume(1000, 0.5):
+                    value = message.value()
+                    if message.error() is None and value is not None:
+                        values.append(bytes(value))
+            return values
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"reading {topic} failed: {_describe(exc)}") from exc
+        finally:
+            consumer.close()
 
 
 class AdminPool:

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from streamapp.topology import TopologyDescription, TopologyError
 
 from streamapp_operator.conditions import Event
-from streamapp_operator.k8s import Cluster
+from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
 from streamapp_operator.replay import decisions
@@ -57,6 +57,8 @@ class ReplayKafka(KafkaAdmin, Protocol):
     def set_group_offsets(self, group_id: str, offsets: Mapping[str, Mapping[int, int]]) -> None: ...
 
     def committed_offsets(self, group_id: str, partitions: Mapping[str, int]) -> dict[str, dict[int, int]]: ...
+
+    def read_committed_values(self, topic: str, timeout: float = 20.0) -> list[bytes]: ...
 
 
 @dataclass(frozen=True)
@@ -206,8 +208,12 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     if state.phase == "Failed":
         detail = decisions.failure_detail(log) if log else ""
         raise ReplayFailed(state.reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
-    result = decisions.replay_result(log) or {}
-    written = sum((result.get("records_written") or {}).values()) if result else None
+    result = decisions.replay_result(log)
+    if result is not None:
+        written: int | None = sum((result.get("records_written") or {}).values())
+    else:  # no pod log (a node without the kubelet's log endpoint): the done markers count what was written
+        assert ctx.kafka is not None
+        written = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
     next_phase = Phase.HANDING_OVER if ctx.spec.mode == ReplayMode.HANDOVER else Phase.SUCCEEDED
     ctx.events.append(Event("Normal", "JobSucceeded", f"The Spark job wrote {written} records in {seconds}s"))
     fields: dict[str, Any] = {"phase": next_phase.value, "durationSeconds": seconds, "recordsWritten": written}
@@ -371,11 +377,19 @@ def _new_name(ctx: ReplayContext) -> str:
 
 
 def _pod_log(ctx: ReplayContext) -> str:
+    """The end of the replay pod's log; "" when there is none or the API cannot serve it (best effort)."""
     pods = ctx.world.cluster.list_pods(ctx.replay.namespace, f"job-name={ctx.status['job']}")
     pods.sort(key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
     if not pods:
         return ""
-    return ctx.world.cluster.read_pod_log(ctx.replay.namespace, pods[-1]["metadata"]["name"], 30)
+    try:
+        return ctx.world.cluster.read_pod_log(ctx.replay.namespace, pods[-1]["metadata"]["name"], 30)
+    except KubernetesUnavailable:
+        return ""
+
+
+def _markers(ctx: ReplayContext) -> str:
+    return f"streamapp-replay-{ctx.status['replayId']}-markers"
 
 
 def _failed(

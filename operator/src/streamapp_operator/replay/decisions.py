@@ -324,6 +324,16 @@ def replay_result(log: str) -> dict[str, Any] | None:
     return None
 
 
+def records_in_markers(values: Sequence[bytes]) -> int:
+    """Records a replay wrote, from its done markers (``{"topic", "partition", "chunk", "records"}`` each,
+    ``streamapp.replay.output``; a compacted topic may still hold a chunk's marker twice: counted once)."""
+    chunks: dict[tuple[str, int, int], int] = {}
+    for value in values:
+        marker = json.loads(value)
+        chunks[(str(marker["topic"]), int(marker["partition"]), int(marker["chunk"]))] = int(marker["records"])
+    return sum(chunks.values())
+
+
 def failure_detail(log: str, limit: int = 600) -> str:
     """The end of the replay pod's log that says why it failed (a click error, a Python exception)."""
     lines = [line for line in log.strip().splitlines() if line.strip()]
