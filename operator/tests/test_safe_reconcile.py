@@ -130,8 +130,13 @@ def test_a_consumer_group_with_members_that_are_not_the_apps_pods_is_reported_no
     assert degraded["reason"] == "ConsumerGroupInUse"
     assert "(rdkafka)" in degraded["message"]
     assert cluster.get("StatefulSet", "team-x", "victim") is None
-    kafka.members = [GroupMember("victim-victim-1-StreamThread-2-consumer", "victim-1-1", "/127.0.0.1")]
+    kafka.members = [
+        GroupMember("victim-victim-1-StreamThread-2-consumer", "victim-1-1", "/127.0.0.1"),
+        GroupMember("victim-victim-7-StreamThread-1-consumer", "victim-7-0", "/127.0.0.1"),  # a pod scaled away
+    ]
     assert _degraded(_run(cluster, kafka))["status"] == "False"
+    kafka.members = [GroupMember("victim-victimized-0-StreamThread-1-consumer", None, "/127.0.0.1")]
+    assert _degraded(_run(cluster, kafka))["reason"] == "ConsumerGroupInUse"
 
 
 @pytest.mark.parametrize(

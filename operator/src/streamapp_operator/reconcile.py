@@ -228,7 +228,7 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     kafka = world.kafka_for(connection)
     observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances)
     plan, plan_problems = _plan(topology, application_id, observation)
-    problems += topology_problems + secret_problems + _strangers(app, spec, application_id, observation)
+    problems += topology_problems + secret_problems + _strangers(app, application_id, observation)
     problems += plan_problems
     run = StepsRun()
     if topology is not None and plan is not None and not problems:
@@ -242,15 +242,13 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     return result
 
 
-def _strangers(app: App, spec: StreamAppSpec, application_id: str, observation: Observation) -> list[Problem]:
+def _strangers(app: App, application_id: str, observation: Observation) -> list[Problem]:
     """Children and consumer-group members that are someone else's (pure, on what was observed)."""
     children = {"ConfigMap": observation.config_map, "Service": observation.service,
                 "StatefulSet": observation.stateful_set}  # fmt: skip
     problems = foreign_children(app.uid, children)
     if observation.group is not None:
-        pod_names = [f"{app.name}-{i}" for i in range(max(spec.replicas, len(observation.pods)))]
-        pod_names += [str(p.get("metadata", {}).get("name")) for p in observation.pods]
-        problems += foreign_members(application_id, [m.client_id for m in observation.group.members], pod_names)
+        problems += foreign_members(application_id, [m.client_id for m in observation.group.members], app.name)
     return problems
 
 

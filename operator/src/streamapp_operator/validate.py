@@ -182,12 +182,13 @@ def foreign_children(owner_uid: str, children: Mapping[str, Mapping[str, Any] | 
     return problems
 
 
-def foreign_members(application_id: str, client_ids: Sequence[str], pod_names: Iterable[str]) -> list[Problem]:
+def foreign_members(application_id: str, client_ids: Sequence[str], stateful_set: str) -> list[Problem]:
     """Members of the app's consumer group that are not stream threads of its own pods (client id
-    ``<application.id>-<pod>-StreamThread-<n>-consumer``): joining would split the partitions with them."""
-    ours = set(pod_names)
-    pattern = re.compile(rf"{re.escape(application_id)}-(.+)-StreamThread-\d+-consumer")
-    strangers = sorted({c for c in client_ids if not ((m := pattern.fullmatch(c)) and m.group(1) in ours)})
+    ``<application.id>-<stateful_set>-<ordinal>-StreamThread-<n>-consumer``; any ordinal, so that a member of
+    a pod just scaled away, which the broker keeps until its session times out, is still ours): joining
+    would split the partitions with them."""
+    pattern = re.compile(rf"{re.escape(application_id)}-{re.escape(stateful_set)}-\d+-StreamThread-\d+-consumer")
+    strangers = sorted({c for c in client_ids if not pattern.fullmatch(c)})
     if not strangers:
         return []
     shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
