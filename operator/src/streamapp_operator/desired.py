@@ -91,6 +91,12 @@ class Owner:
         }
 
 
+def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether ``uid`` is among the object's ownerReferences: the only objects the operator applies over or
+    deletes."""
+    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
+
+
 def selector_labels(name: str) -> dict[str, str]:
     """Labels that select the pods of StreamApp ``name``."""
     return {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": name}
@@ -310,11 +316,7 @@ def foreign_budget(
     Owned means ``owner.uid`` among its ownerReferences. The same name is named first; otherwise the first
     budget (by name) whose selector matches any of ``pod_labels``.
     """
-    foreign = [
-        pdb
-        for pdb in existing
-        if not any(ref.get("uid") == owner.uid for ref in pdb.get("metadata", {}).get("ownerReferences") or [])
-    ]
+    foreign = [pdb for pdb in existing if not owned_by(pdb, owner.uid)]
     for pdb in foreign:
         if pdb.get("metadata", {}).get("name") == owner.name:
             return f"PodDisruptionBudget {owner.name} exists and is not owned by this StreamApp"

@@ -55,7 +55,6 @@ from streamapp_operator.steps import (
     announce,
     apply_child,
     dry_run,
-    owned_by,
     run_steps,
 )
 from streamapp_operator.validate import (
@@ -196,7 +195,7 @@ def apply_disruption_budget(ctx: StreamAppContext) -> StepOutcome:
         applied = apply_child(cluster, budget.manifest, ctx.observation.disruption_budget)
         return StepOutcome(events=events + applied.events, status=status, stored=applied.stored)
     current = ctx.observation.disruption_budget
-    if current is not None and owned_by(current, app.uid):
+    if current is not None and desired.owned_by(current, app.uid):
         cluster.delete("PodDisruptionBudget", app.namespace, app.name, current["metadata"]["uid"])
         events.append(Event("Normal", "Deleted", f"Deleted PodDisruptionBudget {app.name} ({budget.summary})"))
     return StepOutcome(events=events, status=status)
@@ -418,7 +417,7 @@ def cleanup(app: App, raw_spec: dict[str, Any], status: dict[str, Any], world: W
         return Cleanup(done=True)
     cluster = world.cluster
     stateful_set = cluster.get("StatefulSet", app.namespace, app.name)
-    if stateful_set is not None and owned_by(stateful_set, app.uid):
+    if stateful_set is not None and desired.owned_by(stateful_set, app.uid):
         cluster.delete("StatefulSet", app.namespace, app.name, stateful_set["metadata"]["uid"])
     pods = cluster.list_pods(app.namespace, desired.selector(app.name))
     if pods:

@@ -128,11 +128,6 @@ def announce(
     write_status(intent.namespace, intent.name, {"conditions": conditions})
 
 
-def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    """Whether ``uid`` is among the object's ownerReferences."""
-    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
-
-
 def _version(obj: dict[str, Any]) -> Any:
     """What changes when an object's spec changes: its generation if it has one, else its resourceVersion."""
     metadata = obj.get("metadata", {})

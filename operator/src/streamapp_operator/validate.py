@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from streamapp.config import ConfigError, StreamsConfig
 from streamapp.topology import InternalTopic, TopologyDescription, TopologyError
 
-from streamapp_operator.desired import DERIVED_CONFIG_KEYS, SECURITY_CONFIG_KEYS, streams_config
+from streamapp_operator.desired import DERIVED_CONFIG_KEYS, SECURITY_CONFIG_KEYS, owned_by, streams_config
 from streamapp_operator.resources import StreamAppSpec
 
 SPEC_INVALID = "SpecInvalid"
@@ -170,7 +170,7 @@ def foreign_children(owner_uid: str, children: Mapping[str, Mapping[str, Any] | 
         if obj is None:
             continue
         metadata = obj.get("metadata") or {}
-        if any(ref.get("uid") == owner_uid for ref in metadata.get("ownerReferences") or []):
+        if owned_by(obj, owner_uid):
             continue
         problems.append(
             Problem(
