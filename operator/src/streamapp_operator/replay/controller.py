@@ -20,6 +20,7 @@ does only what is missing, so a restarted operator resumes where the status says
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from streamapp.topology import TopologyDescription, TopologyError
 
 from streamapp_operator.conditions import Event
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
-from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
+from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
 from streamapp_operator.replay import decisions
 from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode, SparkMode, StepState, StreamReplaySpec
@@ -219,7 +220,11 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     fields: dict[str, Any] = {"phase": next_phase.value, "durationSeconds": seconds, "recordsWritten": written}
     if next_phase == Phase.SUCCEEDED:
         fields.update(completionTime=ctx.now, progress=decisions.progress_text("Succeeded", written=written))
-    return ctx.record(**fields)
+    outcome = ctx.record(**fields)
+    assert ctx.kafka is not None
+    with contextlib.suppress(KafkaUnavailable):  # the done markers serve reruns only; a leftover topic is harmless
+        ctx.kafka.delete_topics([_markers(ctx)])
+    return outcome
 
 
 def hand_over(ctx: ReplayContext) -> StepOutcome:
