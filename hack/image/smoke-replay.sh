@@ -9,7 +9,8 @@ image=${1:?image}
 ctr=streamapp-replay-smoke-$$
 trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
 buildah from --pull-never --name "$ctr" "$image" >/dev/null
-buildah run --isolation chroot --network host "$ctr" -- java -version 2>&1 | head -n 1 >&2
+java_version=$(buildah run --isolation chroot --network host "$ctr" -- java -version 2>&1)
+log "replay image: ${java_version%%$'\n'*}"
 # the local master binds the loopback (the host name of a chroot-run pod need not resolve): as the Job sets it
 buildah run --isolation chroot --network host --env SPARK_LOCAL_IP=127.0.0.1 --env SPARK_LOCAL_HOSTNAME=localhost \
   "$ctr" -- python - <<'PY'
