@@ -263,7 +263,11 @@ def test_backfill_resolves_launches_and_succeeds() -> None:
     assert kafka.topics["per-key"] == 2  # the output topic, as many partitions as the input
     assert [m["kind"] for m in cluster.applied] == ["ServiceAccount", "ConfigMap", "Job"]
     status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
-    assert status["phase"] == "Running" and status["progress"].startswith("spark job running")
+    assert status["phase"] == "Running" and status["progress"] == "spark job running 0s"
+    marker = {"topic": "per-key", "partition": 0, "chunk": 0, "records": 4}
+    kafka.values[f"streamapp-replay-{status['replayId']}-markers"] = [json.dumps(marker).encode()]
+    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    assert status["progress"] == "spark job running 0s, 4 records written"
     _finish_job(cluster)
     status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
     assert status["phase"] == "Succeeded" and status["recordsWritten"] == 7

@@ -203,7 +203,11 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     state = decisions.job_state(job)
     seconds = _seconds_since(ctx.status.get("startTime"), ctx.now)
     if state.phase == "Running" or state.phase == "Pending":
-        ctx.record(durationSeconds=seconds, progress=decisions.progress_text("Running", seconds=seconds))
+        assert ctx.kafka is not None
+        # the done markers appear once Spark writes: how much of the output is committed so far
+        so_far = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
+        progress = decisions.progress_text("Running", seconds=seconds, written=so_far or None)
+        ctx.record(durationSeconds=seconds, progress=progress)
         raise Waiting(state.message)
     log = _pod_log(ctx)
     if state.phase == "Failed":

@@ -408,7 +408,8 @@ def progress_text(
 ) -> str:
     """The printer column's progress."""
     if phase == "Running":
-        return f"spark job running {seconds}s" if seconds is not None else "spark job starting"
+        running = f"spark job running {seconds}s" if seconds is not None else "spark job starting"
+        return f"{running}, {written} records written" if written else running
     if phase == "HandingOver" and step is not None:
         return f"handover {HANDOVER_STEPS.index(step) + 1}/{len(HANDOVER_STEPS)}: {step}"
     if phase == "Succeeded":
