@@ -2,7 +2,8 @@
 
 Run by ``make demo`` after the stack, the image and the operator are up::
 
-    python -m e2e.demo            # topics, kubectl apply -f examples/flights/, produce, wait, compare
+    python -m e2e.demo            # topics, kubectl apply -f examples/flights/, produce, wait, compare,
+                                  # then a StreamReplay hands over to a per-carrier-and-origin version
 
 Exit status 0 only when every per-carrier count equals the count pandas computes from the same data.
 """
@@ -15,7 +16,7 @@ import time
 import click
 from tqdm import tqdm
 
-from e2e import cluster, flights
+from e2e import cluster, flights, replay
 
 APP = "flights-per-carrier"
 INPUT_PARTITIONS = 6
@@ -27,6 +28,7 @@ def reset_example(namespace: str = "default", timeout_s: float = 180) -> None:
     Makes the demo and the e2e scenario repeatable on a stack that stays up between runs.
     """
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    replay.reset_demo(namespace, timeout_s)  # the version the demo's replay handed over to reads the same topic
     cluster.kubectl("delete", "streamapp", APP, "-n", namespace, "--ignore-not-found", "--wait=true")
     cluster.wait_until(
         lambda: (
@@ -116,6 +118,9 @@ def main(namespace: str, timeout_s: float) -> None:
     wait_settled(replicas=2, timeout_s=timeout_s, namespace=namespace)
     matched = compare([0])
     print("MATCH: the StreamApp's counts equal pandas' counts" if matched else "MISMATCH")
+    if matched:  # then the replay: a handover to a second topology (docs/replay.md)
+        matched = replay.demo_handover(APP, namespace, timeout_s)
+        print("MATCH: the new version's counts equal pandas' counts" if matched else "MISMATCH")
     sys.exit(0 if matched else 1)
 
 

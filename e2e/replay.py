@@ -98,3 +98,62 @@ def expected_counts(frames: list[pd.DataFrame], key: str) -> dict[str, int]:
     every = pd.concat(frames, ignore_index=True)
     departed = every[every["dep_time"].notna()]
     return {str(k): int(v) for k, v in departed.groupby(KEYS[key](departed)).size().items()}
+
+
+# --- the end of `make demo`: a handover to a second topology ---------------------------------------------------
+
+DEMO_REPLAY = "flights-per-carrier-origin"
+DEMO_OUTPUT = "departures-per-carrier-origin"
+
+
+def reset_demo(namespace: str, timeout_s: float = 180) -> None:
+    """Remove what an earlier demo's replay left: the StreamReplay, the new version, its topics and group."""
+    from e2e import flights
+
+    cluster.kubectl("delete", "streamreplay", DEMO_REPLAY, "-n", namespace, "--ignore-not-found", "--wait=true")
+    cluster.kubectl("delete", "streamapp", DEMO_REPLAY, "-n", namespace, "--ignore-not-found", "--wait=true")
+    cluster.wait_until(
+        lambda: (
+            not cluster.kubectl(
+                "get", "pods", "-n", namespace, "-l", f"app.kubernetes.io/instance={DEMO_REPLAY}", "-o", "name"
+            ).strip()
+        ),
+        timeout_s,
+        f"the pods of {DEMO_REPLAY} to terminate",
+    )
+    claims = cluster.kubectl("get", "pvc", "-n", namespace, "-o", "name").split()
+    mine = [c for c in claims if c.startswith(f"persistentvolumeclaim/state-{DEMO_REPLAY}-")]
+    if mine:
+        cluster.kubectl("delete", "-n", namespace, "--wait=true", *mine)
+    flights.delete_app_data(cluster.stack_env()["KAFKA_BOOTSTRAP"], DEMO_REPLAY, [DEMO_OUTPUT], timeout_s)
+
+
+def comparison_table(actual: dict[str, int], expected: dict[str, int], what: str) -> str:
+    rows = [f"{what:<10}{'new version':>13}{'pandas':>10}  match"]
+    for key in sorted(set(actual) | set(expected)):
+        a, e = actual.get(key), expected.get(key)
+        rows.append(f"{key:<10}{a if a is not None else '-':>13}{e if e is not None else '-':>10}  {a == e}")
+    rows.append(f"{'total':<10}{sum(actual.values()):>13}{sum(expected.values()):>10}  {actual == expected}")
+    return "\n".join(rows)
+
+
+def demo_handover(app: str, namespace: str, timeout_s: float) -> bool:
+    """Hand the running flights app over to a second topology (departures per carrier and origin) through a
+    StreamReplay, with its progress; print the new version's counts next to pandas'. True when they match."""
+    from e2e import flights
+
+    topology = counting_topology(flights.INPUT_TOPIC, DEMO_OUTPUT, "flights_app.logic:carrier_and_origin", "by-co")
+    manifest = streamreplay(DEMO_REPLAY, app, "handover", topology, applicationId=DEMO_REPLAY)
+    print(f"\nReplay: {DEMO_REPLAY} hands {app} over to a new version counting per carrier and origin")
+    cluster.apply(manifest, namespace)
+    status = wait_phase(DEMO_REPLAY, namespace, ("Succeeded",), timeout_s, show=lambda line: print(f"  {line}"))
+    print(
+        f"  read {status['recordsRead']} records, wrote {status['recordsWritten']} (output and state) "
+        f"in {status['durationSeconds']}s of Spark; handover: " + ", ".join(step["name"] for step in status["handover"])
+    )
+    cluster.wait_until(lambda: cluster.streamapp_settled(DEMO_REPLAY, 2, namespace), timeout_s, "the new version")
+    print(cluster.kubectl("get", "streamreplays,streamapps", "-n", namespace), end="")
+    expected = expected_counts([flights.load_flights(0)], "flights_app.logic:carrier_and_origin")
+    actual = flights.read_counts(cluster.stack_env()["KAFKA_BOOTSTRAP"], DEMO_OUTPUT)
+    print(comparison_table(actual, expected, "carrier/origin"))
+    return actual == expected
