@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
-from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable, TopicCreationFailed, TopicSpec
+from streamapp_operator.kafka import (
+    ConfluentKafkaAdmin,
+    KafkaConnection,
+    KafkaUnavailable,
+    TopicCreationFailed,
+    TopicSpec,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -19,6 +26,14 @@ BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
 @pytest.fixture
 def admin() -> ConfluentKafkaAdmin:
     return ConfluentKafkaAdmin(BOOTSTRAP)
+
+
+def _stack_env() -> dict[str, str]:
+    """The variables ``hack/stack/up.sh`` wrote (``.cache/run/env``), for a run outside ``source``."""
+    path = Path(__file__).resolve().parents[2] / ".cache" / "run" / "env"
+    lines = path.read_text().splitlines() if path.exists() else []
+    pairs = (line.removeprefix("export ").partition("=") for line in lines if "=" in line)
+    return {key.strip(): value.strip().strip('"') for key, _, value in pairs}
 
 
 def _name(prefix: str) -> str:
@@ -105,3 +120,15 @@ def test_group_members_are_described_and_only_existing_topics_and_groups_are_del
     assert admin.delete_group(group) is False
     assert admin.delete_topics([topic, _name("absent")]) == [topic]
     assert admin.partition_counts([topic]) == {}
+
+
+def test_a_refused_login_says_so_instead_of_a_bare_transport_failure() -> None:
+    sasl = os.environ.get("KAFKA_SASL_BOOTSTRAP") or _stack_env().get("KAFKA_SASL_BOOTSTRAP")
+    assert sasl, "the stack's SASL listener (KAFKA_SASL_BOOTSTRAP, hack/stack/up.sh) is needed"
+    settings = {"sasl.mechanism": "SCRAM-SHA-512", "sasl.password": "wrong", "sasl.username": "admin",
+                "security.protocol": "SASL_PLAINTEXT"}  # fmt: skip
+    connection = KafkaConnection(sasl, tuple(sorted(settings.items())))
+    admin = ConfluentKafkaAdmin(connection, timeout=3)
+    with pytest.raises(KafkaUnavailable, match="SASL authentication error") as failure:
+        admin.partition_counts(["flights"])
+    assert "wrong" not in str(failure.value)

@@ -119,16 +119,30 @@ class ConfluentKafkaAdmin:
     def __init__(self, connection: KafkaConnection | str, *, timeout: float = 10.0) -> None:
         if isinstance(connection, str):
             connection = KafkaConnection(connection)
-        self._admin = AdminClient({**connection.settings(), "client.id": "streamapp-operator"})
+        self._client_error: str | None = None
+        settings: dict[str, Any] = {**connection.settings(), "client.id": "streamapp-operator"}
+        settings["error_cb"] = self._on_error
+        self._admin = AdminClient(settings)
         self._settings = connection.settings()
         self._timeout = timeout
+
+    def _on_error(self, error: KafkaError) -> None:
+        """librdkafka's client-level errors (served by ``poll``): the cause behind a bare "transport failure",
+        e.g. "SASL authentication error: ... invalid credentials"."""
+        self._client_error = error.str()
+
+    def _cause(self) -> str:
+        """``; <the client's last error>`` when librdkafka reported one (an authentication failure, an
+        unresolvable host), else ""."""
+        self._admin.poll(0)
+        return f"; {self._client_error}" if self._client_error else ""
 
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         wanted = set(topics)
         try:
             metadata = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as exc:
-            raise KafkaUnavailable(f"listing topics failed: {_describe(exc)}") from exc
+            raise KafkaUnavailable(f"listing topics failed: {_describe(exc)}{self._cause()}") from exc
         return {
             name: len(topic.partitions)
             for name, topic in metadata.topics.items()
