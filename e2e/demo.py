@@ -5,7 +5,8 @@ Run by ``make demo`` after the stack, the image and the operator are up::
     python -m e2e.demo            # topics, kubectl apply -f examples/flights/, produce, wait, compare,
                                   # then a StreamReplay hands over to a per-carrier-and-origin version
 
-Exit status 0 only when every per-carrier count equals the count pandas computes from the same data.
+Exit status 0 only when every per-carrier count equals the count pandas computes from the same data, and every
+per-carrier-and-origin count of the version the replay hands over to equals pandas' too.
 """
 
 from __future__ import annotations
