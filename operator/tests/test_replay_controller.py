@@ -320,6 +320,16 @@ def test_a_restart_after_the_new_version_started_never_rewinds_its_offsets() -> 
     assert status["phase"] == "HandingOver" and decisions.next_step(status["handover"]) == "awaitCaughtUp"
 
 
+def test_a_topology_writing_the_apps_own_output_is_refused_before_anything_runs() -> None:
+    world, cluster, _ = _world()
+    own = copy.deepcopy(SECOND_TOPOLOGY)
+    own["nodes"][-1]["topic"] = "departures-per-carrier"  # what the running app writes
+    status = _step(world, {**HANDOVER, "topology": own}, {})
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert status["phase"] == "Failed" and failed["reason"] == "OutputInUse"
+    assert "departures-per-carrier" in failed["message"] and not cluster.applied
+
+
 def test_waits_for_a_missing_app_and_fails_on_a_missing_input_topic() -> None:
     world, _, kafka = _world()
     status = _step(world, {"appRef": {"name": "nope"}}, {})

@@ -362,6 +362,14 @@ def _context(
         description = TopologyDescription.from_dict(topology or {})
     except (TopologyError, ValueError, KeyError) as exc:
         raise ReplayFailed("InvalidTopology", f"topology: {exc}") from exc
+    if app is not None and parsed.mode == ReplayMode.HANDOVER and not status.get("job"):
+        shared = decisions.shared_outputs(description.sink_topics(), (app.get("spec") or {}).get("topology") or {})
+        if shared:
+            raise ReplayFailed(
+                "OutputInUse",
+                f"the replay's topology writes {', '.join(shared)}, which StreamApp {parsed.app_ref.name} writes too: "
+                "the replayed history would duplicate what it wrote there; write the replay's output to a new topic",
+            )
     if app_spec is not None and not status.get("applicationId"):
         app_id = app_spec.effective_application_id(parsed.app_ref.name)
         status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)

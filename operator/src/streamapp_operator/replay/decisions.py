@@ -116,6 +116,12 @@ def _position(
     return {topic: dict(sorted(parts.items())) for topic, parts in default.items()}
 
 
+def shared_outputs(replay_sinks: Sequence[str], app_topology: Mapping[str, Any]) -> list[str]:
+    """Topics the replay's topology writes that the running app's topology writes too (its sink nodes')."""
+    app_sinks = {str(node.get("topic")) for node in app_topology.get("nodes") or [] if node.get("type") == "sink"}
+    return sorted(set(replay_sinks) & app_sinks)
+
+
 def replay_id(name: str, uid: str) -> str:
     """Keys the replay's transactional writes and done markers: stable across reruns of the same object."""
     return f"{name}-{uid[:8]}"
