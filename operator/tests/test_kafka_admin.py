@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import weakref
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,11 @@ def test_a_refused_login_says_so_instead_of_a_bare_transport_failure() -> None:
     with pytest.raises(KafkaUnavailable, match="SASL authentication error") as failure:
         admin.partition_counts(["flights"])
     assert "wrong" not in str(failure.value)
+
+
+def test_an_admin_client_nobody_references_is_freed_at_once() -> None:
+    """No reference cycle (e.g. through librdkafka's callbacks) keeps a dropped client and its threads alive."""
+    admin = ConfluentKafkaAdmin("127.0.0.1:1", timeout=1)
+    gone = weakref.ref(admin)
+    del admin
+    assert gone() is None

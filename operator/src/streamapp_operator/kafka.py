@@ -113,29 +113,35 @@ class KafkaAdmin(Protocol):
         ...
 
 
+class _ClientErrors:
+    """librdkafka's client-level errors (served by ``poll``): the cause behind a bare "transport failure",
+    e.g. "SASL authentication error: ... invalid credentials"."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def record(self, error: KafkaError) -> None:
+        self.last = error.str()
+
+
 class ConfluentKafkaAdmin:
     """:class:`KafkaAdmin` over confluent-kafka's AdminClient; one instance per bootstrap servers string."""
 
     def __init__(self, connection: KafkaConnection | str, *, timeout: float = 10.0) -> None:
         if isinstance(connection, str):
             connection = KafkaConnection(connection)
-        self._client_error: str | None = None
+        self._errors = _ClientErrors()
         settings: dict[str, Any] = {**connection.settings(), "client.id": "streamapp-operator"}
-        settings["error_cb"] = self._on_error
+        settings["error_cb"] = self._errors.record  # not a method of self: no cycle keeps the client alive
         self._admin = AdminClient(settings)
         self._settings = connection.settings()
         self._timeout = timeout
-
-    def _on_error(self, error: KafkaError) -> None:
-        """librdkafka's client-level errors (served by ``poll``): the cause behind a bare "transport failure",
-        e.g. "SASL authentication error: ... invalid credentials"."""
-        self._client_error = error.str()
 
     def _cause(self) -> str:
         """``; <the client's last error>`` when librdkafka reported one (an authentication failure, an
         unresolvable host), else ""."""
         self._admin.poll(0)
-        return f"; {self._client_error}" if self._client_error else ""
+        return f"; {self._errors.last}" if self._errors.last else ""
 
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         wanted = set(topics)
