@@ -9,7 +9,7 @@ number, 1 h grace):
   default) and 2;
 - **replay**: one Spark job (``local[2]``) over the same offset range ``[low, high)`` of every partition, in
   its own process (``python -m bench.replay job``), timed from the process start to ``run_replay``'s return
-  (its output is then committed). Memory: every 0.25 s the resident sets (``VmRSS``) of the whole process tree
+  (its output is then committed). Memory: every 0.5 s the resident sets (``VmRSS``) of the whole process tree
   (Python driver, Spark's JVM, the pyspark daemon and its Python workers) are summed; the peak sum is the
   replay's peak memory.
 
@@ -65,7 +65,7 @@ log = logging.getLogger("bench.replay")
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / ".cache" / "bench"
 TOPOLOGIES = ("count", "windowed")
-_RSS_EVERY_S = 0.25
+_RSS_EVERY_S = 0.5
 _PHASES = (
     "start Spark",
     "driver (plan, admin, gaps)",
@@ -210,6 +210,9 @@ class SparkStage:
     input_records: int
     shuffle_write_mb: float
     phase: str = ""
+    task_records: list[int] = field(default_factory=list)
+    """Records each task read (from the shuffle or the cache; a Kafka scan's: the records it shuffled out), in task
+    index order: how evenly the stage's work is spread over the tasks."""
 
 
 def read_event_log(path: Path) -> list[SparkStage]:
@@ -218,6 +221,7 @@ def read_event_log(path: Path) -> list[SparkStage]:
     files = sorted(path.glob("events_*"), key=lambda f: int(f.name.split("_")[1])) if path.is_dir() else [path]
     job_of: dict[int, int] = {}
     stages: list[SparkStage] = []
+    task_records: dict[int, dict[int, int]] = {}
     for file in files:
         for line in file.read_text().splitlines():
             event = json.loads(line)
@@ -225,8 +229,18 @@ def read_event_log(path: Path) -> list[SparkStage]:
             if kind == "SparkListenerJobStart":
                 for stage_id in event.get("Stage IDs", []):
                     job_of[stage_id] = event["Job ID"]
+            elif kind == "SparkListenerTaskEnd":
+                metrics = event.get("Task Metrics") or {}
+                read = (metrics.get("Shuffle Read Metrics") or {}).get("Total Records Read", 0)
+                read += (metrics.get("Input Metrics") or {}).get("Records Read", 0)
+                # the Kafka source reports no input metrics: its tasks' records are what they shuffle out
+                written = (metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Records Written", 0)
+                task_records.setdefault(event["Stage ID"], {})[event["Task Info"]["Index"]] = read or written
             elif kind == "SparkListenerStageCompleted":
                 stages.append(_stage(event["Stage Info"], job_of))
+    for stage in stages:
+        per_task = task_records.get(stage.stage_id, {})
+        stage.task_records = [per_task[i] for i in sorted(per_task)]
     classify(stages)
     return stages
 
@@ -300,10 +314,12 @@ class ReplayRun:
     stages: list[SparkStage]
     phases: dict[str, float]
     peak_tree_rss_mib: float
-    """Peak of the summed ``VmRSS`` of the process tree (driver, JVM, Python workers), sampled every 0.25 s."""
+    """Peak of the summed ``VmRSS`` of the process tree (driver, JVM, Python workers), sampled every 0.5 s."""
     peak_rss_mib: dict[str, float] = field(default_factory=dict)
     """Peak ``VmHWM`` per kind of process: ``driver`` (Python), ``jvm``, ``python worker`` (the largest one)."""
     cpu_s: float = 0.0
+    """CPU seconds (user + system) of the whole process tree, sampled every 0.5 s."""
+    cpu_s_by_kind: dict[str, float] = field(default_factory=dict)
     profile: dict[str, float] | None = None
     """Share (%) of the Python workers' py-spy samples per bucket, from a second, profiled run (``--profile``)."""
     profile_file: str = ""
@@ -323,11 +339,18 @@ def _kind(pid: int, root: int) -> str:
     if pid == root:
         return "driver"
     command = cmdline(pid)
-    if "java" in command.split(" ", 1)[0]:
+    if command.split(" ", 1)[0].endswith("java"):
         return "jvm"
-    if "pyspark" in command or "python" in command:
+    if "pyspark.daemon" in command:
         return "python worker"
     return "other"
+
+
+def _by_kind(cpu: dict[int, float], kinds: dict[int, str]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for pid, used in cpu.items():
+        totals[kinds.get(pid, "other")] = totals.get(kinds.get(pid, "other"), 0.0) + used
+    return totals
 
 
 def _cpu_seconds_tree(pids: Iterable[int]) -> dict[int, float]:
@@ -388,6 +411,7 @@ def run_replay_job(
     peak_sum = 0.0
     peaks: dict[str, float] = {}
     cpu: dict[int, float] = {}
+    kinds: dict[int, str] = {}
     try:
         with log_path.open("wb") as log_file:
             started = time.monotonic()
@@ -400,7 +424,7 @@ def run_replay_job(
                 tree = process_tree(process.pid)
                 total = 0.0
                 for pid in tree:
-                    kind = _kind(pid, process.pid)
+                    kind = kinds[pid] = _kind(pid, process.pid)  # (spark-class's bash becomes the JVM by exec)
                     total += rss_mib(pid) or 0.0
                     peaks[kind] = max(peaks.get(kind, 0.0), peak_rss_mib(pid) or 0.0)
                 cpu.update(_cpu_seconds_tree(tree))
@@ -430,6 +454,7 @@ def run_replay_job(
             peak_tree_rss_mib=peak_sum,
             peak_rss_mib=peaks,
             cpu_s=sum(cpu.values()),
+            cpu_s_by_kind=_by_kind(cpu, kinds),
             profile=worker_profile(profile_to) if profile_to is not None and profile_to.exists() else None,
         )
     finally:
@@ -546,7 +571,9 @@ def render(
             f"replay of {topology}: peak memory {replay.peak_tree_rss_mib:,.0f} MiB (the process tree's summed RSS); "
             "peak per process: "
             + ", ".join(f"{kind} {mib:,.0f} MiB" for kind, mib in sorted(replay.peak_rss_mib.items()) if mib)
-            + f"; {replay.cpu_s:,.1f} CPU-s; written: "
+            + f"; {replay.cpu_s:,.1f} CPU-s ("
+            + ", ".join(f"{kind} {used:,.1f}" for kind, used in sorted(replay.cpu_s_by_kind.items()) if used >= 0.05)
+            + "); written: "
             + ", ".join(
                 f"{topic.removeprefix(replay.job.get('replay_id', ''))} {n:,}"
                 for topic, n in replay.job["records_written"].items()
@@ -558,12 +585,13 @@ def render(
         lines.append("  stages (task metrics summed over the stage's tasks, seconds; py start = start + imports):")
         lines.append(
             f"    {'id':>3} {'phase':<28} {'tasks':>5} {'wall':>7} {'run':>7} {'cpu':>7} {'gc':>6} {'python':>7} "
-            f"{'py start':>8}"
+            f"{'py start':>8}  records per task"
         )
         for s in replay.stages:
             lines.append(
                 f"    {s.stage_id:>3} {s.phase:<28} {s.tasks:>5} {s.wall_s:>7.1f} {s.run_s:>7.1f} {s.cpu_s:>7.1f} "
-                f"{s.gc_s:>6.1f} {s.python_s:>7.1f} {s.python_start_s:>8.1f}"
+                f"{s.gc_s:>6.1f} {s.python_s:>7.1f} {s.python_start_s:>8.1f}  "
+                + " / ".join(f"{n:,}" for n in s.task_records)
             )
         if replay.profile:
             lines.append(f"  Python workers, py-spy samples of a second run ({replay.profile_file}):")
