@@ -188,6 +188,10 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
         sink_partitions=ctx.kafka.partition_counts(ctx.description.sink_topics()),
     )
     image = ctx.spec.spark.image or ctx.world.image
+    # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
+    # operator never resolves another range for a Job already running (its end offsets are the handover point)
+    recorded = {key: ctx.status[key] for key in ("resolvedOffsets", "recordsRead", "applicationId", "replayId")}
+    cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
     for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
             cluster.apply(manifest)
