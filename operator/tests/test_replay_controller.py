@@ -342,3 +342,14 @@ def test_waits_for_a_missing_app_and_fails_on_a_missing_input_topic() -> None:
     assert (
         status["phase"] == "Failed" and "flights" in {c["type"]: c for c in status["conditions"]}["Failed"]["message"]
     )
+
+
+def test_an_app_deleted_before_the_new_version_exists_fails_the_handover() -> None:
+    world, cluster, _ = _world()
+    status = _step(world, HANDOVER, {})
+    _finish_job(cluster, "Complete")
+    del cluster.objects[("StreamApp", NS, "flights")]
+    status = _step(world, HANDOVER, {**status, "phase": "HandingOver"})
+    assert (
+        status["phase"] == "Failed" and {c["type"]: c for c in status["conditions"]}["Failed"]["reason"] == "AppMissing"
+    )

@@ -259,7 +259,8 @@ def hand_over(ctx: ReplayContext) -> StepOutcome:
 
 
 def _set_group_offsets(ctx: ReplayContext) -> str:
-    assert ctx.kafka is not None
+    if ctx.kafka is None:  # the app (and with it the Kafka connection) is gone before the new version exists
+        raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     group = ctx.status["applicationId"]
     end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
     name = _new_name(ctx)
