@@ -23,7 +23,7 @@ _APP = ("namespace", "name")
 logger = logging.getLogger(__name__)
 
 RECONCILES = Counter(
-    "streamapp_operator_reconciles_total", "Reconciles of StreamApps by outcome (ok, degraded, error, paused).",
+    "streamapp_operator_reconciles_total", "Reconciles of StreamApps by outcome (ok, degraded, paused).",
     ["outcome"],
 )  # fmt: skip
 RECONCILE_SECONDS = Histogram("streamapp_operator_reconcile_duration_seconds", "Duration of one reconcile.")
