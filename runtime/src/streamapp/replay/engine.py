@@ -65,10 +65,12 @@ DEFAULT_CHUNK_RECORDS = 10_000
 
 @dataclass
 class ReplayResult:
-    """What a replay did: records read per source topic, records written per output topic, writer results,
-    and seconds per phase (``read_and_process``: the stages; ``write``: the final write)."""
+    """What a replay did: records read per source topic, records each stage's tasks wrote (sub-topology id ->
+    count, changelog and repartition records included), records written per output topic, writer results, and
+    seconds per phase (``read_and_process``: the stages; ``write``: merging and writing the output)."""
 
     records_read: dict[str, int] = field(default_factory=dict)
+    records_written_by_stage: dict[int, int] = field(default_factory=dict)
     records_written: dict[str, int] = field(default_factory=dict)
     writes: list[WriteResult] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -121,6 +123,8 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult) -> 
             .mapInArrow(task, RECORD_SCHEMA)
         )
         stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
+        records = stage.count()  # runs the stage now: its time is the stage's, not the write's
+        result.records_written_by_stage[sub.id] = records
         outputs.append(stage)
         for ref in sub.sink_topics:
             if ref.internal:
