@@ -42,9 +42,8 @@ APP_RIGHTS = {
         for verb in ("get", "list", "watch", "create", "patch", "update", "delete")
     },
     *{("", "pods", v) for v in ("get", "list", "watch")},
-    *{("", "persistentvolumeclaims", v) for v in ("get", "list", "watch", "delete")},
     *{("", "secrets", v) for v in ("get", "list", "watch")},
-    *{("", "events", v) for v in ("create", "patch")},
+    *{("", "events", v) for v in ("list", "create", "patch")},
     # StreamReplays: their status, their Job (and ConfigMap, above), the pod's log, the Job's ServiceAccount;
     # a handover creates the new version's StreamApp and deletes the old one
     *{("streamapp.io", "streamreplays", v) for v in ("get", "list", "watch", "patch", "update")},

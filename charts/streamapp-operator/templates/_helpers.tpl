@@ -78,17 +78,16 @@ ClusterRole (every namespace) or of the Role in each watched namespace. Nothing 
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch"]
-# State volumes: deleted with the app under spec.cleanupPolicy Delete (the StatefulSet never deletes them).
-- apiGroups: [""]
-  resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "delete"]
 # Kafka credentials of spec.kafka.authentication / spec.kafka.tls, for the operator's own admin client.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "list", "watch"]
+# Events: written about StreamApps; a StatefulSet's FailedCreate events are listed (PodsFailing: a quota or an
+# admission webhook refused its pods). State volumes need no rights: the StatefulSet's
+# persistentVolumeClaimRetentionPolicy (whenDeleted: Delete under spec.cleanupPolicy Delete) has them removed.
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["list", "create", "patch"]
 # StreamReplays (docs/replay.md "The operator"): their status; the replay's Job and its ConfigMap (above) are
 # owned by the StreamReplay (blockOwnerDeletion). A handover creates the new version's StreamApp and deletes
 # the old one (handover.oldVersion: Delete).
