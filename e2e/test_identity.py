@@ -1,4 +1,4 @@
-"""Two StreamApps never share an application.id (issue 9, item 2; docs/adr/0005-application-id-identity.md).
+"""Two StreamApps never share an application.id (issue 9, item 2; docs/adr/0007-application-id-identity.md).
 
 On the real stack: app ``<name>`` runs in namespace A; the same name in namespace B (the same default id)
 and another app in B with A's id as its explicit ``applicationId`` are both refused by name
