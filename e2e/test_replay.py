@@ -82,6 +82,21 @@ def test_backfill_writes_exact_counts_and_leaves_the_app_alone(running_app: tupl
     assert app["metadata"]["generation"] == 1 and cluster.streamapp_settled("flights", 1, namespace)
 
 
+def test_a_failed_spark_job_fails_the_replay_with_a_reason_and_leaves_the_app_running(
+    running_app: tuple[str, str],
+) -> None:
+    namespace, prefix = running_app
+    topology = replay.counting_topology(f"{prefix}-flights", f"{prefix}-broken", "flights_app.logic:nope", "broken")
+    cluster.apply(replay.streamreplay("broken", "flights", "handover", topology, spark={"retries": 0}), namespace)
+    with pytest.raises(RuntimeError, match="failed") as failure:
+        replay.wait_phase("broken", namespace, ("Succeeded",), timeout_s=300, show=print)
+    assert "BackoffLimitExceeded" in str(failure.value) and "the Spark job failed" in str(failure.value)
+    status = replay.replay_status("broken", namespace)
+    assert status["phase"] == "Failed" and "handover" not in status
+    assert cluster.kubectl("get", "streamapp", "broken", "-n", namespace, check=False).strip() == ""
+    assert cluster.streamapp_settled("flights", 1, namespace)
+
+
 def test_handover_to_a_new_version_is_exact_across_the_switch_and_survives_an_operator_restart(
     running_app: tuple[str, str],
 ) -> None:
