@@ -7,7 +7,9 @@ Guarantees protected:
 - ``mode: handover``: the old version keeps running until the switch; the new version (a new ``application.id``)
   starts from the replay's end offsets with the state the replay wrote and becomes active; its output, per key,
   is exactly pandas' counts over the flights before and after the switch: nothing lost, nothing counted twice;
-- an operator restart in the middle of the handover resumes it (each step is recorded before it acts).
+- an operator restart in the middle of the handover resumes it (each step is recorded before it acts);
+- a failed Spark job fails the replay with the Job's reason in the ``Failed`` condition, creates no new version and
+  leaves the running app as it was.
 """
 
 from __future__ import annotations
