@@ -26,20 +26,32 @@ from streamapp_harness import (
 pytestmark = pytest.mark.integration
 
 
+ENV_FILE = Path(__file__).resolve().parents[3] / ".cache" / "run" / "env"
+
+
+def _stack_env_file() -> dict[str, str]:
+    """``export NAME=value`` lines of the stack's env file (empty when the stack never ran)."""
+    if not ENV_FILE.exists():
+        return {}
+    lines = (line.strip().removeprefix("export ") for line in ENV_FILE.read_text().splitlines())
+    return {k: v.strip("'\"") for k, _, v in (line.partition("=") for line in lines if "=" in line)}
+
+
 @pytest.fixture(scope="session")
 def sasl() -> dict[str, str]:
-    """librdkafka settings of the SASL listener, from the stack's env file."""
-    missing = [
-        v for v in ("KAFKA_SASL_BOOTSTRAP", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD") if not os.environ.get(v)
-    ]
+    """librdkafka settings of the SASL listener: the environment's ``KAFKA_SASL_*``, else the stack's env file
+    (``make test`` does not source it)."""
+    names = ("KAFKA_SASL_BOOTSTRAP", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD")
+    found = {**_stack_env_file(), **{v: os.environ[v] for v in names if os.environ.get(v)}}
+    missing = [v for v in names if not found.get(v)]
     if missing:
-        pytest.fail(f"{', '.join(missing)} not set: source .cache/run/env (hack/stack/up.sh kafka)", pytrace=False)
+        pytest.fail(f"{', '.join(missing)} not in {ENV_FILE} (hack/stack/up.sh kafka writes them)", pytrace=False)
     settings = {
-        "bootstrap.servers": os.environ["KAFKA_SASL_BOOTSTRAP"],
+        "bootstrap.servers": found["KAFKA_SASL_BOOTSTRAP"],
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": os.environ["KAFKA_SASL_USERNAME"],
-        "sasl.password": os.environ["KAFKA_SASL_PASSWORD"],
+        "sasl.username": found["KAFKA_SASL_USERNAME"],
+        "sasl.password": found["KAFKA_SASL_PASSWORD"],
     }
     try:
         AdminClient(settings).list_topics(timeout=15)
