@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from streamapp.kafka.types import TopicPartition
-from streamapp.state.checkpoint import CheckpointError, OffsetCheckpoint
+from streamapp.state.checkpoint import (
+    CheckpointError,
+    OffsetCheckpoint,
+    release_scratch_state_dir,
+    scratch_state_dir,
+)
 
 
 def test_written_offsets_read_back(tmp_path: Path) -> None:
@@ -75,3 +81,36 @@ def test_malformed_files_raise_checkpoint_error(tmp_path: Path, text: str, probl
     path.write_text(text)
     with pytest.raises(CheckpointError, match=problem):
         OffsetCheckpoint(path).read()
+
+
+def test_checkpoints_under_a_scratch_state_dir_stay_in_memory(tmp_path: Path) -> None:
+    scratch = tmp_path / "driver-app"
+    scratch_state_dir(scratch)
+    try:
+        path = scratch / "0_0" / ".checkpoint"
+        path.parent.mkdir(parents=True)
+        OffsetCheckpoint(path).write({TopicPartition("t", 0): 5})
+        assert not path.exists()
+        assert OffsetCheckpoint(path).read() == {TopicPartition("t", 0): 5}
+        OffsetCheckpoint(path).write({})
+        assert OffsetCheckpoint(path).read() == {}
+    finally:
+        release_scratch_state_dir(scratch)
+    OffsetCheckpoint(path).write({TopicPartition("t", 0): 6})
+    assert path.read_text() == "0\n1\nt 0 6\n"
+
+
+def test_checkpoints_elsewhere_are_fsynced_while_a_scratch_state_dir_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    (tmp_path / "app").mkdir()
+    scratch_state_dir(tmp_path / "driver-app")
+    try:
+        OffsetCheckpoint(tmp_path / "app" / ".checkpoint").write({TopicPartition("t", 0): 1})
+    finally:
+        release_scratch_state_dir(tmp_path / "driver-app")
+    assert len(synced) == 1
+    assert (tmp_path / "app" / ".checkpoint").exists()

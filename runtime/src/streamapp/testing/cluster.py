@@ -64,6 +64,9 @@ class _Entry:
 @dataclass
 class _Partition:
     entries: list[_Entry] = field(default_factory=list)
+    open_transactions: dict[int, int] = field(default_factory=dict)
+    """Offset of the first record of each open transaction that wrote here (the last stable offset is the
+    smallest), so a reader's readiness check never walks the log."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ class InMemoryCluster:
         if transaction == _NO_TRANSACTION:
             self._visible[topic].append(record)
         else:
+            log.open_transactions.setdefault(transaction, offset)
             self._open[transaction].add(TopicPartition(topic, partition))
             self._transaction_records[transaction].append(record)
         return offset
@@ -159,10 +163,11 @@ class InMemoryCluster:
 
     def last_stable_offset(self, tp: TopicPartition) -> int:
         """The first offset of an open transaction in ``tp``, else the high watermark."""
-        for offset, entry in enumerate(self._entries(tp)):
-            if entry.transaction in self._open:
-                return offset
-        return self.end_offset(tp)
+        partitions = self._topics.get(tp.topic)
+        if partitions is None or tp.partition >= len(partitions):
+            return 0
+        log = partitions[tp.partition]
+        return min(log.open_transactions.values(), default=len(log.entries))
 
     def next_readable(self, tp: TopicPartition, position: int) -> tuple[int, _Entry | None]:
         """From ``position``, skip markers and aborted records; returns the new position and the entry there
@@ -225,7 +230,9 @@ class InMemoryCluster:
         else:
             self._aborted.add(transaction)
         for tp in sorted(partitions):
-            self._topics[tp.topic][tp.partition].entries.append(_Entry(None, next(self._sequence), transaction))
+            log = self._topics[tp.topic][tp.partition]
+            log.entries.append(_Entry(None, next(self._sequence), transaction))
+            del log.open_transactions[transaction]
 
     # -- internals ---------------------------------------------------------------------------------
 

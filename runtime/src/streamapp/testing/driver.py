@@ -25,6 +25,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from streamapp.config import StreamsConfig
@@ -35,6 +36,7 @@ from streamapp.processing.status import ThreadMetrics
 from streamapp.processing.stream_thread import StreamThread, source_topic_subtopologies
 from streamapp.processing.task import StoreFactory, StreamTask
 from streamapp.serdes import Serde, serde_for
+from streamapp.state.checkpoint import release_scratch_state_dir, scratch_state_dir
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 from streamapp.state.stores import PersistentKeyValueStore
@@ -99,6 +101,8 @@ class TopologyTestDriver:
         settings.update(_FORCED_CONFIG)
         self.config = StreamsConfig.from_mapping(settings)
         self.application_id = self.config.application_id
+        self._app_state_dir = Path(self.config.state_dir) / self.application_id
+        scratch_state_dir(self._app_state_dir)
         configure_registry_serdes(self.config, self.description)  # avro/protobuf serdes (schema.registry.url)
         self._wall_clock_ms = initial_wall_clock_ms
         self._closed = False
@@ -132,7 +136,7 @@ class TopologyTestDriver:
                 global_consumer=self._global_consumer if self._global_topics else None,
             )
         except BaseException:
-            self._remove_temp_dir()
+            self._remove_state()
             raise
         try:
             self._start()
@@ -142,7 +146,7 @@ class TopologyTestDriver:
             try:
                 self._thread.close(clean=False)
             finally:
-                self._remove_temp_dir()
+                self._remove_state()
             raise
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -154,14 +158,16 @@ class TopologyTestDriver:
         self.close()
 
     def close(self) -> None:
-        """Commit and close every task (without commit after a processing failure); remove the temp state dir."""
+        """Commit and close every task (without commit after a processing failure), then remove the driver's
+        state: ``<state.dir>/<application.id>``, and the temporary ``state.dir`` the driver made (Kafka's
+        driver calls ``stateDirectory.clean()``), so a later driver on the same ``state.dir`` starts empty."""
         if self._closed:
             return
         self._closed = True
         try:
             self._thread.close(clean=not self._failed)
         finally:
-            self._remove_temp_dir()
+            self._remove_state()
 
     # -- topics ------------------------------------------------------------------------------------
 
@@ -292,10 +298,15 @@ class TopologyTestDriver:
             except BaseException:
                 self._failed = True
                 raise
+            settled = not self._has_fetchable() and self._thread.tasks.all_running()
             if self._thread.metrics.records_processed_total != before:
                 idle_iterations = 0
+                # Nothing left to fetch or to process: another iteration would only find that out (and cost
+                # as much as this one: the driver commits every iteration).
+                if settled and not any(task.input.buffered() for task in self._thread.tasks.tasks.values()):
+                    return
                 continue
-            if not self._has_fetchable() and self._thread.tasks.all_running():
+            if settled:
                 return
             idle_iterations += 1
             if idle_iterations > _MAX_IDLE_ITERATIONS:
@@ -358,7 +369,9 @@ class TopologyTestDriver:
         if self._closed:
             raise RuntimeError("the TopologyTestDriver is closed")
 
-    def _remove_temp_dir(self) -> None:
+    def _remove_state(self) -> None:
+        release_scratch_state_dir(self._app_state_dir)
+        shutil.rmtree(self._app_state_dir, ignore_errors=True)
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
