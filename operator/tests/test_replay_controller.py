@@ -119,6 +119,24 @@ def test_the_job_runs_local_spark_as_a_restricted_pod_without_a_token() -> None:
     assert job["metadata"]["ownerReferences"][0]["kind"] == "StreamReplay"
 
 
+def test_kubernetes_mode_runs_the_driver_in_the_job_and_executors_from_a_restricted_pod_template() -> None:
+    spark = {"mode": "kubernetes", "serviceAccountName": "spark", "executor": {"instances": 2, "memory": "512m"}}
+    spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
+    owner = decisions.ReplayOwner("r", NS, "uid-1")
+    config_map, job = decisions.job_manifests(owner, spec, _plan(), "img:1")  # the user's ServiceAccount: no other
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "spark" and pod["automountServiceAccountToken"] is True
+    command = pod["containers"][0]["command"][-1]
+    assert '--master "k8s://https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"' in command
+    assert "spark.driver.host=$POD_IP" in command
+    defaults = dict(line.split(" ", 1) for line in config_map["data"]["spark-defaults.conf"].splitlines())
+    assert defaults["spark.executor.instances"] == "2" and defaults["spark.executor.memory"] == "512m"
+    assert defaults["spark.kubernetes.container.image"] == "img:1" and defaults["spark.kubernetes.namespace"] == NS
+    template = yaml.safe_load(config_map["data"]["executor.yaml"])["spec"]
+    assert template["automountServiceAccountToken"] is False and template["securityContext"]["runAsNonRoot"]
+    assert "KubernetesExecutorBackend" in template["containers"][0]["command"][-1]
+
+
 @pytest.mark.parametrize(
     ("status", "phase"),
     [

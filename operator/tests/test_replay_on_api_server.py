@@ -72,6 +72,7 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
         ({"mode": "rewind"}, 'Unsupported value: "rewind"'),
         ({"spark": {"driver": {"memory": "1GB"}}}, "spec.spark.driver.memory"),
         ({"spark": {"executor": {"instances": 0}}}, "spec.spark.executor.instances"),
+        ({"spark": {"mode": "kubernetes"}}, "spark.mode kubernetes needs spark.serviceAccountName"),
     ],
 )
 def test_the_crd_rejects_an_invalid_replay_with_a_clear_message(

@@ -34,7 +34,7 @@ from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
 from streamapp_operator.replay import decisions
-from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode, SparkMode, StepState, StreamReplaySpec
+from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode, StepState, StreamReplaySpec
 from streamapp_operator.resources import StreamAppSpec
 from streamapp_operator.steps import StepOutcome, run_steps
 from streamapp_operator.validate import Problem
@@ -353,8 +353,6 @@ def _context(
         parsed = StreamReplaySpec.parse(spec)
     except ValidationError as exc:
         raise ReplayFailed("InvalidSpec", str(exc)) from exc
-    if parsed.spark.mode == SparkMode.KUBERNETES:
-        raise ReplayFailed("SparkModeUnsupported", "spark.mode kubernetes is not implemented yet: use local")
     app = world.cluster.get("StreamApp", replay.namespace, parsed.app_ref.name)
     if app is None and status.get("phase") != Phase.HANDING_OVER.value:
         status["waiting"] = f"StreamApp {parsed.app_ref.name} does not exist"

@@ -26,6 +26,7 @@ from streamapp_operator.replay.models import (
     PerPartition,
     ReplayFrom,
     ReplayTo,
+    SparkMode,
     StepState,
     StreamReplaySpec,
 )
@@ -39,6 +40,10 @@ PLAN_FILE = "plan.yaml"
 TMP_DIR = "/tmp"
 WORK_DIR = "/var/lib/streamapp"
 SERVICE_ACCOUNT = "streamapp-replay"
+SPARK_DEFAULTS_FILE = "spark-defaults.conf"
+EXECUTOR_TEMPLATE_FILE = "executor.yaml"
+VENV = "/opt/streamapp/venv"
+SPARK_HOME = f"{VENV}/lib/python3.11/site-packages/pyspark"
 RUN_AS_USER = 10001
 #: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
 MEMORY_OVERHEAD_MB = 512
@@ -195,53 +200,74 @@ def _memory_mb(spark_memory: str) -> int:
 def job_manifests(
     owner: ReplayOwner, spec: StreamReplaySpec, plan: Mapping[str, Any], image: str
 ) -> list[dict[str, Any]]:
-    """The ServiceAccount, the ConfigMap with the plan and the Job (``spark.mode: local``): one pod running
-    ``streamapp replay run`` with Spark's local master, as uid 10001 under the restricted Pod Security
-    Standard, without a service account token (the replay needs Kafka, not the Kubernetes API)."""
+    """The ServiceAccount, the ConfigMap with the plan and the Job, as uid 10001 under the restricted Pod
+    Security Standard.
+
+    ``spark.mode: local``: one pod running ``streamapp replay run`` with Spark's local master, without a service
+    account token (the replay needs Kafka, not the Kubernetes API). ``spark.mode: kubernetes``: that pod is the
+    Spark driver (client mode, ``--master k8s://``) and starts ``executor.instances`` executor pods of the same
+    image through Spark's Kubernetes backend, as ``spark.serviceAccountName`` (the user's: it may create, watch
+    and delete pods and configmaps; the operator grants nothing); the executors are owned by the driver pod
+    (gone with it) and run the executor entrypoint of the pod template (``executor.yaml`` in the ConfigMap);
+    Spark's settings are ``spark-defaults.conf`` there."""
+    kubernetes = spec.spark.mode == SparkMode.KUBERNETES
     metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
+    shared_labels = {"app.kubernetes.io/name": "streamapp-replay", "app.kubernetes.io/managed-by": "streamapp-operator"}
+    account_name = spec.spark.service_account_name or "default" if kubernetes else SERVICE_ACCOUNT
     account = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": {
-            "name": SERVICE_ACCOUNT,
-            "namespace": owner.namespace,
-            "labels": {
-                "app.kubernetes.io/name": "streamapp-replay",
-                "app.kubernetes.io/managed-by": "streamapp-operator",
-            },
-        },
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": owner.namespace, "labels": shared_labels},
         "automountServiceAccountToken": False,
     }
+    data = {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)}
+    if kubernetes:
+        data[SPARK_DEFAULTS_FILE] = spark_defaults(owner, spec, image)
+        data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(executor_template(), sort_keys=False)
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": job_name(owner.name), **metadata},
-        "data": {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)},
+        "data": data,
     }
     driver = spec.spark.driver
     memory = f"{_memory_mb(driver.memory) + MEMORY_OVERHEAD_MB}Mi"
-    container = {
-        "name": "replay",
-        "image": image,
-        "imagePullPolicy": "IfNotPresent",
-        "command": [
-            "streamapp",
-            "replay",
-            "run",
-            "--plan",
-            f"{PLAN_DIR}/{PLAN_FILE}",
-            "--master",
-            f"local[{driver.cores}]",
-            "--driver-memory",
-            driver.memory,
-        ],
-        "env": [
+    run = ["streamapp", "replay", "run", "--plan", f"{PLAN_DIR}/{PLAN_FILE}"]
+    if kubernetes:
+        # the driver's address and pod name are known in the pod only
+        command = [
+            "/bin/sh",
+            "-c",
+            'export PYSPARK_SUBMIT_ARGS="--conf spark.driver.host=$POD_IP --conf spark.driver.bindAddress=$POD_IP '
+            '--conf spark.kubernetes.driver.pod.name=$POD_NAME --driver-memory $DRIVER_MEMORY pyspark-shell"; '
+            f'exec {" ".join(run)} --master "k8s://https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" '
+            "--driver-memory $DRIVER_MEMORY",
+        ]
+        env: list[dict[str, Any]] = [
+            {"name": "HOME", "value": WORK_DIR},
+            {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
+            {"name": "SPARK_CONF_DIR", "value": PLAN_DIR},
+            {"name": "DRIVER_MEMORY", "value": driver.memory},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+        ]
+    else:
+        command = [*run, "--master", f"local[{driver.cores}]", "--driver-memory", driver.memory]
+        env = [
             {"name": "HOME", "value": WORK_DIR},
             {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
             # local master: driver and executors talk over the loopback (the pod's host name need not resolve)
             {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
             {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
-        ],
+        ]
+    container = {
+        "name": "replay",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": command,
+        "env": env,
         "resources": {"requests": {"cpu": str(driver.cores), "memory": memory}, "limits": {"memory": memory}},
         "volumeMounts": [
             {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
@@ -268,8 +294,8 @@ def job_manifests(
                 "metadata": {"labels": _labels(owner)},
                 "spec": {
                     "restartPolicy": "Never",
-                    "serviceAccountName": SERVICE_ACCOUNT,
-                    "automountServiceAccountToken": False,
+                    "serviceAccountName": account_name,
+                    "automountServiceAccountToken": kubernetes,
                     "enableServiceLinks": False,
                     "securityContext": {
                         "runAsNonRoot": True,
@@ -288,7 +314,89 @@ def job_manifests(
             },
         },
     }
-    return [account, config_map, job]
+    return [config_map, job] if kubernetes else [account, config_map, job]
+
+
+#: The executor pods' command: Spark's Kubernetes backend sets ``SPARK_*`` variables and the argument
+#: ``executor`` and expects the image's entrypoint to start ``KubernetesExecutorBackend`` (Spark's own images
+#: ship ``entrypoint.sh``; pyspark's wheel does not, so the pod template carries it).
+EXECUTOR_COMMAND = (
+    'opts=(); while IFS= read -r line; do opts+=("${line#*=}"); done '
+    "< <(env | grep '^SPARK_JAVA_OPT_' | sort -t_ -k4 -n); "
+    'exec java "${opts[@]}" -Xms"$SPARK_EXECUTOR_MEMORY" -Xmx"$SPARK_EXECUTOR_MEMORY" -cp "$SPARK_HOME/jars/*" '
+    'org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend --driver-url "$SPARK_DRIVER_URL" '
+    '--executor-id "$SPARK_EXECUTOR_ID" --cores "$SPARK_EXECUTOR_CORES" --app-id "$SPARK_APPLICATION_ID" '
+    '--hostname "$SPARK_EXECUTOR_POD_IP" --resourceProfileId "$SPARK_RESOURCE_PROFILE_ID" '
+    '--podName "$SPARK_EXECUTOR_POD_NAME"'
+)
+
+
+def executor_template() -> dict[str, Any]:
+    """The executor pods' template: the entrypoint above, uid 10001 under the restricted Pod Security
+    Standard, no service account token, a writable ``/tmp`` (Spark's local dirs)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": {
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": RUN_AS_USER,
+                "runAsGroup": RUN_AS_USER,
+                "fsGroup": RUN_AS_USER,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "spark-executor",
+                    "command": ["/bin/bash", "-c", EXECUTOR_COMMAND],
+                    "env": [
+                        {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                        {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+                        {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
+                        {"name": "HOME", "value": TMP_DIR},
+                    ],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "runAsNonRoot": True,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "volumeMounts": [{"name": "tmp", "mountPath": TMP_DIR}],
+                }
+            ],
+            "volumes": [{"name": "tmp", "emptyDir": {}}],
+        },
+    }
+
+
+def spark_defaults(owner: ReplayOwner, spec: StreamReplaySpec, image: str) -> str:
+    """``spark-defaults.conf`` of ``spark.mode: kubernetes``: the executors (count, cores, memory, image, pod
+    template, name prefix, labels) and the driver's fixed ports (the executors connect back to them)."""
+    executor = spec.spark.executor
+    settings = {
+        "spark.kubernetes.namespace": owner.namespace,
+        "spark.kubernetes.container.image": image,
+        "spark.kubernetes.container.image.pullPolicy": "IfNotPresent",
+        "spark.kubernetes.executor.podTemplateFile": f"{PLAN_DIR}/{EXECUTOR_TEMPLATE_FILE}",
+        "spark.kubernetes.executor.podNamePrefix": owner.name,
+        f"spark.kubernetes.executor.label.{REPLAY_LABEL}": owner.name,
+        "spark.kubernetes.driver.ownPersistentVolumeClaim": "false",
+        "spark.kubernetes.driver.reusePersistentVolumeClaim": "false",
+        "spark.executor.instances": str(executor.instances),
+        "spark.executor.cores": str(executor.cores),
+        "spark.kubernetes.executor.request.cores": str(executor.cores),
+        "spark.executor.memory": executor.memory,
+        "spark.executorEnv.SPARK_HOME": SPARK_HOME,
+        "spark.executorEnv.PYSPARK_PYTHON": f"{VENV}/bin/python",
+        "spark.driver.port": "7078",
+        "spark.blockManager.port": "7079",
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "300s",
+    }
+    return "".join(f"{key} {value}\n" for key, value in settings.items())
 
 
 @dataclass(frozen=True)

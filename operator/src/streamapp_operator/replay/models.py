@@ -101,6 +101,17 @@ class SparkExecutor(_Model):
 class SparkSpec(_Model):
     """How the replay's Spark job runs."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.mode != 'kubernetes' || has(self.serviceAccountName)",
+                    "message": "spark.mode kubernetes needs spark.serviceAccountName (the driver makes executor pods)",
+                }
+            ]
+        }
+    )
+
     mode: SparkMode = Field(default=SparkMode.LOCAL, description="local (the default) or kubernetes.")
     image: str | None = Field(
         default=None,
@@ -111,6 +122,12 @@ class SparkSpec(_Model):
     driver: SparkDriver = Field(default_factory=SparkDriver, json_schema_extra={"default": {}})
     executor: SparkExecutor = Field(default_factory=SparkExecutor, json_schema_extra={"default": {}})
     retries: int = Field(default=1, ge=0, le=5, description="Job retries (backoffLimit); a rerun writes no duplicate.")
+    service_account_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="kubernetes mode (required there): the Spark driver's ServiceAccount, allowed to create, watch "
+        "and delete pods and configmaps in the namespace (docs/replay.md). local mode needs none.",
+    )
 
 
 class OldVersionPolicy(StrEnum):
