@@ -105,7 +105,7 @@ class SparkSpec(_Model):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "self.mode != 'kubernetes' || has(self.serviceAccountName)",
+                    "rule": "!has(self.mode) || self.mode != 'kubernetes' || has(self.serviceAccountName)",
                     "message": "spark.mode kubernetes needs spark.serviceAccountName (the driver makes executor pods)",
                 }
             ]
