@@ -243,9 +243,9 @@ def job_manifests(
             f'exec {" ".join(run)} --master "k8s://https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" '
             "--driver-memory $DRIVER_MEMORY",
         ]
+        # no SPARK_LOCAL_DIRS: Spark would mount the driver's local dirs into the executors (over their /tmp)
         env: list[dict[str, Any]] = [
             {"name": "HOME", "value": WORK_DIR},
-            {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
             {"name": "SPARK_CONF_DIR", "value": PLAN_DIR},
             {"name": "DRIVER_MEMORY", "value": driver.memory},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -333,7 +333,7 @@ EXECUTOR_COMMAND = (
 
 def executor_template() -> dict[str, Any]:
     """The executor pods' template: the entrypoint above, uid 10001 under the restricted Pod Security
-    Standard, no service account token, a writable ``/tmp`` (Spark's local dirs)."""
+    Standard, no service account token, a writable ``/tmp`` (Spark adds an emptyDir for its local dirs)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -354,7 +354,6 @@ def executor_template() -> dict[str, Any]:
                     "env": [
                         {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                         {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
-                        {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
                         {"name": "HOME", "value": TMP_DIR},
                     ],
                     "securityContext": {
