@@ -8,6 +8,7 @@ Guarantees protected:
   starts from the replay's end offsets with the state the replay wrote and becomes active; its output, per key,
   is exactly pandas' counts over the flights before and after the switch: nothing lost, nothing counted twice;
 - an operator restart in the middle of the handover resumes it (each step is recorded before it acts);
+- ``spark.mode: kubernetes``: the Job's pod is the Spark driver and two executor pods do the work, exactly;
 - a failed Spark job fails the replay with the Job's reason in the ``Failed`` condition, creates no new version and
   leaves the running app as it was.
 """
@@ -82,6 +83,44 @@ def test_backfill_writes_exact_counts_and_leaves_the_app_alone(running_app: tupl
     assert columns == ["NAME", "APP", "MODE", "PHASE", "PROGRESS", "AGE"]
     app = cluster.get_json("streamapp", "flights", namespace)
     assert app["metadata"]["generation"] == 1 and cluster.streamapp_settled("flights", 1, namespace)
+
+
+def spark_driver_account(namespace: str) -> str:
+    """A ServiceAccount allowed what Spark's driver does with executors (docs/replay.md): pods and configmaps."""
+    for manifest in (
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "spark"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "spark"},
+         "rules": [{"apiGroups": [""], "resources": ["pods", "configmaps"],
+                    "verbs": ["create", "get", "list", "watch", "delete", "deletecollection"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "spark"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "spark"},
+         "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": namespace}]},
+    ):  # fmt: skip
+        cluster.apply(manifest, namespace)
+    return "spark"
+
+
+def test_backfill_on_two_executor_pods_writes_exact_counts(running_app: tuple[str, str]) -> None:
+    namespace, prefix = running_app
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    sink = f"{prefix}-on-executors"
+    topology = replay.counting_topology(f"{prefix}-flights", sink, PER_CARRIER_ORIGIN, "by-carrier-origin")
+    spark = {"mode": "kubernetes", "serviceAccountName": spark_driver_account(namespace),
+             "executor": {"instances": 2, "cores": 1, "memory": "512m"}}  # fmt: skip
+    cluster.apply(replay.streamreplay("executors", "flights", "backfill", topology, spark=spark), namespace)
+    executors: set[str] = set()
+
+    def done() -> bool:
+        listed = cluster.kubectl("get", "pods", "-n", namespace, "-l", "spark-role=executor", "-o", "name")
+        executors.update(listed.split())
+        return replay.replay_status("executors", namespace).get("phase") in ("Succeeded", "Failed")
+
+    cluster.wait_until(done, 600, "the replay on executor pods", interval_s=1)
+    status = replay.wait_phase("executors", namespace, ("Succeeded",), show=print)
+    assert len(executors) == 2, executors
+    assert status["recordsRead"] == BATCH_1
+    expected = replay.expected_counts([flights.load_flights().iloc[:BATCH_1]], PER_CARRIER_ORIGIN)
+    assert_counts(bootstrap, sink, expected)
 
 
 def test_a_failed_spark_job_fails_the_replay_with_a_reason_and_leaves_the_app_running(
