@@ -52,6 +52,14 @@ def build_nothing() -> int:
     return 42
 
 
+def build_with_a_lambda() -> Any:
+    from streamapp import StreamsBuilder
+
+    builder = StreamsBuilder()
+    builder.stream("a", name="in").map_values(lambda value: value, name="same").to("b", name="out")
+    return builder
+
+
 def test_export_accepts_a_function_returning_a_description() -> None:
     result = _invoke("topology", "export", f"{__name__}:build_description")
 
@@ -66,8 +74,9 @@ def test_export_accepts_a_function_returning_a_description() -> None:
         ("no_such_pkg_q:build", "cannot import module 'no_such_pkg_q'"),
         (f"{__name__}:build_nothing", "returned int; expected a StreamsBuilder or a TopologyDescription"),
         ("flights_app.logic:carrier", "cannot be called without arguments"),
+        (f"{__name__}:build_with_a_lambda", f"node 'same': mapper: a lambda in {__name__} cannot be exported"),
     ],
-    ids=["missing_attribute", "missing_module", "wrong_return_type", "needs_arguments"],
+    ids=["missing_attribute", "missing_module", "wrong_return_type", "needs_arguments", "lambda"],
 )
 def test_export_failure_is_one_error_line_with_exit_code_1(ref: str, message: str) -> None:
     result = _invoke("topology", "export", ref)

@@ -63,8 +63,9 @@ def export_description(function: str) -> TopologyDescription:
         _check_no_arguments(function, build)
         result = build()
         if isinstance(result, StreamsBuilder):
-            return result.build()
+            result = result.build()
         if isinstance(result, TopologyDescription):
+            result.check_exportable()  # e.g. a lambda: names the node and parameter
             return result
     except TopologyError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -284,6 +284,7 @@ class _BrokerRun:
     def __init__(
         self, engine: BrokerEngine, description: TopologyDescription, config: dict[str, Any], partitions: dict[str, int]
     ) -> None:
+        description.check_exportable()  # another process runs it: user functions must be importable by name
         self.engine = engine
         self.description = description
         self.prefix = unique("cf")

@@ -165,12 +165,17 @@ def test_functions_may_be_given_as_references() -> None:
     assert builder.build().resolve_functions() == {"f": {"predicate": logic.is_departed}}
 
 
-def test_lambda_is_rejected_on_build_naming_the_node() -> None:
+def test_a_lambda_builds_and_exporting_it_names_the_node_and_parameter() -> None:
     builder = StreamsBuilder()
     builder.stream("in", name="in").filter(lambda key, value: True, name="keep-all").to("out", name="out")
+    description = builder.build()
 
-    with pytest.raises(TopologyError, match=r"node 'keep-all': predicate: a lambda in .* cannot be exported"):
-        builder.build()
+    assert description.node("keep-all").functions() == {
+        "predicate": f"{__name__}:test_a_lambda_builds_and_exporting_it_names_the_node_and_parameter.<locals>.<lambda>"
+    }
+    for export in (description.to_yaml, description.to_json, description.check_exportable):
+        with pytest.raises(TopologyError, match=r"node 'keep-all': predicate: a lambda in .* cannot be exported"):
+            export()
 
 
 def test_duplicate_step_name_is_rejected_where_it_is_given() -> None:

@@ -125,8 +125,9 @@ def test_lambdas_cannot_be_exported() -> None:
     builder = StreamsBuilder()
     grouped = builder.stream("in", key_serde="string", name="in").group_by_key()
     grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).reduce(lambda a, b: a, name="sum")
+    description = builder.build()
     with pytest.raises(TopologyError, match="node 'sum': reducer: a lambda"):
-        builder.build()
+        description.to_yaml()
 
 
 @pytest.mark.parametrize(

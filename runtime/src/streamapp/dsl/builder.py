@@ -1,8 +1,10 @@
 """StreamsBuilder: the DSL's entry point; records steps and builds a TopologyDescription.
 
 Building executes no user code and touches no cluster. User functions are kept as given (callables or
-``"module:attr"`` strings) and turned into references by ``build()``, which is where lambdas and nested
-functions are rejected: the runtime imports user functions by name.
+``"module:attr"`` strings) and turned into references by ``build()``. Lambdas, nested functions and functions
+defined in ``__main__`` are welcome: the description keeps them (``TopologyDescription.in_process_functions``)
+for a run in this process (the TopologyTestDriver); only exporting the description (``to_yaml``, ``streamapp
+topology export``) needs importable references, and says which node and parameter has none.
 
 Default names follow Kafka Streams (``KSTREAM-FILTER-0000000001``: a prefix plus a builder-wide counter),
 so they are deterministic but shift when steps are inserted. Names derive internal topic and state folder
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from streamapp.topology import NODE_TYPES, TopologyDescription, TopologyError, function_reference
+from streamapp.topology.functions import InProcessFunction, describe_function
 from streamapp.topology.names import check_name
 from streamapp.topology.timestamps import TimestampExtractorSpec
 
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
     from streamapp.dsl.tables import KTable
 
 UserFunction = Callable[..., Any] | str
-"""A module-level function, or its ``"module:attr"`` reference."""
+"""A function (a lambda too, see the module docstring), or a ``"module:attr"`` reference."""
 
 
 TimestampExtractorArg = TimestampExtractorSpec | Mapping[str, Any]
@@ -157,8 +160,10 @@ class StreamsBuilder:
 
     def build(self) -> TopologyDescription:
         """The validated TopologyDescription of everything built so far; raises TopologyError."""
-        nodes = [self._export(step) for step in self._steps]
-        return TopologyDescription.from_dict({"nodes": nodes, "stores": list(self._stores)})
+        in_process: dict[str, dict[str, InProcessFunction]] = {}
+        nodes = [self._export(step, in_process.setdefault(step.name, {})) for step in self._steps]
+        description = TopologyDescription.from_dict({"nodes": nodes, "stores": list(self._stores)})
+        return description.with_in_process_functions(in_process) if any(in_process.values()) else description
 
     # -- used by KStream / KGroupedStream / KTable ---------------------------------------------------
 
@@ -190,13 +195,17 @@ class StreamsBuilder:
             raise TopologyError(f"node '{name}': node name is already used in this topology")
 
     @staticmethod
-    def _export(step: _Step) -> dict[str, Any]:
-        """The document form of a step: its user functions (the node type's ``function_params``) as references."""
+    def _export(step: _Step, in_process: dict[str, InProcessFunction]) -> dict[str, Any]:
+        """The document form of a step: its user functions (the node type's ``function_params``) as references;
+        the functions another process could not import by theirs go to ``in_process`` too."""
         params = dict(step.params)
         for key in NODE_TYPES[step.type].function_params:
-            if params.get(key) is not None:
+            function = params.get(key)
+            if function is not None:
                 try:
-                    params[key] = function_reference(params[key])
+                    params[key], reason = describe_function(function)
                 except TopologyError as exc:
                     raise TopologyError(f"node '{step.name}': {key}: {exc}") from exc
+                if reason is not None:
+                    in_process[key] = InProcessFunction(function, reason)
         return {"name": step.name, "type": step.type, **{k: v for k, v in params.items() if v is not None}}

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from streamapp.topology.errors import TopologyError
-from streamapp.topology.functions import resolve_function
+from streamapp.topology.functions import InProcessFunction, in_process_reason, resolve_function
 from streamapp.topology.internal_topics import InternalTopic, PartitionCounts, internal_topics
 from streamapp.topology.nodes import NODE_TYPES, Node
 from streamapp.topology.nodes.base import changelog_topic_suffix, node_to_dict
@@ -38,6 +38,7 @@ class TopologyDescription(BaseModel):
 
     nodes: list[Annotated[Node, Field(discriminator="type")]]
     stores: list[StoreSpec] = Field(default_factory=list)
+    _in_process: dict[str, dict[str, InProcessFunction]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _validate_graph(self) -> TopologyDescription:
@@ -87,15 +88,57 @@ class TopologyDescription(BaseModel):
         except ValidationError as exc:
             raise _topology_error(exc, "topology description") from None
 
+    def with_in_process_functions(
+        self, functions: Mapping[str, Mapping[str, InProcessFunction]]
+    ) -> TopologyDescription:
+        """This description with user functions that only this process has (``{node: {parameter: function}}``,
+        see ``streamapp.topology.functions``): ``resolve_functions`` returns them, ``check_exportable`` refuses them.
+
+        Raises TopologyError for a node or parameter the description does not have."""
+        for node_name, params in functions.items():
+            try:
+                node = self.node(node_name)
+            except KeyError:
+                raise TopologyError(f"in-process function of unknown node '{node_name}'") from None
+            for param in params:
+                if param not in type(node).function_params:
+                    raise TopologyError(f"node '{node_name}': '{param}' is not a function parameter of {node.type}")
+        copy = self.model_copy()
+        copy._in_process = {node: dict(params) for node, params in functions.items() if params}
+        return copy
+
+    def in_process_functions(self) -> dict[str, dict[str, InProcessFunction]]:
+        """The user functions kept with this description because no other process can import them."""
+        return {node: dict(params) for node, params in self._in_process.items()}
+
+    def check_exportable(self) -> None:
+        """Raises TopologyError naming the first node and parameter whose function another process could not
+        import (a lambda, a nested function, one defined in ``__main__``), and why. Exporting (``to_yaml``,
+        ``to_json``; ``streamapp topology export``, a StreamApp spec) calls it; running in-process does not."""
+        for node in self.nodes:
+            for param, ref in node.functions().items():
+                kept = self._in_process.get(node.name, {}).get(param)
+                reason = kept.reason if kept is not None else in_process_reason(ref)
+                if reason is not None:
+                    raise TopologyError(
+                        f"node '{node.name}': {param}: {reason}. Only a topology that runs in this process (the "
+                        "TopologyTestDriver) may use such functions; exporting it as a description (streamapp "
+                        "topology export, a StreamApp spec) needs importable 'module:attr' references"
+                    )
+
     def to_dict(self) -> dict[str, Any]:
-        """The document form: camelCase keys, unset optional fields left out; ``from_dict`` inverts it."""
+        """The document form: camelCase keys, unset optional fields left out; ``from_dict`` inverts it (without
+        the in-process functions: use ``check_exportable`` before handing it to another process)."""
         return {
             "nodes": [node_to_dict(node) for node in self.nodes],
             "stores": [store.model_dump(by_alias=True, exclude_none=True, mode="json") for store in self.stores],
         }
 
     def to_yaml(self) -> str:
-        """YAML with one line per node and per store, so a topology change is a readable Git diff."""
+        """YAML with one line per node and per store, so a topology change is a readable Git diff.
+
+        Raises TopologyError when a function cannot be exported (``check_exportable``)."""
+        self.check_exportable()
         doc = {
             "nodes": [_Flow(n) for n in self.to_dict()["nodes"]],
             "stores": [_Flow(s) for s in self.to_dict()["stores"]],
@@ -103,7 +146,8 @@ class TopologyDescription(BaseModel):
         return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=1_000_000, allow_unicode=True)
 
     def to_json(self, indent: int | None = 2) -> str:
-        """JSON document form."""
+        """JSON document form. Raises TopologyError when a function cannot be exported (``check_exportable``)."""
+        self.check_exportable()
         return json.dumps(self.to_dict(), indent=indent)
 
     # -- derived structure (pure, no user code, no cluster) ------------------------------------------
@@ -194,11 +238,16 @@ class TopologyDescription(BaseModel):
     def resolve_functions(self) -> dict[str, dict[str, Callable[..., Any]]]:
         """Import every user function: ``{node: {parameter: callable}}``; raises TopologyError.
 
-        This imports user code; only the runtime (and ``streamapp topology export``) should call it.
+        This imports user code; only the runtime (and ``streamapp topology export``) should call it. Functions
+        kept with the description (``in_process_functions``) are returned as kept.
         """
         resolved: dict[str, dict[str, Callable[..., Any]]] = {}
         for node in self.nodes:
             for param, ref in node.functions().items():
+                kept = self._in_process.get(node.name, {}).get(param)
+                if kept is not None:
+                    resolved.setdefault(node.name, {})[param] = kept.function
+                    continue
                 try:
                     resolved.setdefault(node.name, {})[param] = resolve_function(ref)
                 except TopologyError as exc:

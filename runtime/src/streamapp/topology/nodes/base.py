@@ -50,7 +50,10 @@ __all__ = [
 FAMILY_PACKAGE = __name__.rpartition(".")[0]
 """The package whose modules are the node families: a node class's family is its module's name in it."""
 
-_FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_QUALNAME_PART = r"(?:[A-Za-z_]\w*|<[a-z]+>)"
+_FUNCTION_REF = re.compile(rf"^[A-Za-z_][\w.]*:{_QUALNAME_PART}(?:\.{_QUALNAME_PART})*$")
+"""``module:qualname``; a qualname part may be ``<lambda>`` / ``<locals>``: the reference of a function that exists
+only in the process that built the topology (``streamapp.topology.functions.describe_function``)."""
 
 Kind = Literal["stream", "table", "grouped_table", "global_table"]
 """The kind of record flow a node outputs (see the module docstring)."""
