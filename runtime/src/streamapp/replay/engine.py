@@ -19,9 +19,11 @@ The final write groups the records by output partition, merges the tasks' sequen
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +35,7 @@ from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import ReplayPlan, stage_order
-from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp
+from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
 from streamapp.topology import TopologyDescription
 
 __all__ = ["RECORD_SCHEMA", "ReplayResult", "run_replay"]
@@ -164,16 +166,6 @@ def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
         F.lit("source").alias("kind"),
         F.col("headers"),
     )
-
-
-def _grouped(function: Callable[[tuple[Any, ...], pa.Table], pa.Table]) -> Callable[[Any, Any], pa.Table]:
-    """``function`` as a plain function of ``(key, table)``: ``applyInArrow`` takes the (key, Table) form for a
-    function without type hints (it cannot read a callable object's)."""
-
-    def grouped(key, table):  # no annotations: see above
-        return function(key, table)
-
-    return grouped
 
 
 _WORKER_CACHE: dict[str, tuple[TopologyDescription, dict[str, dict[str, Callable[..., Any]]]]] = {}
@@ -324,7 +316,12 @@ def _write(
     TopicAdmin(settings).ensure_topics([TopicSpec(t.name, t.partitions, t.config) for t in internal])
     ensure_markers_topic(settings, plan.replay_id, len(writers))
     function = _WriteFunction(settings, plan.replay_id, writers, chunk_records)
-    rows = written.groupBy("topic", "partition").applyInArrow(_grouped(function), _WRITE_SCHEMA).collect()
+    rows = (
+        written.repartition(max(len(writers), 1), "topic", "partition")
+        .sortWithinPartitions("topic", "partition", "producer_sub", "producer_part", "offset")
+        .mapInArrow(function, _WRITE_SCHEMA)
+        .collect()
+    )
     for row in rows:
         write = WriteResult(
             row["topic"], row["partition"], row["records"], row["chunks_written"], row["chunks_skipped"]
@@ -334,8 +331,22 @@ def _write(
     result.writes.sort(key=lambda w: (w.topic, w.partition))
 
 
+_WRITE_ARROW_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("records", pa.int64()),
+        ("chunks_written", pa.int64()),
+        ("chunks_skipped", pa.int64()),
+    ]
+)
+
+
 class _WriteFunction:
-    """The grouped function of the final write: one call per output partition."""
+    """The ``mapInArrow`` function of the final write. Its input partition holds whole output partitions, sorted
+    by output partition, producer and offset. Each producer's sequence is spooled to a local Arrow file, then
+    the sequences are merged lazily into the canonical order and written (``output.write_partition``), so memory
+    stays bounded by a batch per producer."""
 
     def __init__(
         self, settings: dict[str, Any], replay_id: str, writers: dict[tuple[str, int], Writer], chunk_records: int
@@ -345,18 +356,40 @@ class _WriteFunction:
         self.writers = writers
         self.chunk_records = chunk_records
 
-    def __call__(self, key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        topic, partition = str(key[0].as_py()), int(key[1].as_py())
-        producers: dict[tuple[int, int], list[tuple[int, ConsumerRecord]]] = {}
-        for row in table.to_pylist():
-            record = _record(row)
-            producers.setdefault((row["producer_sub"], row["producer_part"]), []).append((row["offset"], record))
-        sequences = [[r for _, r in sorted(producers[p], key=lambda item: item[0])] for p in sorted(producers)]
-        records = merge_by_head_timestamp(sequences)
-        write = write_partition(
-            self.settings, self.replay_id, self.writers[(topic, partition)], records, self.chunk_records
-        )
-        return pa.Table.from_pylist(
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        spool: _Spool | None = None
+        for batch in batches:
+            topics = batch.column("topic").to_pylist()
+            partitions = batch.column("partition").to_pylist()
+            subs = batch.column("producer_sub").to_pylist()
+            parts = batch.column("producer_part").to_pylist()
+            start = 0
+            for i in range(1, batch.num_rows + 1):
+                if i < batch.num_rows and (topics[i], partitions[i], subs[i], parts[i]) == (
+                    topics[start],
+                    partitions[start],
+                    subs[start],
+                    parts[start],
+                ):
+                    continue
+                target = (topics[start], partitions[start])
+                if spool is not None and spool.target != target:
+                    yield self._write(spool)
+                    spool = None
+                if spool is None:
+                    spool = _Spool(target, batch.schema)
+                spool.add((subs[start], parts[start]), batch.slice(start, i - start))
+                start = i
+        if spool is not None:
+            yield self._write(spool)
+
+    def _write(self, spool: _Spool) -> pa.RecordBatch:
+        with spool:
+            records = iter_merged([spool.records(producer) for producer in sorted(spool.producers)])
+            write = write_partition(
+                self.settings, self.replay_id, self.writers[spool.target], records, self.chunk_records
+            )
+        return pa.RecordBatch.from_pylist(
             [
                 {
                     "topic": write.topic,
@@ -366,13 +399,37 @@ class _WriteFunction:
                     "chunks_skipped": write.chunks_skipped,
                 }
             ],
-            schema=pa.schema(
-                [
-                    ("topic", pa.string()),
-                    ("partition", pa.int32()),
-                    ("records", pa.int64()),
-                    ("chunks_written", pa.int64()),
-                    ("chunks_skipped", pa.int64()),
-                ]
-            ),
+            schema=_WRITE_ARROW_SCHEMA,
         )
+
+
+class _Spool:
+    """The records of one output partition, one local Arrow IPC file per producer (in the producer's order)."""
+
+    def __init__(self, target: tuple[str, int], schema: pa.Schema) -> None:
+        self.target = target
+        self.producers: dict[tuple[int, int], Any] = {}
+        self._schema = schema
+        self._dir = tempfile.TemporaryDirectory(prefix="streamapp-replay-write-")
+
+    def __enter__(self) -> _Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._dir.cleanup()
+
+    def add(self, producer: tuple[int, int], batch: pa.RecordBatch) -> None:
+        sink = self.producers.get(producer)
+        if sink is None:
+            path = Path(self._dir.name) / f"{producer[0]}_{producer[1]}.arrow"
+            sink = self.producers[producer] = (path, pa.ipc.new_file(str(path), self._schema))
+        sink[1].write_batch(batch)
+
+    def records(self, producer: tuple[int, int]) -> Iterator[ConsumerRecord]:
+        path, sink = self.producers[producer]
+        sink.close()
+        with pa.memory_map(str(path)) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                for row in reader.get_batch(i).to_pylist():
+                    yield _record(row)

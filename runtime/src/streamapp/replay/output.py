@@ -18,9 +18,10 @@ every record once, with no duplicate and no gap, however often the job was kille
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,15 +77,16 @@ def write_partition(
     settings: Mapping[str, Any],
     replay_id: str,
     writer: Writer,
-    records: Sequence[ConsumerRecord],
+    records: Iterable[ConsumerRecord],
     chunk_records: int,
 ) -> WriteResult:
-    """Write ``records`` (already in canonical order) to ``writer``'s partition, effectively once (module doc).
+    """Write ``records`` (already in canonical order, consumed lazily) to ``writer``'s partition, effectively once
+    (module doc).
 
     ``settings``: librdkafka settings with ``bootstrap.servers`` (and security settings). Raises KafkaClientError
     (e.g. ProducerFencedError when a newer incarnation of this writer started).
     """
-    chunks = [records[i : i + chunk_records] for i in range(0, len(records), chunk_records)]
+    chunks = _chunks(records, chunk_records)
     producer = KafkaProducer(
         {
             **settings,
@@ -97,8 +99,9 @@ def write_partition(
     try:
         producer.init_transactions(_TIMEOUT_S)
         done = _committed_chunks(settings, replay_id, writer)
-        written = 0
+        written = total = count = 0
         for number, chunk in enumerate(chunks):
+            total, count = total + len(chunk), count + 1
             if number < done:
                 continue
             producer.begin_transaction()
@@ -112,7 +115,13 @@ def write_partition(
             written += 1
     finally:
         producer.close(5.0)
-    return WriteResult(writer.topic, writer.partition, len(records), written, min(done, len(chunks)))
+    return WriteResult(writer.topic, writer.partition, total, written, min(done, count))
+
+
+def _chunks(records: Iterable[ConsumerRecord], size: int) -> Iterator[list[ConsumerRecord]]:
+    iterator = iter(records)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
 
 
 def _committed_chunks(settings: Mapping[str, Any], replay_id: str, writer: Writer) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from streamapp.processing.task import StreamTask, TaskId
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.topology import Subtopology, TopologyDescription
 
-__all__ = ["ReplayTask", "TaskOutput", "merge_by_head_timestamp", "run_task"]
+__all__ = ["ReplayTask", "TaskOutput", "iter_merged", "merge_by_head_timestamp", "run_task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,12 @@ class TaskOutput:
 
 
 def merge_by_head_timestamp(sequences: Sequence[Iterable[ConsumerRecord]]) -> list[ConsumerRecord]:
-    """Interleave several producers' ordered outputs into one partition's canonical order.
+    """Interleave several producers' ordered outputs into one partition's canonical order (``iter_merged``)."""
+    return list(iter_merged(sequences))
+
+
+def iter_merged(sequences: Sequence[Iterable[ConsumerRecord]]) -> Iterator[ConsumerRecord]:
+    """Interleave several producers' ordered outputs into one partition's canonical order, lazily.
 
     Repeatedly takes the head with the smallest timestamp; ties go to the producer listed first. Each
     producer's own order is kept (the rule of ``PartitionGroup.next_record`` applied to the writers of one
@@ -68,14 +73,12 @@ def merge_by_head_timestamp(sequences: Sequence[Iterable[ConsumerRecord]]) -> li
         if first is not None:
             heap.append((first.timestamp, index, first))
     heapq.heapify(heap)
-    merged: list[ConsumerRecord] = []
     while heap:
         _, index, record = heapq.heappop(heap)
-        merged.append(record)
+        yield record
         following = next(iterators[index], None)
         if following is not None:
             heapq.heappush(heap, (following.timestamp, index, following))
-    return merged
 
 
 class ReplayTask:
