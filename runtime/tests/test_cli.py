@@ -138,20 +138,29 @@ class _FakeKafkaStreams:
         return 3
 
 
+class _FakeConfig(tuple[Path, dict[str, str]]):
+    def to_mapping(self) -> dict[str, Any]:
+        return {"default.value.serde": "json"}
+
+
 class _FakeStreamsConfig:
     @staticmethod
     def load(path: Path, overrides: dict[str, str]) -> tuple[Path, dict[str, str]]:
-        return (path, overrides)
+        return _FakeConfig((path, overrides))
 
 
-def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``streamapp run`` with ``_FakeKafkaStreams`` and ``_FakeStreamsConfig`` instead of the processing runtime."""
     monkeypatch.setitem(sys.modules, "streamapp.app", types.SimpleNamespace(KafkaStreams=_FakeKafkaStreams))
     monkeypatch.setitem(
         sys.modules, "streamapp.config", types.SimpleNamespace(StreamsConfig=_FakeStreamsConfig, ConfigError=ValueError)
     )
     _FakeKafkaStreams.created.clear()
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(tmp_path: Path) -> None:
     topology = tmp_path / "topology.yaml"
     topology.write_text(build_description().to_yaml())
     config = tmp_path / "streams.yaml"
@@ -172,6 +181,24 @@ def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(
     assert result.exit_code == 3
     assert _FakeKafkaStreams.created == [
         (build_description(), (config, {"num.stream.threads": "2", "consumer.a": "b=c"})),
+    ]
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_gives_serdes_the_topology_leaves_out_the_configs_defaults(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(
+        "nodes:\n- {name: in, type: source, topics: [a], keySerde: string}\n"
+        "- {name: out, type: sink, input: in, topic: b}\n"
+    )
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\n")
+
+    assert _invoke("run", "--topology", str(topology), "--config", str(config)).exit_code == 3
+    description = _FakeKafkaStreams.created[0][0]
+    assert [(node.key_serde, node.value_serde) for node in description.nodes] == [
+        ("string", "json"),
+        ("bytes", "json"),
     ]
 
 

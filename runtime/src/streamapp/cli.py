@@ -19,6 +19,7 @@ import dataclasses
 import inspect
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import click
 import yaml
 
 from streamapp.dsl import StreamsBuilder
+from streamapp.dsl.builder import with_default_serdes
 from streamapp.topology import TopologyDescription, TopologyError, resolve_function
 from streamapp.topology.render import describe as describe_text
 
@@ -91,8 +93,9 @@ def describe(file: Path, application_id: str | None, partition_specs: tuple[str,
     click.echo(describe_text(description, application_id or manifest_app_id, partitions), nl=False)
 
 
-def load_description(file: Path) -> tuple[TopologyDescription, str | None]:
-    """Read a topology description, or a StreamApp manifest's ``spec.topology`` and application id.
+def load_description(file: Path, config: Mapping[str, Any] | None = None) -> tuple[TopologyDescription, str | None]:
+    """Read a topology description, or a StreamApp manifest's ``spec.topology`` and application id. Serdes the
+    document leaves out are ``config``'s ``default.key.serde`` / ``default.value.serde`` (default ``bytes``).
 
     Raises ClickException with the file name and the TopologyError message.
     """
@@ -106,7 +109,7 @@ def load_description(file: Path) -> tuple[TopologyDescription, str | None]:
         application_id = spec.get("applicationId") or (data.get("metadata") or {}).get("name")
         data = spec.get("topology")
     try:
-        return TopologyDescription.from_dict(data), application_id
+        return TopologyDescription.from_dict(with_default_serdes(data, config or {})), application_id
     except TopologyError as exc:
         raise click.ClickException(f"{file}: {exc}") from exc
 
@@ -117,7 +120,7 @@ def load_description(file: Path) -> tuple[TopologyDescription, str | None]:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one config key.")
 def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> None:
     """Run the topology of --topology with the config of --config until SIGTERM or SIGINT."""
-    description, _ = load_description(topology_file)
+    load_description(topology_file)  # a broken topology fails first, whatever the config
     settings = dict(_pairs("--set", overrides))
     # Imported here so the topology commands work without the processing runtime's dependencies.
     try:
@@ -130,6 +133,7 @@ def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> N
         config = StreamsConfig.load(config_file, settings)
     except ConfigError as exc:
         raise click.ClickException(f"{config_file}: {exc}") from exc
+    description, _ = load_description(topology_file, config.to_mapping())  # with default.key.serde, ...
     sys.exit(KafkaStreams(description, config).run())
 
 

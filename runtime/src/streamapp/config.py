@@ -64,6 +64,10 @@ rocksdb.block.cache.bytes                67108864            *streamapp*: one bl
                                                              all its stores; memtables are charged to it
 rocksdb.write.buffer.bytes               16777216            *streamapp*: memtable budget per thread (part of
                                                              the block cache)
+default.key.serde                        bytes               the key serde of a source, table, global table, sink,
+                                                             repartition or store that names none (docs/serdes.md)
+default.value.serde                      bytes               the same for values (Kafka's default is none: a
+                                                             topology without serdes fails there)
 auto.register.schemas                    true                Avro/Protobuf serdes register their schema (Confluent)
 use.latest.version                       false               serialize with the subject's latest schema (Confluent)
 =======================================  ==================  ========================================================
@@ -83,11 +87,23 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "SECRET_KEYS", "SECURITY_ENV", "ConfigError", "StreamsConfig"]
+from streamapp.serdes import SERDE_NAMES, is_serde_name, registry_serde_name
+
+__all__ = [
+    "AT_LEAST_ONCE",
+    "DEFAULT_SERDE",
+    "EXACTLY_ONCE_V2",
+    "SECRET_KEYS",
+    "SECURITY_ENV",
+    "ConfigError",
+    "StreamsConfig",
+]
 
 AT_LEAST_ONCE: Final = "at_least_once"
+DEFAULT_SERDE: Final = "bytes"
+"""``default.key.serde`` and ``default.value.serde`` when the config names none."""
 EXACTLY_ONCE_V2: Final = "exactly_once_v2"
 _EOS_COMMIT_INTERVAL_MS = 100
 _ALOS_COMMIT_INTERVAL_MS = 30_000
@@ -161,6 +177,16 @@ class StreamsConfig(BaseModel):
     """Schema Registry client settings from ``schema.registry.*`` keys (``url``, ``basic.auth.user.info``, ...)."""
     auto_register_schemas: bool = Field(True, alias="auto.register.schemas")
     use_latest_version: bool = Field(False, alias="use.latest.version")
+    default_key_serde: str = Field(DEFAULT_SERDE, alias="default.key.serde", min_length=1)
+    default_value_serde: str = Field(DEFAULT_SERDE, alias="default.value.serde", min_length=1)
+
+    @field_validator("default_key_serde", "default_value_serde")
+    @classmethod
+    def _known_serde(cls, value: str) -> str:
+        if value not in SERDE_NAMES and not is_serde_name(value):
+            registry_serde_name(value)  # a malformed avro:/protobuf: name raises its own SerdeError (a ValueError)
+            raise ValueError(f"unknown serde '{value}'; known serdes: {', '.join(SERDE_NAMES)}, see docs/serdes.md")
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -185,3 +185,7 @@ class NotAProcessor:
 def swap_key_parity(key: Any, value: int) -> str:
     """The new key ``"even"`` / ``"odd"`` of a number."""
     return "even" if value % 2 == 0 else "odd"
+
+
+def first_letter(key: Any, value: Any) -> str:
+    return str(key)[0]

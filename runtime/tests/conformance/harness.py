@@ -102,11 +102,12 @@ class Engine(Protocol):
     ) -> Outputs: ...
 
 
-def describe(topology: TopologyArg) -> TopologyDescription:
+def describe(topology: TopologyArg, config: Mapping[str, Any] | None = None) -> TopologyDescription:
+    """The description of ``topology``; a builder is built with ``config``'s default serdes, as the driver does."""
     if isinstance(topology, TopologyDescription):
         return topology
     if isinstance(topology, StreamsBuilder):
-        return topology.build()
+        return topology.build(config)
     return TopologyDescription.from_dict(topology)
 
 
@@ -191,7 +192,7 @@ class DriverEngine:
     ) -> Outputs:
         check_inputs(inputs)
         settings = {**(config or {}), "application.id": DRIVER_APPLICATION_ID}
-        with TopologyTestDriver(describe(topology), settings, partitions=partitions) as driver:
+        with TopologyTestDriver(describe(topology, settings), settings, partitions=partitions) as driver:
             topics = {}
             for topic, key, value, timestamp_ms in inputs:
                 if topic not in topics:
@@ -265,7 +266,7 @@ class BrokerEngine:
         compare: bool | Compare = False,
     ) -> Outputs:
         check_inputs(inputs)
-        description = describe(topology)
+        description = describe(topology, config)
         run = _BrokerRun(self, description, dict(config or {}), dict(partitions or {}))
         self.logs.append(run.log_file)
         try:
@@ -678,7 +679,7 @@ class SparkEngine:
         from streamapp.replay.output import markers_topic
 
         check_inputs(inputs)
-        description = describe(topology)
+        description = describe(topology, config)
         run = _BrokerRun(self.broker, description, dict(config or {}), dict(partitions or {}))
         try:
             run.create_topics()

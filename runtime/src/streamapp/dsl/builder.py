@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from streamapp.topology import NODE_TYPES, TopologyDescription, TopologyError, function_reference
+from streamapp.topology.document import check_serde
 from streamapp.topology.functions import InProcessFunction, describe_function
 from streamapp.topology.names import check_name
 from streamapp.topology.timestamps import TimestampExtractorSpec
@@ -28,6 +29,14 @@ if TYPE_CHECKING:
     from streamapp.dsl.joins import GlobalKTable
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.tables import KTable
+
+DEFAULT_KEY_SERDE = "<default.key.serde>"
+"""The key serde of a source, table, global table or store that names none, and so of the sinks, repartitions and
+stores downstream that name none: ``default.key.serde`` of the config ``build`` gets (else the builder's, else
+``bytes``), as Kafka Streams takes a serde missing from the topology from ``StreamsConfig``."""
+DEFAULT_VALUE_SERDE = "<default.value.serde>"
+"""The same for values: ``default.value.serde``."""
+_DEFAULT_SERDE_KEYS = {DEFAULT_KEY_SERDE: "default.key.serde", DEFAULT_VALUE_SERDE: "default.value.serde"}
 
 UserFunction = Callable[..., Any] | str
 """A function (a lambda too, see the module docstring), or a ``"module:attr"`` reference."""
@@ -70,17 +79,20 @@ class StreamsBuilder:
     ['source', 'sink']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        """``config``: the topology's config (Kafka's ``TopologyConfig``); only ``default.key.serde`` and
+        ``default.value.serde`` are read, as defaults of ``build``."""
         self._steps: list[_Step] = []
         self._stores: list[dict[str, Any]] = []
         self._index = 0
+        self._default_serdes = _default_serdes(config or {}, {})
 
     def stream(
         self,
         topics: str | Sequence[str],
         *,
-        key_serde: str = "bytes",
-        value_serde: str = "bytes",
+        key_serde: str = DEFAULT_KEY_SERDE,
+        value_serde: str = DEFAULT_VALUE_SERDE,
         name: str | None = None,
         timestamp_extractor: TimestampExtractorArg | None = None,
     ) -> KStream:
@@ -109,8 +121,8 @@ class StreamsBuilder:
         topic: str,
         *,
         store: str | None = None,
-        key_serde: str = "bytes",
-        value_serde: str = "bytes",
+        key_serde: str = DEFAULT_KEY_SERDE,
+        value_serde: str = DEFAULT_VALUE_SERDE,
         name: str | None = None,
     ) -> GlobalKTable:
         """A GlobalKTable of every partition of ``topic`` (Kafka's ``StreamsBuilder.globalTable``); see
@@ -124,8 +136,8 @@ class StreamsBuilder:
         topic: str,
         *,
         store: str | None = None,
-        key_serde: str = "bytes",
-        value_serde: str = "bytes",
+        key_serde: str = DEFAULT_KEY_SERDE,
+        value_serde: str = DEFAULT_VALUE_SERDE,
         name: str | None = None,
         timestamp_extractor: TimestampExtractorArg | None = None,
     ) -> KTable:
@@ -153,16 +165,26 @@ class StreamsBuilder:
         )
         return KTable(self, node_name, key_serde=key_serde, value_serde=value_serde)
 
-    def add_state_store(self, name: str, *, key_serde: str = "bytes", value_serde: str = "bytes") -> None:
+    def add_state_store(
+        self, name: str, *, key_serde: str = DEFAULT_KEY_SERDE, value_serde: str = DEFAULT_VALUE_SERDE
+    ) -> None:
         """Declare a key-value store for Processor API nodes (Kafka's ``addStateStore``); connect it with
         ``stream.process(..., stores=[name])``. Its changelog is ``<applicationId>-<name>-changelog``."""
         self._add_store(name, key_serde, value_serde)
 
-    def build(self) -> TopologyDescription:
-        """The validated TopologyDescription of everything built so far; raises TopologyError."""
+    def build(self, config: Mapping[str, Any] | None = None) -> TopologyDescription:
+        """The validated TopologyDescription of everything built so far; raises TopologyError.
+
+        Serdes nobody named (``DEFAULT_KEY_SERDE``, ``DEFAULT_VALUE_SERDE``) become ``default.key.serde`` /
+        ``default.value.serde`` of ``config`` (Kafka's ``build(props)``), else of the builder's config, else
+        ``bytes``. The TopologyTestDriver builds a builder with its own config."""
+        defaults = _default_serdes(config or {}, self._default_serdes)
         in_process: dict[str, dict[str, InProcessFunction]] = {}
-        nodes = [self._export(step, in_process.setdefault(step.name, {})) for step in self._steps]
-        description = TopologyDescription.from_dict({"nodes": nodes, "stores": list(self._stores)})
+        nodes = [
+            _with_serdes(self._export(step, in_process.setdefault(step.name, {})), defaults) for step in self._steps
+        ]
+        stores = [_with_serdes(store, defaults) for store in self._stores]
+        description = TopologyDescription.from_dict({"nodes": nodes, "stores": stores})
         return description.with_in_process_functions(in_process) if any(in_process.values()) else description
 
     # -- used by KStream / KGroupedStream / KTable ---------------------------------------------------
@@ -209,3 +231,64 @@ class StreamsBuilder:
                 if reason is not None:
                     in_process[key] = InProcessFunction(function, reason)
         return {"name": step.name, "type": step.type, **{k: v for k, v in params.items() if v is not None}}
+
+
+def _default_serdes(config: Mapping[str, Any], fallback: Mapping[str, str]) -> dict[str, str]:
+    """``{sentinel: serde name}`` from ``config``'s default serde keys, else ``fallback``, else ``bytes``; raises
+    TopologyError for an unknown serde name."""
+    defaults: dict[str, str] = {}
+    for sentinel, key in _DEFAULT_SERDE_KEYS.items():
+        name = config.get(key, fallback.get(sentinel, "bytes"))
+        try:
+            defaults[sentinel] = check_serde(name) if isinstance(name, str) else check_serde(str(name))
+        except ValueError as exc:
+            raise TopologyError(f"{key}: {exc}") from None
+    return defaults
+
+
+def _with_serdes(document: dict[str, Any], defaults: Mapping[str, str]) -> dict[str, Any]:
+    """``document`` with the default-serde sentinels in its serde fields (also inside ``windowed:<key serde>``)
+    replaced by ``defaults``."""
+    resolved = dict(document)
+    for field_name in ("key_serde", "value_serde"):
+        value = resolved.get(field_name)
+        if isinstance(value, str) and "<default." in value:
+            for sentinel, name in defaults.items():
+                value = value.replace(sentinel, name)
+            resolved[field_name] = value
+    return resolved
+
+
+def with_default_serdes(document: Any, config: Mapping[str, Any]) -> Any:
+    """A topology document (camelCase) whose nodes and stores without ``keySerde`` / ``valueSerde`` get
+    ``config``'s ``default.key.serde`` / ``default.value.serde`` (default ``bytes``), as a built topology's do;
+    raises TopologyError for an unknown default serde name. Anything that is not a document is returned as is,
+    for ``TopologyDescription.from_dict`` to refuse."""
+    if not isinstance(document, Mapping):
+        return document
+    defaults = _default_serdes(config, {})
+    names = {
+        ("keySerde", "key_serde"): defaults[DEFAULT_KEY_SERDE],
+        ("valueSerde", "value_serde"): defaults[DEFAULT_VALUE_SERDE],
+    }
+
+    def filled(item: Any, has_serdes: bool) -> Any:
+        if not has_serdes or not isinstance(item, Mapping):
+            return item
+        missing = {keys[0]: name for keys, name in names.items() if not any(key in item for key in keys)}
+        return {**missing, **item}
+
+    nodes, stores = document.get("nodes"), document.get("stores")
+    resolved = dict(document)
+    if isinstance(nodes, list):
+        resolved["nodes"] = [
+            filled(node, isinstance(node, Mapping) and _has_serdes(node.get("type"))) for node in nodes
+        ]
+    if isinstance(stores, list):
+        resolved["stores"] = [filled(store, True) for store in stores]
+    return resolved
+
+
+def _has_serdes(node_type: Any) -> bool:
+    node_class = NODE_TYPES.get(node_type) if isinstance(node_type, str) else None
+    return node_class is not None and "key_serde" in node_class.model_fields

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from streamapp.dsl.builder import StreamsBuilder, UserFunction
+from streamapp.dsl.builder import DEFAULT_KEY_SERDE, DEFAULT_VALUE_SERDE, StreamsBuilder, UserFunction
 from streamapp.topology import TopologyError
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ def global_table(
     topic: str,
     *,
     store: str | None = None,
-    key_serde: str = "bytes",
-    value_serde: str = "bytes",
+    key_serde: str = DEFAULT_KEY_SERDE,
+    value_serde: str = DEFAULT_VALUE_SERDE,
     name: str | None = None,
 ) -> GlobalKTable:
     """A GlobalKTable of ``topic`` in global store ``store`` (default ``<name>-store``, else generated)."""

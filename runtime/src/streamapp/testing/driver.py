@@ -28,8 +28,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from streamapp.config import StreamsConfig
 from streamapp.dsl import StreamsBuilder
+from streamapp.dsl.builder import with_default_serdes
 from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.processing.status import ThreadMetrics
@@ -91,9 +94,9 @@ class TopologyTestDriver:
         partitions: Mapping[str, int] | None = None,
         store_backend: Literal["rocksdb", "memory"] = "rocksdb",
     ) -> None:
-        self.description = _description_of(topology)
         settings: dict[str, Any] = {"application.id": DEFAULT_APPLICATION_ID, "bootstrap.servers": _DEFAULT_BOOTSTRAP}
         settings.update(config or {})
+        self.description = _description_of(topology, settings)
         self._temp_dir: str | None = None
         if "state.dir" not in settings:
             self._temp_dir = tempfile.mkdtemp(prefix="streamapp-test-driver-")
@@ -377,14 +380,18 @@ class TopologyTestDriver:
             self._temp_dir = None
 
 
-def _description_of(topology: TopologyArg) -> TopologyDescription:
+def _description_of(topology: TopologyArg, config: Mapping[str, Any]) -> TopologyDescription:
+    """The description to run; a builder is built with ``config``'s default serdes (``default.key.serde``, ...)."""
     if isinstance(topology, TopologyDescription):
         return topology
     if isinstance(topology, StreamsBuilder):
-        return topology.build()
+        return topology.build(config)
     if isinstance(topology, str):
-        return TopologyDescription.from_yaml(topology)
-    return TopologyDescription.from_dict(topology)
+        try:
+            topology = yaml.safe_load(topology)
+        except yaml.YAMLError as exc:
+            raise TopologyError(f"topology description is not valid YAML: {exc}") from exc
+    return TopologyDescription.from_dict(with_default_serdes(topology, config))
 
 
 def declared_serdes(
