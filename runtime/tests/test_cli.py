@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import types
 from pathlib import Path
@@ -139,6 +140,8 @@ class _FakeKafkaStreams:
 
 
 class _FakeConfig(tuple[Path, dict[str, str]]):
+    model_fields_set = frozenset({"http_port"})
+
     def to_mapping(self) -> dict[str, Any]:
         return {"default.value.serde": "json"}
 
@@ -236,3 +239,71 @@ def test_run_with_an_invalid_config_fails_with_a_message_not_a_traceback(tmp_pat
     assert f"Error: {config}:" in result.output
     assert "application.id" in result.output
     assert isinstance(result.exception, SystemExit)
+
+
+def build_flights_like() -> Any:
+    from streamapp import StreamsBuilder
+
+    builder = StreamsBuilder()
+    builder.stream("a", name="in").to("b", name="out")
+    return builder
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_takes_a_topology_function_and_builds_it_with_the_configs_default_serdes(tmp_path: Path) -> None:
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\n")
+
+    assert _invoke("run", "--topology", f"{__name__}:build_flights_like", "--config", str(config)).exit_code == 3
+    description = _FakeKafkaStreams.created[0][0]
+    assert [(node.key_serde, node.value_serde) for node in description.nodes] == [("bytes", "json")] * 2
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_imports_user_modules_from_the_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "local_app_q.py").write_text(
+        "from streamapp import StreamsBuilder\n\n"
+        "def is_big(key, value):\n    return len(value) > 3\n\n"
+        "def build():\n    builder = StreamsBuilder()\n"
+        "    builder.stream('a', name='in').filter(is_big, name='big').to('b', name='out')\n    return builder\n"
+    )
+    (tmp_path / "topology.yaml").write_text(
+        "nodes:\n- {name: in, type: source, topics: [a]}\n"
+        "- {name: big, type: filter, input: in, predicate: 'local_app_q:is_big'}\n"
+        "- {name: out, type: sink, input: big, topic: b}\n"
+    )
+    (tmp_path / "streams.yaml").write_text("application.id: x\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+    for topology in ("local_app_q:build", "topology.yaml"):
+        assert _invoke("run", "--topology", topology, "--config", "streams.yaml").exit_code == 3
+    for description, _ in _FakeKafkaStreams.created:
+        assert description.resolve_functions()["big"]["predicate"](None, b"long") is True
+
+
+def test_run_refuses_a_topology_that_is_neither_a_file_nor_a_function(tmp_path: Path) -> None:
+    result = _invoke("run", "--topology", str(tmp_path / "missing.yaml"), "--config", __file__)
+
+    assert result.exit_code == 2
+    assert "is neither a file nor 'module:function'" in result.output
+
+
+def test_a_second_local_app_serves_http_on_a_free_port_unless_http_port_is_set(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from streamapp.cli import _with_a_free_http_port
+    from streamapp.config import StreamsConfig
+
+    monkeypatch.setenv("STREAMAPP_HTTP_HOST", "127.0.0.1")
+    with socket.socket() as first_app:
+        first_app.bind(("127.0.0.1", 0))
+        first_app.listen()
+        taken = first_app.getsockname()[1]
+        explicit = StreamsConfig.from_mapping({"application.id": "a", "bootstrap.servers": "b", "http.port": taken})
+        left_at_default = explicit.model_copy()
+        left_at_default.__pydantic_fields_set__.discard("http_port")  # as if the default port were `taken`
+
+        assert _with_a_free_http_port(explicit) is explicit
+        assert _with_a_free_http_port(left_at_default).http_port == 0
+    assert f"port {taken} (the default http.port) is in use" in capsys.readouterr().err

@@ -5,8 +5,9 @@
 - ``streamapp topology describe FILE [--application-id X] [--partitions topic=N ...]``: print sub-topologies,
   nodes, topics, stores, internal topics and task ids. FILE is a topology description or a StreamApp
   manifest (its ``spec.topology`` is used).
-- ``streamapp run --topology FILE --config FILE [--set key=value ...]``: run the application until
-  SIGTERM/SIGINT; the exit code is the runtime's.
+- ``streamapp run --topology FILE|module:fn --config FILE [--set key=value ...]``: run the application until
+  SIGTERM/SIGINT; the exit code is the runtime's. The working folder is importable; when ``http.port`` is left at
+  its default and that port is taken (a second local app), the server takes a free port.
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
   batch job (extra ``streamapp-runtime[replay]``, docs/replay.md) and print what it read and wrote as JSON.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,19 +55,19 @@ def export(function: str, fmt: str) -> None:
     click.echo(description.to_yaml() if fmt == "yaml" else description.to_json(), nl=fmt == "json")
 
 
-def export_description(function: str) -> TopologyDescription:
-    """Call ``function`` (a ``module:attr`` reference) and return its validated description.
+def export_description(function: str, config: Mapping[str, Any] | None = None) -> TopologyDescription:
+    """Call ``function`` (a ``module:attr`` reference) and return its validated description (a StreamsBuilder is
+    built with ``config``'s default serdes).
 
     The current directory is importable, as with ``python -m``. Raises ClickException on any failure.
     """
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    _import_from_working_folder()
     try:
         build = resolve_function(function)
         _check_no_arguments(function, build)
         result = build()
         if isinstance(result, StreamsBuilder):
-            result = result.build()
+            result = result.build(config)
         if isinstance(result, TopologyDescription):
             result.check_exportable()  # e.g. a lambda: names the node and parameter
             return result
@@ -115,12 +117,26 @@ def load_description(file: Path, config: Mapping[str, Any] | None = None) -> tup
 
 
 @main.command()
-@click.option("--topology", "topology_file", required=True, type=_FILE, help="Topology description (YAML/JSON).")
+@click.option(
+    "--topology",
+    "topology_ref",
+    required=True,
+    metavar="FILE|MODULE:FUNCTION",
+    help="Topology description (YAML/JSON), or a function returning a StreamsBuilder or a description.",
+)
 @click.option("--config", "config_file", required=True, type=_FILE, help="Streams config (YAML map).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one config key.")
-def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> None:
-    """Run the topology of --topology with the config of --config until SIGTERM or SIGINT."""
-    load_description(topology_file)  # a broken topology fails first, whatever the config
+def run(topology_ref: str, config_file: Path, overrides: tuple[str, ...]) -> None:
+    """Run the topology of --topology with the config of --config until SIGTERM or SIGINT.
+
+    The working folder is importable (for the topology's functions), as with ``python -m``.
+    """
+    _import_from_working_folder()
+    topology_file = Path(topology_ref)
+    if topology_file.is_file():
+        load_description(topology_file)  # a broken topology fails first, whatever the config
+    elif ":" not in topology_ref:
+        raise click.BadParameter(f"'{topology_ref}' is neither a file nor 'module:function'", param_hint="--topology")
     settings = dict(_pairs("--set", overrides))
     # Imported here so the topology commands work without the processing runtime's dependencies.
     try:
@@ -133,8 +149,37 @@ def run(topology_file: Path, config_file: Path, overrides: tuple[str, ...]) -> N
         config = StreamsConfig.load(config_file, settings)
     except ConfigError as exc:
         raise click.ClickException(f"{config_file}: {exc}") from exc
-    description, _ = load_description(topology_file, config.to_mapping())  # with default.key.serde, ...
-    sys.exit(KafkaStreams(description, config).run())
+    defaults = config.to_mapping()  # default.key.serde, default.value.serde
+    if topology_file.is_file():
+        description, _ = load_description(topology_file, defaults)
+    else:
+        description = export_description(topology_ref, defaults)
+    sys.exit(KafkaStreams(description, _with_a_free_http_port(config)).run())
+
+
+def _with_a_free_http_port(config: Any) -> Any:
+    """``config``, or, when it leaves ``http.port`` at its default and another process (a second local app)
+    serves that port, ``config`` with port 0: the server takes a free port and logs which."""
+    if "http_port" in config.model_fields_set:
+        return config
+    host = os.environ.get("STREAMAPP_HTTP_HOST") or "0.0.0.0"
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, config.http_port))
+            return config
+        except OSError:
+            pass
+    click.echo(
+        f"Warning: port {config.http_port} (the default http.port) is in use; serving health, metrics and status "
+        "on a free port (see the log line 'Serving ... on'). Set http.port to choose one.",
+        err=True,
+    )
+    return config.model_copy(update={"http_port": 0})
+
+
+def _import_from_working_folder() -> None:
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 @main.group()
