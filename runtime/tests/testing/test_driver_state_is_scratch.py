@@ -4,10 +4,12 @@ never synced to disk per record (a driver runs at the speed of a unit test)."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from streamapp import StreamsBuilder
+from streamapp.config import ConfigError
 from streamapp.testing import TopologyTestDriver
 
 APP = "scratch-state"
@@ -55,3 +57,10 @@ def test_piping_records_does_not_fsync_per_record(
             departures.pipe_input("UA", {"flight": index})
         assert driver.get_key_value_store("counts").get("UA") == 50
         assert fsyncs == []
+
+
+def test_an_invalid_config_leaves_no_state_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the driver's temporary state dir goes
+    with pytest.raises(ConfigError, match=r"num\.stream\.threads"):
+        TopologyTestDriver(per_carrier(), {"num.stream.threads": 0})
+    assert list(tmp_path.iterdir()) == []

@@ -97,47 +97,18 @@ class TopologyTestDriver:
         settings: dict[str, Any] = {"application.id": DEFAULT_APPLICATION_ID, "bootstrap.servers": _DEFAULT_BOOTSTRAP}
         settings.update(config or {})
         self.description = _description_of(topology, settings)
-        self._temp_dir: str | None = None
-        if "state.dir" not in settings:
-            self._temp_dir = tempfile.mkdtemp(prefix="streamapp-test-driver-")
-            settings["state.dir"] = self._temp_dir
-        settings.update(_FORCED_CONFIG)
-        self.config = StreamsConfig.from_mapping(settings)
-        self.application_id = self.config.application_id
-        self._app_state_dir = Path(self.config.state_dir) / self.application_id
-        scratch_state_dir(self._app_state_dir)
-        configure_registry_serdes(self.config, self.description)  # avro/protobuf serdes (schema.registry.url)
         self._wall_clock_ms = initial_wall_clock_ms
         self._closed = False
         self._failed = False
         self._read_positions: dict[str, int] = {}
-
-        self.cluster = InMemoryCluster()
-        self._create_topics(dict(partitions or {}))
-        self._group_topics = set(source_topic_subtopologies(self.description, self.application_id))
-        self._global_topics = {node.topic for node in self.description.nodes if isinstance(node, GlobalTableNode)}
-        self._input_topics = self._group_topics | self._global_topics
-        self._input_producer = InMemoryProducer(self.cluster)
-        """Produces what the test pipes in (an external, non-transactional producer)."""
-        self._consumer = InMemoryConsumer(self.cluster, group_id=self.application_id)
-        self._restore_consumer = InMemoryRestoreConsumer(self.cluster)
-        self._global_consumer = InMemoryGlobalConsumer(self.cluster)
-        transactional_id = f"{self.application_id}-topology-test-driver-0"
+        self._temp_dir: str | None = None
+        self._app_state_dir: Path | None = None
+        if "state.dir" not in settings:
+            self._temp_dir = tempfile.mkdtemp(prefix="streamapp-test-driver-")
+            settings["state.dir"] = self._temp_dir
+        settings.update(_FORCED_CONFIG)
         try:
-            self._thread = StreamThread(
-                index=0,
-                config=self.config,
-                description=self.description,
-                functions=self.description.resolve_functions(),
-                consumer=self._consumer,
-                producer=InMemoryProducer(self.cluster, transactional_id),
-                restore_consumer=self._restore_consumer,
-                store_factory=self._store_factory(store_backend),
-                report=lambda status: None,
-                clock_ms=lambda: self._wall_clock_ms,
-                producer_factory=lambda: InMemoryProducer(self.cluster, transactional_id),
-                global_consumer=self._global_consumer if self._global_topics else None,
-            )
+            self._open(settings, dict(partitions or {}), store_backend)
         except BaseException:
             self._remove_state()
             raise
@@ -151,6 +122,39 @@ class TopologyTestDriver:
             finally:
                 self._remove_state()
             raise
+
+    def _open(self, settings: dict[str, Any], partitions: dict[str, int], store_backend: str) -> None:
+        """Validate the config, mark the state scratch, create the topics, the clients and the stream thread."""
+        self.config = StreamsConfig.from_mapping(settings)
+        self.application_id = self.config.application_id
+        self._app_state_dir = Path(self.config.state_dir) / self.application_id
+        scratch_state_dir(self._app_state_dir)
+        configure_registry_serdes(self.config, self.description)  # avro/protobuf serdes (schema.registry.url)
+        self.cluster = InMemoryCluster()
+        self._create_topics(partitions)
+        self._group_topics = set(source_topic_subtopologies(self.description, self.application_id))
+        self._global_topics = {node.topic for node in self.description.nodes if isinstance(node, GlobalTableNode)}
+        self._input_topics = self._group_topics | self._global_topics
+        self._input_producer = InMemoryProducer(self.cluster)
+        """Produces what the test pipes in (an external, non-transactional producer)."""
+        self._consumer = InMemoryConsumer(self.cluster, group_id=self.application_id)
+        self._restore_consumer = InMemoryRestoreConsumer(self.cluster)
+        self._global_consumer = InMemoryGlobalConsumer(self.cluster)
+        transactional_id = f"{self.application_id}-topology-test-driver-0"
+        self._thread = StreamThread(
+            index=0,
+            config=self.config,
+            description=self.description,
+            functions=self.description.resolve_functions(),
+            consumer=self._consumer,
+            producer=InMemoryProducer(self.cluster, transactional_id),
+            restore_consumer=self._restore_consumer,
+            store_factory=self._store_factory(store_backend),
+            report=lambda status: None,
+            clock_ms=lambda: self._wall_clock_ms,
+            producer_factory=lambda: InMemoryProducer(self.cluster, transactional_id),
+            global_consumer=self._global_consumer if self._global_topics else None,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -373,8 +377,9 @@ class TopologyTestDriver:
             raise RuntimeError("the TopologyTestDriver is closed")
 
     def _remove_state(self) -> None:
-        release_scratch_state_dir(self._app_state_dir)
-        shutil.rmtree(self._app_state_dir, ignore_errors=True)
+        if self._app_state_dir is not None:
+            release_scratch_state_dir(self._app_state_dir)
+            shutil.rmtree(self._app_state_dir, ignore_errors=True)
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
