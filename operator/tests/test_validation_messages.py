@@ -75,6 +75,16 @@ def test_unknown_node_type_names_the_node_and_the_allowed_types() -> None:
     assert "departed" in problem.message and "flatten" in problem.message and "filter" in problem.message
 
 
+def test_a_function_no_pod_could_import_names_the_node_and_parameter() -> None:
+    """A lambda's reference parses as a description (the runtime runs it in-process) but no pod can import it."""
+    spec = StreamAppSpec.parse(flights_spec(topology=_topology(departed={"predicate": "flights_app.logic:<lambda>"})))
+    topology, problems = parse_topology(spec)
+    assert topology is None
+    (problem,) = problems
+    assert problem.reason == TOPOLOGY_INVALID
+    assert "node 'departed': predicate" in problem.message and "lambda" in problem.message
+
+
 def test_dangling_input_names_the_node_and_the_missing_input() -> None:
     spec = StreamAppSpec.parse(flights_spec(topology=_topology(count={"input": "nowhere"})))
     _, problems = parse_topology(spec)

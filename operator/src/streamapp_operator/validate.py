@@ -202,9 +202,14 @@ def foreign_members(application_id: str, client_ids: Sequence[str], stateful_set
 
 
 def parse_topology(spec: StreamAppSpec) -> tuple[TopologyDescription | None, list[Problem]]:
-    """The spec's topology as the runtime reads it; TopologyError messages become problems verbatim."""
+    """The spec's topology as the runtime reads it; TopologyError messages become problems verbatim.
+
+    A function reference no pod could import (a lambda, a nested or ``__main__`` function: the runtime accepts
+    those only in-process) is a problem too, naming the node and parameter, instead of a crash loop of every pod.
+    """
     try:
         topology = TopologyDescription.from_dict(spec.topology.to_description_dict())
+        topology.check_exportable()
     except (TopologyError, ValidationError) as exc:
         return None, [Problem(TOPOLOGY_INVALID, f"spec.topology: {_message(exc)}", topology=True)]
     return topology, []
