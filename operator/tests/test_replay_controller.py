@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -349,6 +351,30 @@ def test_a_topology_writing_the_apps_own_output_is_refused_before_anything_runs(
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert status["phase"] == "Failed" and failed["reason"] == "OutputInUse"
     assert "departures-per-carrier" in failed["message"] and not cluster.applied
+
+
+def test_a_topology_the_replay_cannot_run_is_refused_naming_it_before_any_job() -> None:
+    """The engine's own check (plain Python, no pyspark in the operator) runs before the Job is created."""
+    world, cluster, _ = _world()
+    loop = copy.deepcopy(SECOND_TOPOLOGY)
+    loop["nodes"][-1]["topic"] = "flights"  # writes the topic it reads: a fixed offset range cannot see that
+    status = _step(world, {**HANDOVER, "topology": loop}, {})
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert status["phase"] == "Failed" and failed["reason"] == "UnsupportedTopology"
+    assert "'flights'" in failed["message"] and not cluster.applied
+    lam = copy.deepcopy(SECOND_TOPOLOGY)
+    lam["nodes"][1]["mapper"] = "flights_app.logic:<lambda>"
+    status = _step(world, {**HANDOVER, "topology": lam}, {})
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert failed["reason"] == "InvalidTopology" and "node 'key': mapper" in failed["message"]
+    assert not cluster.applied
+
+
+def test_checking_a_replay_needs_no_pyspark() -> None:
+    """The operator's image has no pyspark: importing the replay's checks must not import it."""
+    code = "import sys; from streamapp.replay import check_topology; print('pyspark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def test_waits_for_a_missing_app_and_fails_on_a_missing_input_topic() -> None:

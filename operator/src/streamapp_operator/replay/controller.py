@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
+from streamapp.replay import UnsupportedTopologyError, check_topology
 from streamapp.topology import TopologyDescription, TopologyError
 
 from streamapp_operator.conditions import Event
@@ -363,8 +364,13 @@ def _context(
     topology = parsed.topology.to_description_dict() if parsed.topology else (app or {}).get("spec", {}).get("topology")
     try:
         description = TopologyDescription.from_dict(topology or {})
+        description.check_exportable()
     except (TopologyError, ValueError, KeyError) as exc:
         raise ReplayFailed("InvalidTopology", f"topology: {exc}") from exc
+    try:  # before any Job: a node type or sink the replay cannot run is named here, not in a failed Spark run
+        check_topology(description)
+    except UnsupportedTopologyError as exc:
+        raise ReplayFailed("UnsupportedTopology", f"topology: {exc}") from exc
     if app is not None and parsed.mode == ReplayMode.HANDOVER and not status.get("job"):
         shared = decisions.shared_outputs(description.sink_topics(), (app.get("spec") or {}).get("topology") or {})
         if shared:

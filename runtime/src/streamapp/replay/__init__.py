@@ -8,14 +8,40 @@ results (docs/replay.md). The only package of ``streamapp`` that imports pyspark
                       partitions={"departures": 2}, replay_id="flights-v2-1")
     result = run_replay(build_session(), plan)
 
-Only ``engine`` and ``session`` import pyspark; the plan, the task runner (``tasks``), the writer (``output``)
-and the node-type tables (``translate`` and the family modules, ADR 0005) are plain Python.
+Only ``engine`` and ``session`` import pyspark, and this package imports them on first use of their names; the
+plan and its checks (``check_topology``), the task runner (``tasks``), the writer (``output``) and the node-type
+tables (``translate`` and the family modules, ADR 0005) are plain Python.
 """
 
-from streamapp.replay.engine import ReplayResult, run_replay
-from streamapp.replay.plan import ReplayPlan
-from streamapp.replay.session import ConnectorJarsMissingError, build_session, connector_jars
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from streamapp.replay.plan import ReplayPlan, check_topology
 from streamapp.replay.translate import UNSUPPORTED, UnsupportedTopologyError
+
+if TYPE_CHECKING:
+    from streamapp.replay.engine import ReplayResult, run_replay
+    from streamapp.replay.session import ConnectorJarsMissingError, build_session, connector_jars
+
+#: Names whose modules import pyspark, imported on first use (PEP 562), so that checking a plan or a topology
+#: (the operator does, before it launches a Job) needs no pyspark.
+_SPARK_NAMES = {
+    "ReplayResult": "streamapp.replay.engine",
+    "run_replay": "streamapp.replay.engine",
+    "ConnectorJarsMissingError": "streamapp.replay.session",
+    "build_session": "streamapp.replay.session",
+    "connector_jars": "streamapp.replay.session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _SPARK_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streamapp.replay' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "UNSUPPORTED",
@@ -24,6 +50,7 @@ __all__ = [
     "ReplayResult",
     "UnsupportedTopologyError",
     "build_session",
+    "check_topology",
     "connector_jars",
     "run_replay",
 ]

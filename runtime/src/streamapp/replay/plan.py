@@ -118,21 +118,29 @@ class ReplayPlan:
             raise ValueError("replay plan: config needs 'application.id' (the new version's)")
         if not self.replay_id or not all(c.isalnum() or c in "-_." for c in self.replay_id):
             raise ValueError(f"replay plan: replay_id {self.replay_id!r} must be non-empty [A-Za-z0-9._-]")
-        check_supported(self.description)
-        check_sinks(self.description)
-        read = set(self.description.external_source_topics())
-        for topic in sorted(read):
+        check_topology(self.description)
+        for topic in sorted(self.description.external_source_topics()):
             _check_range(topic, self.start_offsets.get(topic), self.end_offsets.get(topic))
         for topic in self.description.sink_topics():
-            if topic in read:
-                raise UnsupportedTopologyError(
-                    f"topic '{topic}' is written and read by the topology; the replay reads a fixed offset range, "
-                    "so it cannot see its own writes"
-                )
             if self.partitions.get(topic, 0) < 1:
                 raise ValueError(f"replay plan: partitions has no count for sink topic '{topic}'")
         self.description.internal_topics(self.application_id, self.source_partitions())  # co-partitioning
         return self
+
+
+def check_topology(description: TopologyDescription) -> None:
+    """Raise UnsupportedTopologyError naming the node or topic when the replay cannot run this topology, whatever
+    the offsets: an unsupported node type, a sink whose topic is picked per record, a topic the topology both
+    writes and reads. Plain Python (no pyspark): the operator calls it before it launches a replay Job."""
+    check_supported(description)
+    check_sinks(description)
+    read = set(description.external_source_topics())
+    for topic in description.sink_topics():
+        if topic in read:
+            raise UnsupportedTopologyError(
+                f"topic '{topic}' is written and read by the topology; the replay reads a fixed offset range, "
+                "so it cannot see its own writes"
+            )
 
 
 def check_sinks(description: TopologyDescription) -> None:
