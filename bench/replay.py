@@ -71,7 +71,7 @@ _PHASES = (
     "driver (plan, admin, gaps)",
     "read (Kafka -> shuffle)",
     "process (tasks)",
-    "write: targets, shuffle",
+    "write: prepare (no Python)",
     "write: produce (Python)",
 )
 
@@ -286,7 +286,7 @@ def classify(stages: Sequence[SparkStage]) -> None:
     last_process = max((s.stage_id for s in stages if s.phase == "process (tasks)"), default=-1)
     for stage in stages:
         if not stage.phase:
-            stage.phase = "write: targets, shuffle" if stage.stage_id > last_process else "process (tasks)"
+            stage.phase = "write: prepare (no Python)" if stage.stage_id > last_process else "process (tasks)"
 
 
 def phase_seconds(job: dict[str, Any], stages: Sequence[SparkStage]) -> dict[str, float]:

@@ -78,8 +78,8 @@ def test_stages_are_attributed_to_read_process_and_write() -> None:
     assert [s.phase for s in stages] == [
         "read (Kafka -> shuffle)",
         "process (tasks)",
-        "write: targets, shuffle",
-        "write: targets, shuffle",
+        "write: prepare (no Python)",
+        "write: prepare (no Python)",
         "write: produce (Python)",
     ]
 
