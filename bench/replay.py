@@ -424,7 +424,9 @@ def run_replay_job(
                 tree = process_tree(process.pid)
                 total = 0.0
                 for pid in tree:
-                    kind = kinds[pid] = _kind(pid, process.pid)  # (spark-class's bash becomes the JVM by exec)
+                    # spark-class's bash becomes the JVM by exec; an exiting process has no command line any more
+                    kind = _kind(pid, process.pid)
+                    kind = kinds[pid] = kind if kind != "other" or pid not in kinds else kinds[pid]
                     total += rss_mib(pid) or 0.0
                     peaks[kind] = max(peaks.get(kind, 0.0), peak_rss_mib(pid) or 0.0)
                 cpu.update(_cpu_seconds_tree(tree))
