@@ -6,7 +6,7 @@ For each sub-topology in dependency order (``plan.stage_order``):
    ``startingOffsets``/``endingOffsets``, ``read_committed``) and the repartition records upstream stages
    produced (kept in Spark: a repartition topic is a shuffle keyed by the partition the runtime's murmur2
    partitioner gave each record, never a round trip through Kafka);
-2. ``repartition(partition)`` + ``sortWithinPartitions(partition, topic, producer, offset)`` + ``mapInArrow``: each
+2. ``repartitionById(partition)`` + ``sortWithinPartitions(partition, topic, producer, offset)`` + ``mapInArrow``: each
    run of one ``partition`` value is one task ``<subtopology>_<p>``; ``streamapp.replay.tasks`` runs its records,
    in the order the runtime would, through the runtime's own ``StreamTask``;
 3. what the tasks wrote (sink, repartition and changelog records, each with the partition the runtime's
@@ -120,7 +120,9 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult) -> 
         task = _StageFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
         stage = (
-            stage_input.repartition(tasks, "partition")
+            # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
+            # the number, as repartition() does, put 3 of 4 tasks into one Spark partition and left a core idle
+            stage_input.repartitionById(tasks, F.col("partition").cast("int"))
             .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
             .mapInArrow(task, RECORD_SCHEMA)
         )
@@ -316,9 +318,15 @@ def _write(
     TopicAdmin(settings).ensure_topics([TopicSpec(t.name, t.partitions, t.config) for t in internal])
     ensure_markers_topic(settings, plan.replay_id, len(writers))
     function = _WriteFunction(settings, plan.replay_id, writers, chunk_records)
+    # one Spark partition per writer (its index), so that writers spread evenly over the cores
+    writer_index = None
+    for (topic, partition), writer in writers.items():
+        target = (F.col("topic") == topic) & (F.col("partition") == partition)
+        writer_index = F.when(target, writer.index) if writer_index is None else writer_index.when(target, writer.index)
+    if writer_index is not None:
+        written = written.repartitionById(len(writers), writer_index)
     rows = (
-        written.repartition(max(len(writers), 1), "topic", "partition")
-        .sortWithinPartitions("topic", "partition", "producer_sub", "producer_part", "offset")
+        written.sortWithinPartitions("topic", "partition", "producer_sub", "producer_part", "offset")
         .mapInArrow(function, _WRITE_SCHEMA)
         .collect()
     )
