@@ -115,11 +115,13 @@ def test_every_context_copy_source_passes_dockerignore_and_is_laid_out() -> None
         for line in DOCKERIGNORE.read_text().splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
-    layout = WHEELHOUSE_SH.read_text()
+    # wheelhouse.sh lays out the context as "$context/<source>"; build-replay.sh adds the replay target's part
+    layout = WHEELHOUSE_SH.read_text() + (WHEELHOUSE_SH.parent / "build-replay.sh").read_text()
     for source in sources:
         assert dockerignore_allows(source, patterns), f"{source} is excluded by .dockerignore"
-        # wheelhouse.sh lays out the context as "$context/<source>"
-        assert f'"$context/{source.split("/")[0]}' in layout, f"wheelhouse.sh does not create {source}"
+        assert f'"$context/{source.split("/")[0]}' in layout, (
+            f"neither wheelhouse.sh nor build-replay.sh creates {source}"
+        )
 
 
 def test_final_stage_runs_as_numeric_non_root_user() -> None:
