@@ -143,3 +143,17 @@ def test_reset_of_a_group_with_a_live_member_is_refused_naming_it_and_changes_no
 def _joined(member: Consumer) -> bool:
     member.poll(0.5)
     return bool(member.assignment())
+
+
+def test_the_input_topics_come_from_the_topology_source_nodes(app: App, tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(
+        "nodes:\n"
+        f"  - {{name: in, type: source, topics: [{app.input_topic}]}}\n"
+        f"  - {{name: out, type: sink, input: in, topic: {app.foreign[2]}}}\n"
+    )
+
+    result = app.reset("--topology", str(topology), "--dry-run")
+
+    assert result.exit_code == 0, result.output
+    assert f"2 partition(s) of {app.input_topic} to earliest" in result.output
