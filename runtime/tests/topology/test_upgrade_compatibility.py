@@ -236,3 +236,13 @@ def test_every_breaking_finding_names_its_change_in_the_summary(field: str) -> N
     report = compare(counting_app(), counting_app(**other))
     assert report.breaking
     assert all(f.message() in report.summary(limit=10) for f in report.breaking)
+
+
+def test_findings_come_in_description_order_so_a_condition_message_is_stable() -> None:
+    before = counting_app(windows=TimeWindows.of_size_and_grace(60_000, 0))
+    after = counting_app(count_serde="json", windows=TimeWindows.of_size_and_grace(60_000, 1_000))
+    assert [(f.kind, f.name, f.field) for f in compare(before, after).breaking] == [
+        ("store_serde_changed", "counts", "key_serde"),
+        ("window_changed", "per-minute", "window graceMs"),
+        ("repartition_serde_changed", "by-color-repartition", "key_serde"),
+    ]

@@ -132,7 +132,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class CompatibilityReport:
-    """All findings, breaking ones first (each group in description order)."""
+    """All findings, breaking ones first; within each group stores, repartition topics, partition counts,
+    sources and sinks, nodes, each in description order."""
 
     findings: tuple[Finding, ...]
 
@@ -174,7 +175,7 @@ def compare(
         *_sources_and_sinks(running, new),
         *_nodes(running, new),
     ]
-    ordered = sorted(findings, key=lambda f: not f.breaks_state)  # stable: description order within a group
+    ordered = sorted(findings, key=lambda f: not f.breaks_state)  # stable sort: the order found within a group
     return CompatibilityReport(tuple(ordered))
 
 
@@ -198,7 +199,7 @@ def _stores(running: TopologyDescription, new: TopologyDescription) -> list[Find
     findings += [Finding("store_removed", "store", n, n, None) for n in removed if n not in renamed]
     findings += [Finding("store_added", "store", n, None, n) for n in added if n not in renamed.values()]
     old_owner, new_owner = _owners(running), _owners(new)
-    for name in old_stores.keys() & new_stores.keys():
+    for name in _common(old_stores, new_stores):
         findings += _store_changes(old_stores[name], new_stores[name], old_windows.get(name), new_windows.get(name))
         if old_owner.get(name) != new_owner.get(name):
             findings.append(
@@ -287,7 +288,7 @@ def _repartitions(running: TopologyDescription, new: TopologyDescription) -> lis
     findings += [
         Finding("repartition_topic_added", "repartition topic", t, None, t) for t in added if t not in renamed.values()
     ]
-    for topic in old_nodes.keys() & new_nodes.keys():
+    for topic in _common(old_nodes, new_nodes):
         old, new_node = old_nodes[topic], new_nodes[topic]
         findings += [
             Finding("repartition_serde_changed", "repartition topic", topic, getattr(old, f), getattr(new_node, f), f)
@@ -384,7 +385,7 @@ def _nodes(running: TopologyDescription, new: TopologyDescription) -> list[Findi
     new_nodes = {n.name: n for n in new.nodes if not _reported_elsewhere(n)}
     findings = [Finding("node_removed", "node", n, old_nodes[n].type, None) for n in old_nodes if n not in new_nodes]
     findings += [Finding("node_added", "node", n, None, new_nodes[n].type) for n in new_nodes if n not in old_nodes]
-    for name in old_nodes.keys() & new_nodes.keys():
+    for name in _common(old_nodes, new_nodes):
         before, after = node_to_dict(old_nodes[name]), node_to_dict(new_nodes[name])
         findings += [
             Finding("node_changed", "node", name, _text(before.get(f)), _text(after.get(f)), f)
@@ -411,6 +412,12 @@ def _pair(removed: list[str], added: list[str], same: Any) -> dict[str, str]:
                 pairs[old] = candidate
                 break
     return pairs
+
+
+def _common(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The names in both, in the running description's order (findings keep a stable order: a condition
+    message does not change between two reconciles of the same change)."""
+    return [name for name in before if name in after]
 
 
 def _ordered_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterable[str]:
