@@ -246,3 +246,16 @@ def test_findings_come_in_description_order_so_a_condition_message_is_stable() -
         ("window_changed", "per-minute", "window graceMs"),
         ("repartition_serde_changed", "by-color-repartition", "key_serde"),
     ]
+
+
+def test_a_global_store_change_is_a_compatible_node_change() -> None:
+    def global_app(store: str, value_serde: str) -> TopologyDescription:
+        builder = StreamsBuilder()
+        carriers = builder.global_table("carriers", store=store, key_serde="string", value_serde=value_serde)
+        events = builder.stream("events", key_serde="string", value_serde="json", name="events")
+        events.join(carriers, color, joiner, name="enriched").to("enriched", name="out")
+        return builder.build()
+
+    report = compare(global_app("carriers-store", "json"), global_app("carrier-names", "string"))
+    assert report.compatible, report.summary()
+    assert {f.kind for f in report.findings} == {"node_changed"}

@@ -34,10 +34,11 @@ partitions_changed         the partition count of a source, repartition or chang
 =========================  ================================================================================
 
 Compatible findings (the change rolls): ``node_added``, ``node_removed`` and ``node_changed`` (stateless
-nodes, or a stateful node's functions), ``store_added``, ``store_retention_changed``, ``store_moved`` (its
-sub-topology id changed: the state is restored from the changelog into another task directory),
-``repartition_topic_added``, ``source_topic_added`` / ``source_topic_removed``, ``sink_added`` /
-``sink_removed``.
+nodes, a stateful node's functions, and ``global_table`` nodes: a global store holds its topic's bytes and is
+rebuilt from that topic, Kafka's ``GlobalStateManagerImpl``, so its changes break no state), ``store_added``,
+``store_retention_changed``, ``store_moved`` (its sub-topology id changed: the state is restored from the
+changelog into another task directory), ``repartition_topic_added``, ``source_topic_added`` /
+``source_topic_removed``, ``sink_added`` / ``sink_removed``.
 """
 
 from __future__ import annotations
@@ -183,8 +184,11 @@ def compare(
 
 
 def _stores(running: TopologyDescription, new: TopologyDescription) -> list[Finding]:
-    old_stores = {s.name: s for s in running.stores}
-    new_stores = {s.name: s for s in new.stores}
+    old_owner, new_owner = _owners(running), _owners(new)
+    # a global store (no sub-topology) holds its topic's bytes and is rebuilt from the topic: its changes are
+    # its global_table node's (compatible), not a state break
+    old_stores = {s.name: s for s in running.stores if s.name in old_owner}
+    new_stores = {s.name: s for s in new.stores if s.name in new_owner}
     old_windows, new_windows = _store_windows(running), _store_windows(new)
     removed = [name for name in old_stores if name not in new_stores]
     added = [name for name in new_stores if name not in old_stores]
@@ -198,7 +202,6 @@ def _stores(running: TopologyDescription, new: TopologyDescription) -> list[Find
         findings.append(Finding("store_renamed", "store", old_name, old_name, new_name))
     findings += [Finding("store_removed", "store", n, n, None) for n in removed if n not in renamed]
     findings += [Finding("store_added", "store", n, None, n) for n in added if n not in renamed.values()]
-    old_owner, new_owner = _owners(running), _owners(new)
     for name in _common(old_stores, new_stores):
         findings += _store_changes(old_stores[name], new_stores[name], old_windows.get(name), new_windows.get(name))
         if old_owner.get(name) != new_owner.get(name):
