@@ -15,7 +15,15 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from streamapp.cli import main
 from streamapp.kafka.admin import TopicAdmin
 from streamapp.kafka.types import TopicPartition
-from streamapp_harness import KafkaTestClient, unique, wait_for
+from streamapp_harness import (
+    KafkaTestClient,
+    StreamAppInstance,
+    color_events,
+    count_by_color_topology,
+    expected_color_counts,
+    unique,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -157,3 +165,62 @@ def test_the_input_topics_come_from_the_topology_source_nodes(app: App, tmp_path
 
     assert result.exit_code == 0, result.output
     assert f"2 partition(s) of {app.input_topic} to earliest" in result.output
+
+
+def test_a_real_application_is_refused_while_running_and_recounts_from_scratch_after_a_reset(
+    kafka: KafkaTestClient, bootstrap: str, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    """The whole cycle with a running ``streamapp run``: the reset names its group member and changes nothing;
+    after a stop and a reset (with the local state) the restarted application counts its input again from the
+    start and arrives at the same counts, not at twice them (state and changelog were deleted with the offsets)."""
+    application_id, source, output = unique("reset-run"), unique("reset-events"), unique("reset-counts")
+    kafka.create_topics({source: 2, output: 2})
+    events = color_events(0, 300)
+    kafka.produce(source, events)
+    expected = expected_color_counts(events)
+    state_dir = workdir / "state"
+    config = {
+        "application.id": application_id,
+        "bootstrap.servers": bootstrap,
+        "num.stream.threads": 1,
+        "commit.interval.ms": 200,
+        "state.dir": str(state_dir),
+    }
+    topology = count_by_color_topology([source], output)
+    internal = [f"{application_id}-by-color-repartition", f"{application_id}-counts-changelog"]
+    admin = TopicAdmin({"bootstrap.servers": bootstrap})
+    reset_args = ["reset", "--application-id", application_id, "--bootstrap-server", bootstrap]
+    try:
+        first = StreamAppInstance(workdir / "run1", topology, config)
+        instances.append(first)
+        first.start().wait_ready()
+        wait_for(lambda: kafka.latest_longs(output) == expected, 90, f"counts {expected} in {output}", 1.0)
+
+        refused = CliRunner().invoke(main, [*reset_args, "--topology", str(first.topology_file)])
+        assert refused.exit_code == 1
+        assert f"{application_id}-" in refused.output and "StreamThread-1-consumer" in refused.output
+        assert set(admin.partition_counts(internal)) == set(internal)
+
+        assert first.stop() == 0
+        wait_for(lambda: not admin.describe_group(application_id).members, 60, "the group to be empty")
+        output_records = sum(kafka.end_offsets(output).values())
+        done = CliRunner().invoke(
+            main, [*reset_args, "--topology", str(first.topology_file), "--state-dir", str(state_dir)]
+        )
+        assert done.exit_code == 0, done.output
+        assert not (state_dir / application_id).exists()
+        wait_for(lambda: not admin.partition_counts(internal), 30, "the internal topics to be deleted")
+
+        second = StreamAppInstance(workdir / "run2", topology, config)
+        instances.append(second)
+        second.start().wait_ready()
+        wait_for(
+            lambda: sum(kafka.end_offsets(output).values()) > output_records and kafka.latest_longs(output) == expected,
+            90,
+            "the input counted again from the start",
+            1.0,
+        )
+        assert second.stop() == 0
+        assert kafka.latest_longs(output) == expected
+    finally:
+        admin.delete_topics([source, output, *internal])
