@@ -259,3 +259,22 @@ def test_a_global_store_change_is_a_compatible_node_change() -> None:
     report = compare(global_app("carriers-store", "json"), global_app("carrier-names", "string"))
     assert report.compatible, report.summary()
     assert {f.kind for f in report.findings} == {"node_changed"}
+
+
+def test_a_timestamped_store_that_becomes_plain_breaks_state_and_the_other_way_is_compatible() -> None:
+    def store_app(aggregated: bool) -> TopologyDescription:
+        builder = StreamsBuilder()
+        events = builder.stream("events", key_serde="string", value_serde="json", name="events")
+        if aggregated:
+            events.group_by_key().count(name="count", store="counts")
+        else:
+            builder.add_state_store("counts", key_serde="string", value_serde="long")
+            events.process(f"{__name__}:upper", stores=["counts"], name="count")
+        return builder.build()
+
+    assert ("store_type_changed", "counts", "timestamped", "plain") in kinds(
+        compare(store_app(True), store_app(False)).breaking
+    )
+    upgraded = compare(store_app(False), store_app(True))
+    assert upgraded.compatible
+    assert ("store_upgraded", "counts", "plain", "timestamped") in kinds(upgraded.findings)

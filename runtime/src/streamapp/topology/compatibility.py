@@ -22,7 +22,9 @@ kind                       meaning (``old`` -> ``new``)
 =========================  ================================================================================
 store_removed              a store (and so its changelog's state) is gone: name -> None
 store_renamed              a store is gone and another with the same type and serdes appeared: old -> new name
-store_type_changed         key_value / window / session changed
+store_type_changed         key_value / window / session changed, or a timestamped key-value store (of a KTable
+                           or an aggregation, KIP-258) that becomes a plain one (``field`` = format; plain to
+                           timestamped is compatible: the store is upgraded when opened)
 store_serde_changed        the store's key or value serde changed (``field`` = key_serde / value_serde)
 window_changed             the window of a windowed store changed: kind (tumbling, hopping, sliding, session),
                            size, advance, gap, grace, join before/after (``field`` names it), or the store's
@@ -36,7 +38,8 @@ partitions_changed         the partition count of a source, repartition or chang
 Compatible findings (the change rolls): ``node_added``, ``node_removed`` and ``node_changed`` (stateless
 nodes, a stateful node's functions, and ``global_table`` nodes: a global store holds its topic's bytes and is
 rebuilt from that topic, Kafka's ``GlobalStateManagerImpl``, so its changes break no state), ``store_added``,
-``store_retention_changed``, ``store_moved`` (its sub-topology id changed: the state is restored from the
+``store_retention_changed``, ``store_upgraded`` (a plain key-value store that becomes timestamped),
+``store_moved`` (its sub-topology id changed: the state is restored from the
 changelog into another task directory), ``repartition_topic_added``, ``source_topic_added`` /
 ``source_topic_removed``, ``sink_added`` / ``sink_removed``.
 """
@@ -50,7 +53,7 @@ from typing import Any, Literal, get_args
 from streamapp.topology.description import TopologyDescription
 from streamapp.topology.nodes.base import node_to_dict, repartition_topic_suffix
 from streamapp.topology.nodes.io import RepartitionNode, SinkNode, SourceNode
-from streamapp.topology.stores import StoreSpec
+from streamapp.topology.stores import StoreSpec, timestamped_stores
 
 __all__ = [
     "BREAKING_KINDS",
@@ -80,6 +83,7 @@ CompatibleKind = Literal[
     "store_added",
     "store_retention_changed",
     "store_moved",
+    "store_upgraded",
     "repartition_topic_added",
     "source_topic_added",
     "source_topic_removed",
@@ -202,8 +206,15 @@ def _stores(running: TopologyDescription, new: TopologyDescription) -> list[Find
         findings.append(Finding("store_renamed", "store", old_name, old_name, new_name))
     findings += [Finding("store_removed", "store", n, n, None) for n in removed if n not in renamed]
     findings += [Finding("store_added", "store", n, None, n) for n in added if n not in renamed.values()]
+    old_stamped = timestamped_stores(running.nodes, running.stores)
+    new_stamped = timestamped_stores(new.nodes, new.stores)
     for name in _common(old_stores, new_stores):
         findings += _store_changes(old_stores[name], new_stores[name], old_windows.get(name), new_windows.get(name))
+        if new_stores[name].type == "key_value" and (name in old_stamped) != (name in new_stamped):
+            # KIP-258: a plain store is upgraded to the timestamped format when opened, never back
+            kind: FindingKind = "store_type_changed" if name in old_stamped else "store_upgraded"
+            formats = ("timestamped", "plain") if name in old_stamped else ("plain", "timestamped")
+            findings.append(Finding(kind, "store", name, *formats, "format"))
         if old_owner.get(name) != new_owner.get(name):
             findings.append(
                 Finding(
