@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from streamapp.processing.timestamps import TimestampExtractor
-from streamapp.skips import SkipLog
+from streamapp.skips import SkipLog, SkipWarnings
 from streamapp.topology.timestamps import TimestampExtractorSpec
 
 
@@ -39,12 +39,10 @@ def test_a_flood_of_skips_gives_one_line_per_interval_and_reason_with_the_count(
         skips.skipped("null key into table store users", "offset 1001")
 
     assert logged_within_the_interval == [
-        "Skipped 1 record: null key into table store users: offset 0",
-        "Skipped 1 record: no valid timestamp: negative timestamp -1",
+        "null key into table store users: offset 0",
+        "no valid timestamp: negative timestamp -1",
     ]
-    assert lines(caplog)[2:] == [
-        "Skipped 1001 records in the last 10 s: null key into table store users; the latest: offset 1001"
-    ]
+    assert lines(caplog)[2:] == ["null key into table store users: 1001 more in the last 10 s; the latest: offset 1001"]
 
 
 def test_flush_logs_the_skips_counted_since_the_last_line(caplog: pytest.LogCaptureFixture) -> None:
@@ -56,7 +54,7 @@ def test_flush_logs_the_skips_counted_since_the_last_line(caplog: pytest.LogCapt
         skips.flush()
         skips.flush()
 
-    assert lines(caplog) == ["Skipped 1 record: r: first", "Skipped 1 record in the last 0 s: r; the latest: second"]
+    assert lines(caplog) == ["r: first", "r: 1 more in the last 0 s; the latest: second"]
 
 
 def test_an_extractor_skipping_invalid_timestamps_logs_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
@@ -68,4 +66,24 @@ def test_an_extractor_skipping_invalid_timestamps_logs_once_per_interval(caplog:
         results = [extractor.extract(None, {"other": 1}, 5, -1) for _ in range(500)]
 
     assert results == [None] * 500
-    assert lines(caplog) == ["Skipped 1 record: no valid timestamp (field 'ts' as epoch_ms): KeyError: 'ts'"]
+    assert lines(caplog) == ["Skipped a record without a valid timestamp (field 'ts' as epoch_ms): KeyError: 'ts'"]
+
+
+def test_a_module_log_of_skip_warnings_rate_limits_each_distinct_warning(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    log = SkipWarnings(logging.getLogger("skips-test"), SkipLog(logging.getLogger("skips-test"), clock=clock))
+
+    with caplog.at_level(logging.INFO, logger="skips-test"):
+        for _ in range(300):
+            log.warning("Skipping record due to null key (table store %s)", "users")
+            log.warning("Skipping record due to null key (table store %s)", "items")
+        log.info("not a skip: %d", 1)
+        clock.now += 10
+        log.warning("Skipping record due to null key (table store %s)", "users")
+
+    assert lines(caplog) == [
+        "Skipping record due to null key (table store users)",
+        "Skipping record due to null key (table store items)",
+        "not a skip: 1",
+        "Skipping record due to null key (table store users): 300 more in the last 10 s",
+    ]

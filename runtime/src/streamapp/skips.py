@@ -6,8 +6,11 @@ its log line goes through a ``SkipLog``, so a topic full of such records gives o
 (default 10 s) and reason, not one per record: the first skip of a reason is logged at once, later ones within
 the interval are counted, and the next line after it says how many there were::
 
-    Skipped 1 record: invalid timestamp (field 'ts' as epoch_ms): KeyError: 'ts'
-    Skipped 4211 records in the last 10 s: invalid timestamp (field 'ts' as epoch_ms); the latest: KeyError: 'ts'
+    Skipped a record without a valid timestamp (field 'ts' as epoch_ms): KeyError: 'ts'
+    Skipped a record without a valid timestamp (field 'ts' as epoch_ms): 4211 more in the last 10 s; the latest: ...
+
+A module whose warnings are all such skips can use ``SkipWarnings`` as its ``log``: each distinct warning text is
+a reason (``processors/io.py``: ``Skipping record due to null key (table store <store>)``).
 
 Kafka Streams logs such skips at WARN once per record (``KTableSource``, ``LogAndSkipOnInvalidTimestamp``); the
 count is in the metric there too.
@@ -20,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["SKIP_LOG_INTERVAL_S", "SkipLog", "skip_log"]
+__all__ = ["SKIP_LOG_INTERVAL_S", "SkipLog", "SkipWarnings", "skip_log"]
 
 SKIP_LOG_INTERVAL_S = 10.0
 """At most one line per reason in this many seconds."""
@@ -51,14 +54,18 @@ class SkipLog:
         self._clock = clock
         self._reasons: dict[str, _Reason] = {}
 
-    def skipped(self, reason: str, detail: str) -> None:
-        """One record skipped for ``reason`` (e.g. ``"null key into table store users"``); ``detail`` says what
-        was wrong with this one. Logs now if the reason was not logged within the interval, else counts it."""
+    def skipped(self, reason: str, detail: str = "") -> None:
+        """One record skipped for ``reason`` (e.g. ``"Skipping record due to null key (table store users)"``);
+        ``detail`` says what was wrong with this one. Logs now if the reason was not logged within the interval,
+        else counts it."""
         now = self._clock()
         state = self._reasons.get(reason)
         if state is None:
             self._reasons[reason] = _Reason(now)
-            self._logger.warning("Skipped 1 record: %s: %s", reason, detail)
+            if detail:
+                self._logger.warning("%s: %s", reason, detail)
+            else:
+                self._logger.warning("%s", reason)
             return
         state.pending += 1
         state.latest = detail
@@ -70,15 +77,33 @@ class SkipLog:
         at = self._clock() if now is None else now
         for name, state in self._reasons.items():
             if (reason is None or name == reason) and state.pending:
+                latest = f"; the latest: {state.latest}" if state.latest else ""
                 self._logger.warning(
-                    "Skipped %d record%s in the last %.0f s: %s; the latest: %s",
-                    state.pending,
-                    "" if state.pending == 1 else "s",
-                    at - state.last_logged,
-                    name,
-                    state.latest,
+                    "%s: %d more in the last %.0f s%s", name, state.pending, at - state.last_logged, latest
                 )
                 state.pending, state.last_logged = 0, at
+
+
+class SkipWarnings:
+    """A module's ``log`` whose ``warning`` calls are all expected skips: each distinct warning text (the
+    message with its arguments) is a reason of a ``SkipLog`` (rate-limited, counted); ``debug``, ``info`` and
+    ``error`` go to the logger unchanged."""
+
+    def __init__(self, logger: logging.Logger, skips: SkipLog | None = None) -> None:
+        self._logger = logger
+        self._skips = skips if skips is not None else skip_log(logger)
+
+    def warning(self, msg: str, *args: object) -> None:
+        self._skips.skipped(msg % args if args else msg)
+
+    def debug(self, msg: str, *args: object) -> None:
+        self._logger.debug(msg, *args)
+
+    def info(self, msg: str, *args: object) -> None:
+        self._logger.info(msg, *args)
+
+    def error(self, msg: str, *args: object) -> None:
+        self._logger.error(msg, *args)
 
 
 _LOGS: dict[str, SkipLog] = {}

@@ -71,7 +71,7 @@ class TimestampExtractor:
             raise InvalidTimestampError(f"invalid timestamp ({self._describe()}): {problem}")
         if self.spec.on_invalid == "partition_time" and partition_time >= 0:
             return partition_time
-        self._skips.skipped(f"no valid timestamp ({self._describe()})", problem)
+        self._skips.skipped(f"Skipped a record without a valid timestamp ({self._describe()})", problem)
         return None
 
     def _from_field(self, value: Any) -> int:
