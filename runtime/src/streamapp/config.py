@@ -44,8 +44,10 @@ state.cleanup.delay.ms                   600000              age of the state of
                                                              (neither active nor standby) before it is deleted
 num.standby.replicas                     0                   warm copies of each stateful task's stores on other
                                                              stream threads (docs/adr/0004-standby-replicas.md)
-statestore.cache.max.bytes               10485760            per-thread bound on buffered store writes; a
-                                                             thread commits early when it is reached
+statestore.cache.max.bytes               10485760            per-thread record cache (KIP-63, docs/record-cache.md)
+                                                             and bound on buffered store writes: a thread
+                                                             commits early when they reach it; 0 = cache off
+                                                             (docs/adr/0008-record-cache-default.md)
 default.deserialization.exception.\
 handler                                  log_and_fail        ``log_and_fail``, ``log_and_continue`` or
                                                              ``dead_letter_queue`` (a record that cannot be read)

@@ -2,6 +2,9 @@
 
 Order, and why:
 
+0. every task flushes its record cache (``statestore.cache.max.bytes``): the dirty entries are forwarded
+   downstream (sinks, repartitions) and written to the changelogging stores, so what follows commits them too;
+   under ``exactly_once_v2`` they are part of the transaction (Kafka's ``StreamTask.prepareCommit``);
 1. every task queues its buffered store writes to its changelog partitions;
 2. the producer is flushed: sink, repartition and changelog records are all acknowledged (their offsets known);
 3. the consumed offsets are committed: synchronously with the consumer under at-least-once; under
@@ -63,6 +66,8 @@ def commit_tasks(
     if not dirty and not producer.transaction_in_flight:
         return CommitResult(0, 0, 0.0)
     try:
+        for task in dirty:
+            task.flush_cache()
         for task in dirty:
             task.send_changelog()
         producer.flush(flush_timeout_s)

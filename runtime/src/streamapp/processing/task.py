@@ -37,11 +37,12 @@ from streamapp.serdes import serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import TaskDirectoryLock
+from streamapp.state.record_cache import CachingKeyValueStore, ThreadCache
 from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
 from streamapp.state.timestamped import logged_store
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import SourceNode, Subtopology, TopologyDescription
-from streamapp.topology.stores import timestamped_stores
+from streamapp.topology.stores import cached_stores, timestamped_stores
 
 __all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
 
@@ -114,8 +115,13 @@ class StreamTask:
         clock_ms: Callable[[], int] = _wall_clock_ms,
         max_task_idle_ms: int = 0,
         global_tables: Callable[[str], TypedKeyValueStore] | None = None,
+        record_cache: ThreadCache | None = None,
     ) -> None:
         self.id = task_id
+        self.record_cache = record_cache
+        """The stream thread's record cache (``statestore.cache.max.bytes`` > 0), or ``None``: caching off. Set
+        before ``initialize``."""
+        self._caching: dict[str, CachingKeyValueStore] = {}
         self.description = description
         self.subtopology = subtopology
         self.application_id = application_id
@@ -173,6 +179,13 @@ class StreamTask:
                 )
                 inner = self._store_factory(name, self.task_dir / "rocksdb" / name)
                 self.stores[name] = logged_store(name in timestamped, inner, changelog, self._current_timestamp)
+            if self.record_cache is not None:
+                cached = cached_stores(self.description.nodes, self.description.stores)
+                for name in (n for n in self.subtopology.stores if n in cached):
+                    namespace = f"{self.id}-{name}"
+                    self._caching[name] = CachingKeyValueStore(
+                        self.stores[name], self.record_cache, namespace, self._current_timestamp
+                    )
         except Exception:
             self._close_stores()
             raise
@@ -435,7 +448,19 @@ class StreamTask:
         return self.consumed_offsets != self.committed_offsets or self.has_pending_writes()
 
     def has_pending_writes(self) -> bool:
-        return any(store.has_pending for store in self.stores.values())
+        return any(store.has_pending for store in self.stores.values()) or any(
+            caching.has_dirty for caching in self._caching.values()
+        )
+
+    def flush_cache(self) -> None:
+        """Commit step 0: flush the record cache's dirty entries of this task's stores, which forwards them
+        downstream and writes them to the changelogging stores (Kafka's ``StreamTask.prepareCommit`` ->
+        ``flushCache``). Stores flush in the sub-topology's order, again while a flush dirtied another one."""
+        for _ in range(len(self._caching) + 1):
+            if not any(caching.has_dirty for caching in self._caching.values()):
+                return
+            for caching in self._caching.values():
+                caching.flush()
 
     @property
     def pending_bytes(self) -> int:
@@ -459,7 +484,9 @@ class StreamTask:
         self.committed_offsets = dict(self.consumed_offsets)
 
     def discard_pending(self) -> None:
-        """Drop buffered store writes and uncommitted progress (the commit failed)."""
+        """Drop cached and buffered store writes and uncommitted progress (the commit failed)."""
+        for caching in self._caching.values():
+            caching.discard()
         for store in self.stores.values():
             store.discard()
         self.consumed_offsets = dict(self.committed_offsets)
@@ -488,9 +515,12 @@ class StreamTask:
         spec, store = self.description.store(name), self.stores[name]
         topic = store.changelog.topic  # store data is serialized for its changelog topic, as in Kafka Streams
         key_serde, value_serde = serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
-        return TypedKeyValueStore(store, key_serde, value_serde)
+        return TypedKeyValueStore(self._caching.get(name, store), key_serde, value_serde)
 
     def _close_stores(self) -> None:
+        for caching in self._caching.values():
+            caching.close()
+        self._caching.clear()
         for store in self.stores.values():
             try:
                 store.close()

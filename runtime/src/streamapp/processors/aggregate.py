@@ -19,6 +19,10 @@ record's and the current aggregate's (Kafka's ``KStreamAggregate`` / ``KStreamRe
 oldAgg.timestamp)`` when there is an aggregate, else the record's; ``KTableAggregate`` / ``KTableReduce``: the
 same whenever the existing aggregate is subtracted from or added to). The result is stored with that timestamp
 and forwarded at it, so out-of-order input gives Kafka Streams' output timestamps.
+
+With the record cache on (``statestore.cache.max.bytes`` > 0, ``streamapp.state.record_cache``) the store is
+cached and the processors do not forward: the cache forwards ``Change(latest aggregate, last flushed
+aggregate)`` when it flushes (commit) or evicts, Kafka's ``TimestampedTupleForwarder`` with caching enabled.
 """
 
 from __future__ import annotations
@@ -27,7 +31,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
+from streamapp.processors.base import (
+    BuildContext,
+    Change,
+    FamilyBuilders,
+    Processor,
+    ProcessorMetrics,
+    forward_on_flush,
+)
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.aggregate import AggregateNode, CountNode, GroupByNode, ReduceNode
 from streamapp.topology.nodes.base import NodeBase
@@ -70,6 +81,7 @@ class StreamAggregateProcessor:
         self._aggregator = aggregator
         self._children = tuple(children)
         self._metrics = metrics
+        self._cached = forward_on_flush(store, self._children)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None or value is None:
@@ -86,6 +98,8 @@ class StreamAggregateProcessor:
             if old_timestamp > timestamp:
                 timestamp = old_timestamp
         self._store.put(key, new, timestamp)
+        if self._cached:
+            return
         change = Change(new, old)
         for child in self._children:
             child.process(key, change, timestamp)
@@ -112,6 +126,8 @@ class CountProcessor(StreamAggregateProcessor):
             if old_timestamp > timestamp:
                 timestamp = old_timestamp
         store.put(key, change.new_value, timestamp)
+        if self._cached:
+            return
         for child in self._children:
             child.process(key, change, timestamp)
 
@@ -153,6 +169,7 @@ class TableAggregateProcessor:
         self._adder = adder
         self._subtractor = subtractor
         self._children = tuple(children)
+        self._cached = forward_on_flush(store, self._children)
 
     def process(self, key: Any, value: Change, timestamp: int) -> None:
         if key is None:
@@ -170,6 +187,8 @@ class TableAggregateProcessor:
         if touched and old_timestamp > timestamp:
             timestamp = old_timestamp
         self._store.put(key, agg, timestamp)
+        if self._cached:
+            return
         change = Change(agg, old_agg)
         for child in self._children:
             child.process(key, change, timestamp)

@@ -32,6 +32,7 @@ __all__ = [
     "ProcessorBuilder",
     "ProcessorMetrics",
     "RecordSender",
+    "forward_on_flush",
 ]
 
 
@@ -52,6 +53,23 @@ class Processor(Protocol):
     """One node of a task's processor graph."""
 
     def process(self, key: Any, value: Any, timestamp: int) -> None: ...
+
+
+def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor]) -> bool:
+    """Make a cached store's flushes forward ``Change(new, old)`` to ``children`` at the flushed entry's timestamp
+    (Kafka's ``TimestampedTupleForwarder`` with caching on: the ``CachingKeyValueStore`` forwards, the
+    processor does not). True when ``store`` is cached, i.e. the processor must not forward itself."""
+    if not store.cached:
+        return False
+    targets = tuple(children)
+
+    def forward(key: Any, new: Any, old: Any, timestamp: int) -> None:
+        change = Change(new, old)
+        for child in targets:
+            child.process(key, change, timestamp)
+
+    store.set_flush_listener(forward)
+    return True
 
 
 class RecordSender(Protocol):

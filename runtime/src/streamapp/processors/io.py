@@ -17,7 +17,15 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordSender
+from streamapp.processors.base import (
+    BuildContext,
+    Change,
+    FamilyBuilders,
+    Processor,
+    ProcessorMetrics,
+    RecordSender,
+    forward_on_flush,
+)
 from streamapp.serdes import Serde, SerdeError, serde_for
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode, TableSourceNode
@@ -164,6 +172,7 @@ class TableSourceProcessor(SourceProcessor):
         super().__init__(key_serde, value_serde, children)
         self._store = store
         self._metrics = metrics
+        self._cached = forward_on_flush(store, self._children)
 
     def forward(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
@@ -172,6 +181,8 @@ class TableSourceProcessor(SourceProcessor):
             return
         old = self._store.get(key)
         self._store.put(key, value, timestamp)
+        if self._cached:  # the record cache forwards on flush (Kafka's KTableSource with caching on)
+            return
         change = Change(value, old)
         for child in self._children:
             child.process(key, change, timestamp)

@@ -59,9 +59,15 @@ class ChangeLoggingKeyValueStore:
         return self.inner.get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
+        self.put_at(key, value, self._timestamp())
+
+    def put_at(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Buffer a write whose changelog record gets ``timestamp`` (epoch ms; a timestamped store logs a value
+        at its own timestamp). ``put`` uses the timestamp of the record being processed; the record cache
+        passes the one of the record that made the flushed entry."""
         pending = self._pending
         size = len(pending)
-        pending[key] = (value, self._log_timestamp(value))
+        pending[key] = (value, self._log_timestamp(value, timestamp))
         if len(pending) != size:  # a new key; an overwrite keeps the entry (its value size is not re-counted)
             self._pending_bytes += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD_BYTES
 
@@ -70,9 +76,9 @@ class ChangeLoggingKeyValueStore:
         """The changelog record's value for a stored ``value``: the same bytes."""
         return value
 
-    def _log_timestamp(self, value: bytes | None) -> int:
-        """The timestamp of the changelog record that will log ``value``: the record being processed."""
-        return self._timestamp()
+    def _log_timestamp(self, value: bytes | None, timestamp: int) -> int:
+        """The timestamp of the changelog record that will log ``value`` written at ``timestamp``."""
+        return timestamp
 
     @property
     def pending_bytes(self) -> int:

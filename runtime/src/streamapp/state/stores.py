@@ -14,7 +14,7 @@ Layers, innermost first (Kafka Streams' store builder stacks them the same way):
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from streamapp.serdes import Serde
@@ -105,8 +105,31 @@ class TypedKeyValueStore:
             return None
         if self.timestamped:
             timestamp: int = VALUE_TIMESTAMP.unpack_from(raw)[0]
-            return self._value_serde.deserialize(raw[8:]), timestamp
+            return self._value_serde.deserialize(raw[VALUE_TIMESTAMP.size :]), timestamp
         return self._value_serde.deserialize(raw), NO_TIMESTAMP
+
+    @property
+    def cached(self) -> bool:
+        """Whether writes wait in the record cache (``streamapp.state.record_cache``): the processor then
+        forwards through ``set_flush_listener`` instead of after each write."""
+        return bool(getattr(self._inner, "cached", False))
+
+    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> None:
+        """Call ``listener(key, new value, old value, timestamp)`` for each entry the record cache flushes
+        (Kafka's ``TimestampedCacheFlushListener``: the timestamp is the new value's, or the deleting record's).
+        Only for a ``cached`` store."""
+        key_serde, value_serde, timestamped = self._key_serde, self._value_serde, self.timestamped
+        prefix = VALUE_TIMESTAMP.size
+
+        def flushed(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
+            if timestamped:
+                if new is not None:
+                    timestamp = VALUE_TIMESTAMP.unpack_from(new)[0]
+                    new = new[prefix:]
+                old = None if old is None else old[prefix:]
+            listener(key_serde.deserialize(key), value_serde.deserialize(new), value_serde.deserialize(old), timestamp)
+
+        self._inner.set_flush_listener(flushed)  # type: ignore[attr-defined]
 
     def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
         """Store ``value`` for ``key`` (with ``timestamp``, epoch ms, in a timestamped store); ``None`` deletes it."""

@@ -84,8 +84,8 @@ class TimestampedChangeLoggingKeyValueStore(ChangeLoggingKeyValueStore):
 
     timestamped = True
 
-    def _log_timestamp(self, value: bytes | None) -> int:
-        return self._timestamp() if value is None else _TIMESTAMP.unpack_from(value)[0]
+    def _log_timestamp(self, value: bytes | None, timestamp: int) -> int:
+        return timestamp if value is None else int(_TIMESTAMP.unpack_from(value)[0])
 
     @staticmethod
     def _logged_value(value: bytes | None) -> bytes | None:

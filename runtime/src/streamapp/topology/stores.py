@@ -10,7 +10,7 @@ from pydantic.alias_generators import to_camel
 
 from streamapp.topology.document import DescriptionModel, SerdeName, check_serde
 
-__all__ = ["TIMESTAMPED_NODE_TYPES", "StoreSpec", "timestamped_stores"]
+__all__ = ["CACHED_NODE_TYPES", "TIMESTAMPED_NODE_TYPES", "StoreSpec", "cached_stores", "timestamped_stores"]
 
 TIMESTAMPED_NODE_TYPES = frozenset({"table", "count", "reduce", "aggregate", "stream_table_join", "table_table_join"})
 """Node types whose ``key_value`` stores keep each value's timestamp (Kafka's DSL materializes KTables and
@@ -54,11 +54,23 @@ class StoreSpec(DescriptionModel):
         return self
 
 
+CACHED_NODE_TYPES = frozenset({"table", "count", "reduce", "aggregate"})
+"""Node types whose ``key_value`` stores go through the record cache when it is on (Kafka's materialized KTables
+and aggregations are cached by default; join and Processor API stores are not)."""
+
+
+def cached_stores(nodes: Iterable[Any], stores: Iterable[StoreSpec]) -> frozenset[str]:
+    """Names of the ``key_value`` stores of nodes in ``CACHED_NODE_TYPES`` (``streamapp.state.record_cache``)."""
+    return _stores_of(nodes, stores, CACHED_NODE_TYPES)
+
+
 def timestamped_stores(nodes: Iterable[Any], stores: Iterable[StoreSpec]) -> frozenset[str]:
     """Names of the ``key_value`` stores kept in the timestamped format (``streamapp.state.timestamped``): those
     of a node in ``TIMESTAMPED_NODE_TYPES``. Other ``key_value`` stores (suppression buffers, join buffers,
     Processor API stores: Kafka's plain ``KeyValueStore``) keep their own value layout."""
+    return _stores_of(nodes, stores, TIMESTAMPED_NODE_TYPES)
+
+
+def _stores_of(nodes: Iterable[Any], stores: Iterable[StoreSpec], types: frozenset[str]) -> frozenset[str]:
     key_value = {spec.name for spec in stores if spec.type == "key_value"}
-    return frozenset(
-        name for node in nodes if node.type in TIMESTAMPED_NODE_TYPES for name in node.stores() if name in key_value
-    )
+    return frozenset(name for node in nodes if node.type in types for name in node.stores() if name in key_value)

@@ -1,0 +1,251 @@
+"""The record cache (Kafka Streams' KIP-63: ``ThreadCache`` / ``NamedCache`` / ``CachingKeyValueStore``).
+
+One ``ThreadCache`` per stream thread, bounded by ``statestore.cache.max.bytes``; one ``NamedCache`` in it per
+cached store of each task (namespace ``<taskId>-<store>``). A write to a cached store goes into its named cache
+as a *dirty* entry; nothing is forwarded downstream or written to the changelogging store below yet. Dirty
+entries leave the cache, in one batch per named cache, through its flush listener:
+
+- on **commit** (``flush``, before the changelog is sent and, under ``exactly_once_v2``, before the transaction
+  commits): every dirty entry, in the order of their last update (Kafka's ``NamedCache.dirtyKeys``, a
+  ``LinkedHashSet`` re-inserted on each put);
+- on **eviction**: after a put, while the thread's cache holds more than its bound, the put's named cache
+  evicts its least recently used entry (reads and writes both count as use); when that entry is dirty, the
+  whole named cache is flushed, the evicted entry first (Kafka's ``NamedCache.evict`` / ``flush(evicted)``).
+
+``CachingKeyValueStore`` is the store layer (Kafka's ``CachingKeyValueStore``): reads see the cache first; a
+flushed entry is written to the store below and handed, with the value the store below held before (the last
+flushed value: what downstream saw), to the flush listener, which forwards ``Change(new, old)`` (Kafka's
+``TimestampedCacheFlushListener``). An entry whose new and old values are both absent is skipped. A hot key
+therefore produces one downstream update and one changelog record per commit interval instead of one per record.
+
+Sizes: an entry counts its key and value lengths plus ``CACHE_ENTRY_OVERHEAD_BYTES`` of Python memory.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+__all__ = [
+    "CACHE_ENTRY_OVERHEAD_BYTES",
+    "CachingKeyValueStore",
+    "DirtyEntry",
+    "FlushListener",
+    "NamedCache",
+    "ThreadCache",
+]
+
+CACHE_ENTRY_OVERHEAD_BYTES = 200
+"""Python memory per cached entry beyond its key and value bytes (CPython 3.11, 64-bit): the ordered-dict
+node and slot, the ``[value, timestamp]`` list, the timestamp int, the bytes headers and the dirty-set slot."""
+
+DirtyEntry = tuple[bytes, bytes | None, int]
+"""A flushed entry: ``(key, value or None for a delete, timestamp of the write in epoch ms)``."""
+
+FlushListener = Callable[[list[DirtyEntry]], None]
+
+StoreFlushListener = Callable[[bytes, bytes | None, bytes | None, int], None]
+"""``(key, new value, old value, timestamp)`` of one flushed entry (values ``None`` when absent)."""
+
+
+def _entry_size(key: bytes, value: bytes | None) -> int:
+    return len(key) + (0 if value is None else len(value)) + CACHE_ENTRY_OVERHEAD_BYTES
+
+
+class ThreadCache:
+    """The record cache of one stream thread: named caches sharing ``max_bytes`` (>= 1)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes < 1:
+            raise ValueError(f"a record cache needs a positive size, got {max_bytes} bytes (0 turns caching off)")
+        self.max_bytes = max_bytes
+        self.size_bytes = 0
+        self._caches: dict[str, NamedCache] = {}
+        self.evictions = 0
+        """Entries evicted since the cache was created (Kafka's ``cache-evictions`` idea, as a total)."""
+
+    def named_cache(self, namespace: str, listener: FlushListener) -> NamedCache:
+        """The named cache ``namespace`` (``<taskId>-<store>``), created empty with ``listener`` if new."""
+        cache = self._caches.get(namespace)
+        if cache is None:
+            cache = self._caches[namespace] = NamedCache(namespace, self, listener)
+        return cache
+
+    def close(self, namespace: str) -> None:
+        """Drop a named cache and its entries, flushed or not (its task closed)."""
+        cache = self._caches.pop(namespace, None)
+        if cache is not None:
+            cache.clear()
+
+    def maybe_evict(self, cache: NamedCache) -> None:
+        """After a put into ``cache``: evict its least recently used entries while the thread's cache is over
+        its bound (Kafka's ``ThreadCache.maybeEvict``: only the cache that was written to evicts)."""
+        while self.size_bytes > self.max_bytes and cache:
+            cache.evict()
+            self.evictions += 1
+
+
+class NamedCache:
+    """The entries of one store of one task, in LRU order, with the keys of the dirty ones in update order."""
+
+    def __init__(self, namespace: str, thread: ThreadCache, listener: FlushListener) -> None:
+        self.namespace = namespace
+        self._thread = thread
+        self._listener = listener
+        self._entries: OrderedDict[bytes, list[bytes | int | None]] = OrderedDict()
+        """key -> ``[value, timestamp]``, least recently used first."""
+        self._dirty: dict[bytes, None] = {}
+        self.size_bytes = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: bytes) -> list[bytes | int | None] | None:
+        """The ``[value, timestamp]`` entry of ``key`` (value ``None``: deleted), or ``None`` on a miss. A hit
+        makes the entry the most recently used."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Write a dirty entry (the most recently used), then let the thread cache evict if it is full."""
+        entry = self._entries.get(key)
+        size = _entry_size(key, value)
+        if entry is None:
+            self._entries[key] = [value, timestamp]
+        else:
+            old_value = entry[0]
+            size -= _entry_size(key, old_value if isinstance(old_value, bytes) else None)
+            entry[0] = value
+            entry[1] = timestamp
+            self._entries.move_to_end(key)
+        self.size_bytes += size
+        self._thread.size_bytes += size
+        dirty = self._dirty
+        dirty.pop(key, None)
+        dirty[key] = None
+        self._thread.maybe_evict(self)
+
+    def evict(self) -> None:
+        """Remove the least recently used entry; when it is dirty, flush it first and every other dirty entry
+        after it (Kafka's ``NamedCache.evict``)."""
+        key, entry = self._entries.popitem(last=False)
+        value = entry[0] if isinstance(entry[0], bytes) else None
+        self._shrink(_entry_size(key, value))
+        if key in self._dirty:
+            del self._dirty[key]
+            timestamp = entry[1]
+            assert isinstance(timestamp, int)
+            self._flush([(key, value, timestamp)])
+
+    def flush(self) -> None:
+        """Hand every dirty entry to the listener, in update order, and mark them clean; deleted entries leave."""
+        if self._dirty:
+            self._flush([])
+
+    @property
+    def has_dirty(self) -> bool:
+        return bool(self._dirty)
+
+    def dirty_keys(self) -> Iterator[bytes]:
+        """The dirty keys in the order a flush hands them over."""
+        return iter(self._dirty)
+
+    def clear(self) -> None:
+        """Drop every entry without flushing (the task's uncommitted work is discarded)."""
+        self._thread.size_bytes -= self.size_bytes
+        self.size_bytes = 0
+        self._entries.clear()
+        self._dirty.clear()
+
+    def _flush(self, batch: list[DirtyEntry]) -> None:
+        entries = self._entries
+        for key in self._dirty:
+            value, timestamp = entries[key]
+            assert isinstance(timestamp, int)
+            batch.append((key, value if isinstance(value, bytes) else None, timestamp))
+        self._dirty = {}  # cleared before the listener runs: forwarding may write to this cache again
+        self._listener(batch)
+        for key, value, _ in batch:
+            if value is None and key in entries and entries[key][0] is None:
+                del entries[key]
+                self._shrink(_entry_size(key, None))
+
+    def _shrink(self, size: int) -> None:
+        self.size_bytes -= size
+        self._thread.size_bytes -= size
+
+
+class _Below(Protocol):
+    """The store under the cache: the task's changelogging store."""
+
+    name: str
+    timestamped: bool
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put_at(self, key: bytes, value: bytes | None, timestamp: int) -> None: ...
+
+
+class CachingKeyValueStore:
+    """A bytes key-value store whose writes wait in the thread's record cache (Kafka's ``CachingKeyValueStore``).
+
+    ``timestamp`` returns the timestamp of the record being processed (an entry remembers it: a delete is
+    forwarded and logged at it). ``set_flush_listener`` receives each flushed entry with the value the store
+    below held before it.
+    """
+
+    cached = True
+
+    def __init__(self, below: _Below, cache: ThreadCache, namespace: str, timestamp: Callable[[], int]) -> None:
+        self.name = below.name
+        self.timestamped = below.timestamped
+        self._below = below
+        self._timestamp = timestamp
+        self._thread = cache
+        self._cache = cache.named_cache(namespace, self._flushed)
+        self._listener: StoreFlushListener | None = None
+
+    def set_flush_listener(self, listener: StoreFlushListener) -> None:
+        self._listener = listener
+
+    def get(self, key: bytes) -> bytes | None:
+        entry = self._cache.get(key)
+        if entry is not None:
+            value = entry[0]
+            return value if isinstance(value, bytes) else None
+        return self._below.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self._cache.put(key, value, self._timestamp())
+
+    @property
+    def has_dirty(self) -> bool:
+        """Whether entries wait to be flushed."""
+        return self._cache.has_dirty
+
+    def flush(self) -> None:
+        """Forward and write down every dirty entry (commit)."""
+        self._cache.flush()
+
+    def discard(self) -> None:
+        """Drop the cached entries unflushed (the task's uncommitted work is discarded)."""
+        self._cache.clear()
+
+    def close(self) -> None:
+        self._thread.close(self._cache.namespace)
+
+    def _flushed(self, entries: list[DirtyEntry]) -> None:
+        below, listener = self._below, self._listener
+        for key, value, timestamp in entries:
+            old = below.get(key)
+            if value is None and old is None:
+                continue
+            below.put_at(key, value, timestamp)
+            if listener is not None:
+                listener(key, value, old, timestamp)
