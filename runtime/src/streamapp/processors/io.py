@@ -27,6 +27,7 @@ from streamapp.processors.base import (
     forward_on_flush,
 )
 from streamapp.serdes import Serde, SerdeError, serde_for
+from streamapp.skips import SkipWarnings
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode, TableSourceNode
 
@@ -40,7 +41,8 @@ __all__ = [
     "TopicExtractorSinkProcessor",
 ]
 
-log = logging.getLogger(__name__)
+log = SkipWarnings(logging.getLogger(__name__))
+"""Its warnings are expected skips (a null key into a table): rate-limited, counted (``streamapp.skips``)."""
 
 BUILDERS = FamilyBuilders("io")
 
