@@ -4,11 +4,13 @@ many records were skipped, and the ``streamapp_offset_reset_skipped_records_tota
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
+from streamapp.kafka.clients import KafkaConsumer
 from streamapp_harness import KafkaTestClient, StreamAppInstance, unique, wait_for
 
 pytestmark = pytest.mark.integration
@@ -65,3 +67,45 @@ def test_records_deleted_before_they_were_read_are_a_warning_and_a_metric(
     assert second.log_file.read_text().count("Offset reset on") == 1  # once, not again on librdkafka's own reset
     assert WARNING.format(source=source, skipped=50, expected=100) in second.log_file.read_text()
     assert second.stop() == 0
+
+
+class _Listener:
+    def on_partitions_assigned(self, partitions: list[Any]) -> None: ...
+
+    def on_partitions_revoked(self, partitions: list[Any]) -> None: ...
+
+    def on_partitions_lost(self, partitions: list[Any]) -> None: ...
+
+
+def test_a_position_that_falls_out_of_range_is_reported_when_librdkafka_resets_it(
+    kafka: KafkaTestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    group, source = unique("reset-group"), unique("lagging")
+    kafka.create_topics({source: 1})
+    kafka.produce(source, [(f"k{i}", i) for i in range(100)], partition=0)
+    committer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group})
+    committer.commit(offsets=[TopicPartition(source, 0, 10)], asynchronous=False)
+    committer.close()
+    delete_before(kafka, source, 60)  # the group's position, 10, is now below the log start
+    reported: list[tuple[str, int]] = []
+    consumer = KafkaConsumer(
+        {"bootstrap.servers": kafka.bootstrap, "group.id": group, "auto.offset.reset": "earliest"},
+        on_offset_reset=lambda partition, records: reported.append((partition, records)),
+    )
+    consumer.subscribe([source], _Listener())
+    read: list[int] = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="streamapp.kafka.clients"):
+            wait_for(lambda: read_more(consumer, read) >= 40, 60, "the 40 records after the gap")
+    finally:
+        consumer.close()
+
+    assert read[0] == 60
+    assert reported == [(f"{source}-0", 50)]
+    assert sum(WARNING.format(source=source, skipped=50, expected=10) in r.getMessage() for r in caplog.records) == 1
+
+
+def read_more(consumer: KafkaConsumer, offsets: list[int]) -> int:
+    """Poll once, append the offsets read to ``offsets``; returns how many it holds."""
+    offsets.extend(record.offset for record in consumer.poll(100, 1.0))
+    return len(offsets)

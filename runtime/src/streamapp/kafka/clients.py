@@ -242,6 +242,26 @@ OffsetResetListener = Callable[[str, int], None]
 """Told ``(topic-partition, records skipped)`` when an offset reset skipped records."""
 
 
+_RESET_LINE = re.compile(r"(?P<topic>[^\s\[\]]+) \[(?P<partition>\d+)\]: offset reset \(at offset (?P<offset>\d+)")
+"""librdkafka's OFFSET log line when a fetch position was out of range and ``auto.offset.reset`` moved it."""
+
+
+class _ClientLog:
+    """librdkafka's log lines (the ``logger`` setting) into this module's logger; remembers the positions its
+    automatic offset resets left (``offset reset (at offset N ...)``), for the consumer to check after a poll."""
+
+    def __init__(self) -> None:
+        self.resets: list[tuple[TopicPartition, int]] = []
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        log.log(level, msg, *args)
+        if len(args) == 3 and args[0] == "OFFSET":
+            found = _RESET_LINE.search(str(args[2]))
+            if found is not None:
+                tp = TopicPartition(found["topic"], int(found["partition"]))
+                self.resets.append((tp, int(found["offset"])))
+
+
 def records_skipped(expected: int, log_start: int) -> int:
     """How many records a consumer expecting to read at ``expected`` loses when the partition's earliest
     available offset is ``log_start``: the ones deleted in between (0 when none)."""
@@ -257,8 +277,8 @@ class KafkaConsumer:
     ``auto.offset.reset=earliest`` resumes after the gap. Kafka's consumer logs that reset at INFO; here it is a
     WARN naming the partition, both offsets and the number of records skipped, and ``on_offset_reset`` counts
     it (the ``streamapp_offset_reset_skipped_records_total`` metric). Checked when the committed offsets are read
-    (a task is created) and when librdkafka reports an automatic reset (``_AUTO_OFFSET_RESET``, a position that
-    fell out of range while running).
+    (a task is created) and after a poll in which librdkafka reset a position that fell out of range (its
+    ``OFFSET`` log line, read through the ``logger`` setting: librdkafka hands no event to the application).
     """
 
     def __init__(self, settings: Mapping[str, Any], *, on_offset_reset: OffsetResetListener | None = None) -> None:
@@ -269,7 +289,10 @@ class KafkaConsumer:
         self._on_offset_reset = on_offset_reset
         self._reported_gaps: dict[TopicPartition, int] = {}
         """Per partition, the expected offset of the last gap reported (a reset is reported once)."""
-        self._consumer = confluent_kafka.Consumer({"error_cb": self._on_error, **settings, "stats_cb": self._on_stats})
+        self._client_log = _ClientLog()
+        self._consumer = confluent_kafka.Consumer(
+            {"error_cb": self._on_error, "logger": self._client_log, **settings, "stats_cb": self._on_stats}
+        )
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         def on_assign(consumer: Any, partitions: list[Any]) -> None:
@@ -301,10 +324,12 @@ class KafkaConsumer:
                 records.append(to_record(message))
             elif error.fatal() or error.code() in (KafkaError._FATAL, _UNRELEASED_INSTANCE_ID):
                 raise _consumer_error(error)
-            elif error.code() == KafkaError._AUTO_OFFSET_RESET:
-                self._on_auto_reset(message, error)
             else:
                 log.warning("Consumer reported an error: %s", error)
+        if self._client_log.resets:
+            resets, self._client_log.resets = self._client_log.resets, []
+            for tp, offset in resets:
+                self._check_gap(tp, offset)
         return records
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
@@ -365,14 +390,6 @@ class KafkaConsumer:
 
     def close(self) -> None:
         self._consumer.close()
-
-    def _on_auto_reset(self, message: Any, error: KafkaError) -> None:
-        """librdkafka reset a position that was out of range; the message names the partition and the offset."""
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
-        if topic is None or partition is None or offset is None or offset < 0:
-            log.warning("Consumer reset an offset: %s", error)
-            return
-        self._check_gap(TopicPartition(topic, partition), offset)
 
     def _check_gap(self, tp: TopicPartition, expected: int) -> None:
         """WARN and count when records between ``expected`` and the earliest available offset of ``tp`` are gone."""
