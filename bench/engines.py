@@ -35,7 +35,7 @@ __all__ = ["ENGINES", "Bench", "Result", "Scenario"]
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parent.parent
-ENGINES = ("raw", "streamapp", "quixstreams", "faust")
+ENGINES = ("raw", "streamapp", "quixstreams", "faust", "kstreams")
 GUARANTEES = ("at_least_once", "exactly_once_v2")
 
 
@@ -86,6 +86,7 @@ class Bench:
             "streamapp": self._run_streamapp,
             "quixstreams": self._run_quix,
             "faust": self._run_faust,
+            "kstreams": self._run_kstreams,
         }[scenario.engine]
         tag = f"{scenario.name}-{uuid.uuid4().hex[:6]}"
         run_dir = self.work_dir / "runs" / tag
@@ -219,6 +220,31 @@ class Bench:
         ]
         measurement = self._measure(command, tag, [self.dataset.flights_topic], output, run_dir)
         return self._result(scenario, measurement, f"faust-streaming {version}")
+
+    def _run_kstreams(self, scenario: Scenario, tag: str, run_dir: Path) -> Result:
+        """Kafka Streams 4.1 (Java, ``bench.peers.kstreams``) on the keyed count, one stream thread, its default
+        record cache unless ``statestore.cache.max.bytes`` is among the ``--set`` settings."""
+        if scenario.topology != "count" or scenario.threads != 1:
+            raise NotAvailable("the Kafka Streams peer runs the count topology, one stream thread")
+        from bench.peers.kstreams import KAFKA_STREAMS_VERSION, ensure_kstreams, kstreams_command
+
+        classpath = ensure_kstreams()
+        output = f"{tag}-out"
+        recreate_topic(self.bootstrap, output, self.dataset.partitions, {"retention.ms": "-1"})
+        cache = self.streamapp_settings.get("statestore.cache.max.bytes")
+        command = kstreams_command(
+            classpath,
+            self.bootstrap,
+            tag,
+            self.dataset.flights_topic,
+            output,
+            scenario.guarantee,
+            self.commit_interval_ms,
+            run_dir / "state",
+            None if cache is None else int(cache),
+        )
+        measurement = self._measure(command, tag, [self.dataset.flights_topic], output, run_dir)
+        return self._result(scenario, measurement, f"kafka-streams {KAFKA_STREAMS_VERSION}")
 
     # -- shared ------------------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ Loads the input topics when they are not cached (``bench.data``), then runs ever
 other (``bench.engines``): the raw confluent-kafka loop, streamapp on the stateless, count, windowed and
 join topologies under at-least-once and exactly-once with 1 and 2 stream threads, the CPU-bound ``cpu``
 topology (at-least-once, 1 and 2 threads; the summary prints the 2-thread / 1-thread ratios), Quix Streams
-and Faust on the stateless and count topologies, and the restore benchmark (``bench.restore``). Prints one table,
+and Faust on the stateless and count topologies, Kafka Streams 4.1 (Java, ``bench.peers.kstreams``, built with
+Maven on first use) on the count topology, and the restore benchmark (``bench.restore``). ``--set`` settings such
+as ``statestore.cache.max.bytes`` apply to the streamapp and Kafka Streams runs alike. Prints one table,
 and writes every number to ``.cache/bench/results/<time>.json``.
 
 ``python -m bench.run profile stateless`` records a py-spy profile of one streamapp run instead.
@@ -55,6 +57,8 @@ def default_scenarios() -> list[Any]:
         for guarantee in GUARANTEES:
             scenarios.append(Scenario("quixstreams", topology, guarantee))
         scenarios.append(Scenario("faust", topology))
+    for guarantee in GUARANTEES:
+        scenarios.append(Scenario("kstreams", "count", guarantee))
     return scenarios
 
 
@@ -230,7 +234,7 @@ def _result_json(result: Any) -> dict[str, Any]:
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="seconds per scenario")
 @click.option("--commit-interval-ms", default=1000, show_default=True, help="for every engine")
 @click.option("--only", multiple=True, help="run the scenarios matching these globs (e.g. 'streamapp-count-*')")
-@click.option("--skip-peers", is_flag=True, help="no Quix Streams / Faust")
+@click.option("--skip-peers", is_flag=True, help="no Quix Streams / Faust / Kafka Streams")
 @click.option("--skip-restore", is_flag=True, help="no restore benchmark")
 @click.option(
     "--runtime-src",
@@ -286,7 +290,7 @@ def main(
         s
         for s in default_scenarios()
         if (not only or any(fnmatch.fnmatch(s.name, pattern) for pattern in only))
-        and not (skip_peers and s.engine in ("quixstreams", "faust"))
+        and not (skip_peers and s.engine in ("quixstreams", "faust", "kstreams"))
     ]
     started = machine()
     # Rounds rather than back-to-back repeats, so that load from elsewhere on the machine spreads over every

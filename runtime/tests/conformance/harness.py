@@ -298,6 +298,9 @@ class _BrokerRun:
             "commit.interval.ms": 100,
             # the harness reads repartition topics from offset 0 after the run: never purge them under it
             "repartition.purge.interval.ms": 3_600_000,
+            # the record cache off: one update per record on the broker, like the driver, which commits after
+            # every record (docs/record-cache.md); a test passing the key gets Kafka's cached behaviour
+            "statestore.cache.max.bytes": 0,
             **config,
             "application.id": self.app_id,
             "bootstrap.servers": engine.bootstrap,
