@@ -52,7 +52,8 @@ def test_pipe_input_takes_the_record_time_as_an_aware_datetime_and_rejects_a_nai
         with pytest.raises(ValueError, match="no time zone"):
             flights.pipe_input("N2", {"carrier": "UA"}, datetime(2024, 1, 1))
         with pytest.raises(TypeError, match=r"\(str, bytes\) pair"):
-            flights.pipe_input("N3", {"carrier": "UA"}, 5, headers=[("h", "not bytes")])  # type: ignore[list-item]
+            not_bytes: Any = [("h", "not bytes")]
+            flights.pipe_input("N3", {"carrier": "UA"}, 5, headers=not_bytes)
 
         records = driver.create_output_topic("per-carrier").read_records_to_list()
 
