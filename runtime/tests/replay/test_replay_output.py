@@ -22,6 +22,8 @@ from streamapp.replay import ReplayPlan, run_replay
 from streamapp.replay.output import markers_topic
 from streamapp.serdes import serde_for
 
+from replay.reading import read_committed
+
 pytestmark = pytest.mark.integration
 
 RECORDS = 3_000
@@ -42,36 +44,13 @@ def counts_per_key() -> StreamsBuilder:
     return builder
 
 
-def read_committed(bootstrap: str, topic: str, partitions: int) -> list[tuple[str, int]]:
+def read_counts(bootstrap: str, topic: str, partitions: int) -> list[tuple[str, int]]:
     """Every committed record of ``topic`` as ``(key, count)``, partition by partition in offset order."""
     key_serde, value_serde = serde_for("string", topic, is_key=True), serde_for("long", topic)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    records: dict[int, list[tuple[str, int]]] = {p: [] for p in range(partitions)}
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(at_end) < partitions and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                at_end.add(int(message.partition() or 0))
-                continue
-            records[int(message.partition() or 0)].append(
-                (key_serde.deserialize(message.key()), value_serde.deserialize(message.value()))
-            )
-    finally:
-        consumer.close()
-    return [record for p in range(partitions) for record in records[p]]
+    return [
+        (key_serde.deserialize(key), value_serde.deserialize(value))
+        for _, key, value, _ in read_committed(bootstrap, topic, partitions)
+    ]
 
 
 def test_a_replay_killed_while_writing_then_run_again_has_no_duplicate_and_no_gap(
@@ -129,13 +108,13 @@ def test_a_replay_killed_while_writing_then_run_again_has_no_duplicate_and_no_ga
     assert sum(w.chunks_skipped for w in result.writes) > 0, "the killed job had committed some chunks"
     assert sum(w.chunks_written for w in result.writes) > 0, "the job was killed before it wrote them all"
     wait_stable(admin, [TopicPartition(w.topic, w.partition) for w in result.writes])
-    counts = read_committed(conformance_bootstrap, sink, 2)
+    counts = read_counts(conformance_bootstrap, sink, 2)
     assert len(counts) == RECORDS
     per_key: dict[str, list[int]] = {}
     for key, count in counts:
         per_key.setdefault(key, []).append(count)
     assert per_key == {f"k{k}": list(range(1, RECORDS // KEYS + 1)) for k in range(KEYS)}  # no duplicate, no gap
-    changelog = read_committed(conformance_bootstrap, f"{prefix}-v2-counts-changelog", 1)
+    changelog = read_counts(conformance_bootstrap, f"{prefix}-v2-counts-changelog", 1)
     assert dict(changelog) == {f"k{k}": RECORDS // KEYS for k in range(KEYS)}
 
     admin.delete_topics([source, sink, f"{prefix}-v2-counts-changelog", markers_topic(prefix)])

@@ -28,11 +28,20 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
+from streamapp.replay.native import (
+    COUNTED,
+    FALLBACK,
+    PATH_NATIVE_COUNT,
+    PATH_TASK,
+    BatchClassifier,
+    NativeCount,
+    native_count,
+)
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import ReplayPlan, stage_order
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
@@ -67,19 +76,27 @@ DEFAULT_CHUNK_RECORDS = 10_000
 
 @dataclass
 class ReplayResult:
-    """What a replay did: records read per source topic, records each stage's tasks wrote (sub-topology id ->
-    count, changelog and repartition records included), records written per output topic, writer results, and
-    seconds per phase (``read_and_process``: the stages; ``write``: merging and writing the output)."""
+    """What a replay did: records read per source topic, how each sub-topology ran, records each stage's tasks
+    wrote (sub-topology id -> count, changelog and repartition records included), records written per output
+    topic, writer results, and seconds per phase (``read_and_process``: the stages; ``write``: merging and
+    writing the output)."""
 
     records_read: dict[str, int] = field(default_factory=dict)
+    paths: dict[int, str] = field(default_factory=dict)
+    """Sub-topology id -> how it ran: ``native.PATH_NATIVE_COUNT`` or ``native.PATH_TASK``."""
     records_written_by_stage: dict[int, int] = field(default_factory=dict)
     records_written: dict[str, int] = field(default_factory=dict)
     writes: list[WriteResult] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def run_replay(spark: SparkSession, plan: ReplayPlan, *, chunk_records: int = DEFAULT_CHUNK_RECORDS) -> ReplayResult:
+def run_replay(
+    spark: SparkSession, plan: ReplayPlan, *, chunk_records: int = DEFAULT_CHUNK_RECORDS, native: bool = True
+) -> ReplayResult:
     """Run ``plan`` on ``spark`` and write its output (see the module docstring).
+
+    ``native``: run the sub-topologies ``streamapp.replay.native`` recognises with Spark's operators (the
+    default); ``False`` runs every one through the runtime's task (the reference the native path must equal).
 
     Raises UnsupportedTopologyError / ValueError (``ReplayPlan.check``) before any job starts; a failing task
     fails the job (Spark's error names the Python exception, e.g. ProcessingError naming the record).
@@ -87,7 +104,7 @@ def run_replay(spark: SparkSession, plan: ReplayPlan, *, chunk_records: int = DE
     plan.check()
     result = ReplayResult()
     started = time.monotonic()
-    outputs = _run_stages(spark, plan, result)
+    outputs = _run_stages(spark, plan, result, native)
     result.seconds["read_and_process"] = time.monotonic() - started
     started = time.monotonic()
     _write(spark, plan, outputs, result, chunk_records)
@@ -100,7 +117,7 @@ def run_replay(spark: SparkSession, plan: ReplayPlan, *, chunk_records: int = DE
 # -- stages ------------------------------------------------------------------------------------------
 
 
-def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult) -> list[DataFrame]:
+def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult, native_ok: bool) -> list[DataFrame]:
     application_id = plan.application_id
     counts = plan.topic_partitions()
     document = plan.description.to_json(indent=None)
@@ -117,15 +134,19 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult) -> 
         stage_input = parts[0]
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
-        task = _StageFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
-        stage = (
-            # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
-            # the number, as repartition() does, put 3 of 4 tasks into one Spark partition and left a core idle
-            stage_input.repartitionById(tasks, F.col("partition").cast("int"))
-            .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
-            .mapInArrow(task, RECORD_SCHEMA)
-        )
+        native = native_count(plan.description, sub, plan.config) if native_ok else None
+        stage = None if native is None else _native_count_stage(stage_input, native, counts[native.sink_topic])
+        result.paths[sub.id] = PATH_TASK if stage is None else PATH_NATIVE_COUNT
+        if stage is None:
+            task = _StageFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
+            stage = (
+                # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
+                # the number, as repartition() does, put 3 of 4 tasks into one Spark partition and left a core idle
+                stage_input.repartitionById(tasks, F.col("partition").cast("int"))
+                .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
+                .mapInArrow(task, RECORD_SCHEMA)
+            )
         stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
         records = stage.count()  # runs the stage now: its time is the stage's, not the write's
         result.records_written_by_stage[sub.id] = records
@@ -170,6 +191,70 @@ def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
     )
 
 
+_HEADERS_TYPE = "array<struct<key: string, value: binary>>"
+_CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
+
+
+def _native_count_stage(stage_input: DataFrame, count: NativeCount, sink_partitions: int) -> DataFrame | None:
+    """A keyed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
+    write, as ``RECORD_SCHEMA`` rows, or ``None`` when a record needs the runtime's task (a serde refuses its
+    bytes, a negative timestamp): then nothing of this attempt is kept and the caller runs the task path.
+
+    Per task (the ``partition`` column): the sink record of every counted record is its key's ``row_number``
+    ordered by offset (the running count the runtime's ``CountProcessor`` emits) at the record's offset, with the
+    largest timestamp of the key so far (KIP-258: the aggregate's timestamp is the later of the record's and the
+    stored aggregate's); the changelog has one record per key at the offset where the key was first seen (the
+    order the store's write buffer keeps), with the final count and the key's largest timestamp.
+    """
+    classified = (
+        stage_input.select("partition", "offset", "key", "value", "timestamp")  # per record: any Spark partition
+        .mapInArrow(BatchClassifier(count, sink_partitions), _CLASSIFIED_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    if classified.where(F.col("status") == FALLBACK).limit(1).count():
+        classified.unpersist()
+        return None
+    counted = classified.where(F.col("status") == COUNTED)
+    by_key = Window.partitionBy("partition", "key").orderBy("offset")
+    sink = counted.select(
+        F.lit(count.sink_topic).alias("topic"),
+        F.col("out_partition").alias("partition"),
+        F.col("offset"),
+        F.col("key"),
+        _count_bytes(F.row_number().over(by_key), count.sink_value_serde).alias("value"),
+        F.max("timestamp").over(by_key).alias("timestamp"),
+        F.lit(count.subtopology).alias("producer_sub"),
+        F.col("partition").alias("producer_part"),
+        F.lit("sink").alias("kind"),
+        F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+    )
+    finals = counted.groupBy("partition", "key").agg(
+        F.min("offset").alias("first_offset"),
+        F.max("timestamp").alias("last_timestamp"),
+        F.count(F.lit(1)).alias("final_count"),
+    )
+    changelog = finals.select(
+        F.lit(count.changelog_topic).alias("topic"),
+        F.col("partition"),
+        F.col("first_offset").alias("offset"),
+        F.col("key"),
+        _count_bytes(F.col("final_count"), count.store_value_serde).alias("value"),
+        F.col("last_timestamp").alias("timestamp"),
+        F.lit(count.subtopology).alias("producer_sub"),
+        F.col("partition").alias("producer_part"),
+        F.lit("changelog").alias("kind"),
+        F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+    )
+    return sink.unionByName(changelog)
+
+
+def _count_bytes(count: Column, serde: str) -> Column:
+    """A positive count as the serde writes it: ``json`` = its decimal digits, ``long`` = 8-byte big-endian."""
+    if serde == "json":
+        return count.cast("string").cast("binary")
+    return F.unhex(F.lpad(F.hex(count.cast("long")), 16, "0"))
+
+
 _WORKER_CACHE: dict[str, tuple[TopologyDescription, dict[str, dict[str, Callable[..., Any]]]]] = {}
 """Per Python worker: the parsed description and its imported user functions, by document."""
 
@@ -209,7 +294,8 @@ class _StageFunction:
         task: ReplayTask | None = None
         buffered: list[dict[str, Any]] = []
         for batch in batches:
-            for partition, rows in _runs_by_partition(batch.to_pylist()):
+            records = list(_records_of(batch)) if streamed else []
+            for partition, start, end in _runs_by_partition(batch.column("partition").to_pylist()):
                 if task is not None and task.partition != partition:
                     yield self._batch(self._finish(task, buffered, streamed), task, repartition)
                     task, buffered = None, []
@@ -224,10 +310,10 @@ class _StageFunction:
                         wall_clock_ms=self.wall_clock_ms,
                     )
                 if streamed:
-                    task.add(sources[0], (_record(row) for row in rows))
+                    task.add(sources[0], records[start:end])
                     yield self._batch(task.process(), task, repartition)
                 else:
-                    buffered.extend(rows)
+                    buffered.extend(batch.slice(start, end - start).to_pylist())
         if task is not None:
             yield self._batch(self._finish(task, buffered, streamed), task, repartition)
 
@@ -244,29 +330,40 @@ class _StageFunction:
             task.close()
 
     def _batch(self, records: list[ConsumerRecord], task: ReplayTask, repartition: frozenset[str]) -> pa.RecordBatch:
-        columns: dict[str, list[Any]] = {name: [] for name in _ARROW_SCHEMA.names}
-        for record in records:
-            topic = record.topic
-            kind = "changelog" if topic in task.changelog_topics else "repartition" if topic in repartition else "sink"
-            columns["topic"].append(topic)
-            columns["partition"].append(record.partition)
-            columns["offset"].append(record.offset)
-            columns["key"].append(record.key)
-            columns["value"].append(record.value)
-            columns["timestamp"].append(record.timestamp)
-            columns["producer_sub"].append(self.sub_id)
-            columns["producer_part"].append(task.partition)
-            columns["kind"].append(kind)
-            columns["headers"].append([{"key": k, "value": v} for k, v in record.headers] if record.headers else None)
-        return pa.RecordBatch.from_pydict(columns, schema=_ARROW_SCHEMA)
+        changelog = task.changelog_topics
+        n = len(records)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([r.topic for r in records], pa.string()),
+                pa.array([r.partition for r in records], pa.int32()),
+                pa.array([r.offset for r in records], pa.int64()),
+                pa.array([r.key for r in records], pa.binary()),
+                pa.array([r.value for r in records], pa.binary()),
+                pa.array([r.timestamp for r in records], pa.int64()),
+                pa.array([self.sub_id] * n, pa.int32()),
+                pa.array([task.partition] * n, pa.int32()),
+                pa.array(
+                    [
+                        "changelog" if r.topic in changelog else "repartition" if r.topic in repartition else "sink"
+                        for r in records
+                    ],
+                    pa.string(),
+                ),
+                pa.array(
+                    [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in records],
+                    _ARROW_SCHEMA.field("headers").type,
+                ),
+            ],
+            schema=_ARROW_SCHEMA,
+        )
 
 
-def _runs_by_partition(rows: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-    """Consecutive rows of one task (the ``partition`` column), in order."""
+def _runs_by_partition(partitions: list[int]) -> Iterator[tuple[int, int, int]]:
+    """``(partition, start, end)`` of each run of consecutive rows of one task (the ``partition`` column)."""
     start = 0
-    for i in range(1, len(rows) + 1):
-        if i == len(rows) or rows[i]["partition"] != rows[start]["partition"]:
-            yield rows[start]["partition"], rows[start:i]
+    for i in range(1, len(partitions) + 1):
+        if i == len(partitions) or partitions[i] != partitions[start]:
+            yield partitions[start], start, i
             start = i
 
 
@@ -275,6 +372,23 @@ def _record(row: dict[str, Any]) -> ConsumerRecord:
     return ConsumerRecord(
         row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["timestamp"], headers
     )
+
+
+def _records_of(batch: pa.RecordBatch) -> Iterator[ConsumerRecord]:
+    """The batch's rows as ``ConsumerRecord``s, column by column (no dict per row)."""
+    columns = [batch.column(name).to_pylist() for name in ("topic", "partition", "offset", "key", "value", "timestamp")]
+    headers = batch.column("headers")
+    header_lists = headers.to_pylist() if headers.null_count < len(headers) else [None] * len(headers)
+    for topic, partition, offset, key, value, timestamp, record_headers in zip(*columns, header_lists, strict=True):
+        yield ConsumerRecord(
+            topic,
+            partition,
+            offset,
+            key,
+            value,
+            timestamp,
+            [(h["key"], h["value"]) for h in record_headers] if record_headers else None,
+        )
 
 
 def _ordered_inputs(rows: list[dict[str, Any]]) -> dict[str, list[ConsumerRecord]]:
@@ -439,5 +553,4 @@ class _Spool:
         with pa.memory_map(str(path)) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
-                for row in reader.get_batch(i).to_pylist():
-                    yield _record(row)
+                yield from _records_of(reader.get_batch(i))

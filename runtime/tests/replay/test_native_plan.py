@@ -1,0 +1,78 @@
+"""Which sub-topologies the replay runs with Spark's own operators (``streamapp.replay.native``): exactly the
+keyed-count shape whose bytes Spark can write itself; anything else takes the runtime's task, named per node."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from streamapp import StreamsBuilder
+from streamapp.partitioner import partition_for_key
+from streamapp.replay.native import (
+    COUNTED,
+    DROPPED,
+    FALLBACK,
+    PATH_NATIVE_COUNT,
+    PATH_TASK,
+    classify_batch,
+    native_count,
+    node_paths,
+)
+from streamapp.topology import TopologyDescription
+
+CONFIG = {"application.id": "app"}
+
+
+def count_topology(
+    key_serde: str = "string", sink_value_serde: str = "json", *, mapped: bool = False
+) -> TopologyDescription:
+    builder = StreamsBuilder()
+    stream = builder.stream("events", key_serde=key_serde, value_serde="json", name="events")
+    if mapped:
+        stream = stream.filter("replay.functions:only_even", name="kept")
+    (
+        stream.group_by_key()
+        .count(store="counts", name="count")
+        .to_stream(name="changes")
+        .to("out", key_serde=key_serde, value_serde=sink_value_serde, name="out")
+    )
+    return builder.build()
+
+
+def test_a_keyed_count_of_a_source_topic_runs_natively_with_its_topics_and_changelog() -> None:
+    description = count_topology()
+    count = native_count(description, description.subtopologies()[0], CONFIG)
+    assert count is not None
+    assert (count.source_topic, count.sink_topic, count.changelog_topic) == ("events", "out", "app-counts-changelog")
+    assert node_paths(description, CONFIG) == dict.fromkeys(["events", "count", "changes", "out"], PATH_NATIVE_COUNT)
+
+
+def test_a_count_behind_another_node_or_with_bytes_spark_cannot_write_takes_the_task_path() -> None:
+    for description in (
+        count_topology(mapped=True),
+        count_topology(key_serde="json"),
+        count_topology(sink_value_serde="string"),
+    ):
+        assert native_count(description, description.subtopologies()[0], CONFIG) is None
+        assert set(node_paths(description, CONFIG).values()) == {PATH_TASK}
+
+
+def test_default_serdes_in_the_config_keep_the_count_on_the_task_path() -> None:
+    description = count_topology()
+    assert native_count(description, description.subtopologies()[0], {**CONFIG, "default.key.serde": "json"}) is None
+
+
+def test_classify_marks_counted_dropped_and_fallback_records_with_the_runtimes_partition() -> None:
+    description = count_topology()
+    count = native_count(description, description.subtopologies()[0], CONFIG)
+    assert count is not None
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "partition": pa.array([0, 0, 0, 0, 0, 0], pa.int32()),
+            "offset": pa.array([0, 1, 2, 3, 4, 5], pa.int64()),
+            "key": pa.array([b"a", None, b"b", b"c", b"\xff", b"d"], pa.binary()),
+            "value": pa.array([b"{}", b"1", b" null ", b"{bad", b"1", b"2"], pa.binary()),
+            "timestamp": pa.array([5, 5, 5, 5, 5, -1], pa.int64()),
+        }
+    )
+    out = classify_batch(batch, count, 3, {})
+    assert out.column("status").to_pylist() == [COUNTED, DROPPED, DROPPED, FALLBACK, FALLBACK, FALLBACK]
+    assert out.column("out_partition").to_pylist() == [partition_for_key(b"a", 3), -1, -1, -1, -1, -1]
