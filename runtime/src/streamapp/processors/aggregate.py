@@ -117,17 +117,19 @@ class CountProcessor(StreamAggregateProcessor):
             self._metrics.dropped_records += 1
             return
         store = self._store
-        found = store.get_with_timestamp(key)
+        raw_key = store.raw_key(key)
+        found = store.get_raw_key(raw_key)
         if found is None:
-            change = Change(1, None)
+            old, new = None, 1
         else:
             old, old_timestamp = found
-            change = Change(old + 1, old)
+            new = old + 1
             if old_timestamp > timestamp:
                 timestamp = old_timestamp
-        store.put(key, change.new_value, timestamp)
+        store.put_raw_key(raw_key, new, timestamp)
         if self._cached:
             return
+        change = Change(new, old)
         for child in self._children:
             child.process(key, change, timestamp)
 

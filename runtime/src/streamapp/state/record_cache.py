@@ -114,22 +114,27 @@ class NamedCache:
 
     def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Write a dirty entry (the most recently used), then let the thread cache evict if it is full."""
-        entry = self._entries.get(key)
-        size = _entry_size(key, value)
+        entries = self._entries
+        entry = entries.get(key)
         if entry is None:
-            self._entries[key] = [value, timestamp]
+            entries[key] = [value, timestamp]
+            size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + (0 if value is None else len(value))
         else:
             old_value = entry[0]
-            size -= _entry_size(key, old_value if isinstance(old_value, bytes) else None)
+            size = (0 if value is None else len(value)) - (len(old_value) if isinstance(old_value, bytes) else 0)
             entry[0] = value
             entry[1] = timestamp
-            self._entries.move_to_end(key)
-        self.size_bytes += size
-        self._thread.size_bytes += size
+            entries.move_to_end(key)
+        thread = self._thread
+        if size:
+            self.size_bytes += size
+            thread.size_bytes += size
         dirty = self._dirty
-        dirty.pop(key, None)
+        if key in dirty:
+            del dirty[key]
         dirty[key] = None
-        self._thread.maybe_evict(self)
+        if thread.size_bytes > thread.max_bytes:
+            thread.maybe_evict(self)
 
     def evict(self) -> None:
         """Remove the least recently used entry; when it is dirty, flush it first and every other dirty entry

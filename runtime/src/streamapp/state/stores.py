@@ -97,9 +97,18 @@ class TypedKeyValueStore:
 
     def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
         """``(value, timestamp)`` stored for ``key`` (timestamp -1 when the store keeps none), or ``None``."""
+        return self.get_raw_key(self.raw_key(key))
+
+    def raw_key(self, key: Any) -> bytes:
+        """``key`` serialized, for ``get_raw_key`` / ``put_raw_key`` (a read-modify-write serializes it once).
+        ValueError for a null key."""
         raw_key = self._key_serde.serialize(key)
         if raw_key is None:
             raise ValueError(f"store '{self.name}': keys must not be null")
+        return raw_key
+
+    def get_raw_key(self, raw_key: bytes) -> tuple[Any, int] | None:
+        """``get_with_timestamp`` of a key serialized by ``raw_key``."""
         raw = self._inner.get(raw_key)
         if raw is None:
             return None
@@ -133,9 +142,10 @@ class TypedKeyValueStore:
 
     def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
         """Store ``value`` for ``key`` (with ``timestamp``, epoch ms, in a timestamped store); ``None`` deletes it."""
-        raw_key = self._key_serde.serialize(key)
-        if raw_key is None:
-            raise ValueError(f"store '{self.name}': keys must not be null")
+        self.put_raw_key(self.raw_key(key), value, timestamp)
+
+    def put_raw_key(self, raw_key: bytes, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
+        """``put`` for a key serialized by ``raw_key``."""
         raw = self._value_serde.serialize(value)
         if raw is not None and self.timestamped:
             raw = VALUE_TIMESTAMP.pack(timestamp) + raw
