@@ -42,3 +42,21 @@ def test_late_records_are_counted_as_dropped_and_stores_hold_the_live_windows(ba
             (Windowed("k", 16, 16), 1),
         ]
         assert task.windowed_state.suppression_buffer("final-store").num_records == 1  # [10,20) still open
+
+
+def test_a_strict_suppression_buffer_that_overflows_fails_the_record_with_kafkas_message() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", key_serde="string", value_serde="json", name="events")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10, 0))
+        .count(name="counts")
+        .suppress(Suppressed.until_window_closes(Suppressed.BufferConfig.max_records(1).shut_down_when_full()))
+        .to_stream(name="finals")
+        .to("finals", name="finals-out")
+    )
+    with TopologyTestDriver(builder, {"application.id": "w"}) as driver:
+        events = driver.create_input_topic("events")
+        events.pipe_input("a", {}, 1)
+        with pytest.raises(Exception, match=r"buffer exceeded its max capacity. Currently \[2/1\] records"):
+            events.pipe_input("b", {}, 2)

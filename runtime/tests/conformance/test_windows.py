@@ -153,3 +153,62 @@ def test_windowed_counts_per_key_over_several_partitions(engine: Engine) -> None
     for key in keys:
         expected.update({window(0, key=key): 3, window(5, key=key): 1, window(10, key=key): 1})
     assert final_values(out["window-counts"]) == expected
+
+
+def readings_count_suppressed(suppressed: Suppressed) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    (
+        builder.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .count(name="counts")
+        .suppress(suppressed.with_name("limited"))
+        .to_stream(name="limited-changes")
+        .to("limited-counts", name="limited-counts-out")
+    )
+    return builder
+
+
+def test_suppress_until_time_limit_forwards_each_keys_latest_count_once_its_time_is_the_limit_behind(
+    engine: Engine,
+) -> None:
+    topology = readings_count_suppressed(Suppressed.until_time_limit(2 * SECOND, Suppressed.BufferConfig.unbounded()))
+    inputs = [
+        reading(1, "a"),
+        reading(1.5, "a"),
+        reading(2, "b"),
+        reading(3.6, "c"),
+        reading(4.5, "b"),
+        reading(7, "d"),
+    ]
+    out = engine.run(topology, inputs, ["limited-counts"], compare=True)
+    # 3.6 s: a (last buffered at 1.5 s) is 2 s behind; 4.5 s re-buffers b; 7 s: c (3.6 s), then b (4.5 s)
+    assert out["limited-counts"] == [("a", 2, 1500), ("c", 1, 3600), ("b", 2, 4500)]
+
+
+def test_suppress_emit_early_when_full_forwards_the_oldest_key_when_the_buffer_overflows(engine: Engine) -> None:
+    config = Suppressed.BufferConfig.max_records(2).emit_early_when_full()
+    topology = readings_count_suppressed(Suppressed.until_time_limit(60 * SECOND, config))
+    inputs = [reading(1, "a"), reading(2, "b"), reading(3, "c"), reading(4, "c"), reading(5, "d")]
+    out = engine.run(topology, inputs, ["limited-counts"], compare=True)
+    assert out["limited-counts"] == [("a", 1, 1 * SECOND), ("b", 1, 2 * SECOND)]
+
+
+def test_suppress_until_window_closes_with_a_strict_bound_holds_final_results_within_it(engine: Engine) -> None:
+    config = Suppressed.BufferConfig.max_records(2).shut_down_when_full()
+    topology = StreamsBuilder()
+    (
+        topology.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(5 * SECOND, 0))
+        .count(name="counts")
+        .suppress(Suppressed.until_window_closes(config).with_name("final-counts"))
+        .to_stream(name="count-changes")
+        .to("window-counts", name="window-counts-out")
+    )
+    inputs = [reading(1, "a"), reading(2, "b"), reading(3, "a"), reading(6, "a"), reading(11, "b")]
+    out = engine.run(topology, inputs, ["window-counts"], compare=True)
+    assert out["window-counts"] == [
+        (window(0, key="a"), 2, 3 * SECOND),
+        (window(0, key="b"), 1, 2 * SECOND),
+        (window(5, key="a"), 1, 6 * SECOND),
+    ]

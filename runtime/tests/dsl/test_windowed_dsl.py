@@ -162,3 +162,56 @@ def test_window_builders_and_windowed_keys_are_public_api() -> None:
         streamapp.__all__
     )
     assert dsl.StreamsBuilder is StreamsBuilder
+
+
+def suppressed_counts(suppressed: Suppressed) -> Any:
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde="string", value_serde="json", name="in")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(1_000))
+        .count(name="counts")
+        .suppress(suppressed.with_name("final"))
+        .to_stream(name="finals")
+        .to("out", name="out")
+    )
+    return builder.build().to_dict()["nodes"][2]
+
+
+def test_buffer_configs_follow_kafkas_strict_and_eager_defaults_into_the_node() -> None:
+    BufferConfig = Suppressed.BufferConfig
+    assert suppressed_counts(Suppressed.until_window_closes()) == {
+        "name": "final",
+        "type": "suppress",
+        "input": "counts",
+        "store": "final-store",
+        "until": "window_closes",
+    }
+    strict = Suppressed.until_window_closes(BufferConfig.max_records(100).with_max_bytes(4096).shut_down_when_full())
+    assert {k: v for k, v in suppressed_counts(strict).items() if k in ("maxRecords", "maxBytes", "whenFull")} == {
+        "maxRecords": 100,
+        "maxBytes": 4096,
+    }
+    eager = Suppressed.until_time_limit(timedelta(seconds=5), BufferConfig.max_bytes(1 << 20))
+    assert {
+        k: v for k, v in suppressed_counts(eager).items() if k in ("until", "timeLimitMs", "maxBytes", "whenFull")
+    } == {
+        "until": "time_limit",
+        "timeLimitMs": 5000,
+        "maxBytes": 1048576,
+        "whenFull": "emit_early",
+    }
+    unbounded = Suppressed.until_time_limit(10, BufferConfig.max_records(5).with_no_bound())
+    assert "whenFull" not in suppressed_counts(unbounded)
+
+
+def test_until_window_closes_refuses_a_buffer_that_emits_early_and_bad_bounds_are_refused() -> None:
+    BufferConfig = Suppressed.BufferConfig
+    with pytest.raises(ValueError, match="needs a strict buffer config"):
+        Suppressed.until_window_closes(BufferConfig.max_records(3))
+    with pytest.raises(ValueError, match="maxRecords must be a non-negative int"):
+        BufferConfig.max_records(-1)
+    with pytest.raises(ValueError, match="timeToWaitForMoreEvents must not be negative"):
+        Suppressed.until_time_limit(-5, BufferConfig.unbounded())
+    with pytest.raises(TypeError, match="expects a BufferConfig"):
+        Suppressed.until_time_limit(5, 10)  # type: ignore[arg-type]

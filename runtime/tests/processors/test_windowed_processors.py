@@ -11,6 +11,7 @@ from streamapp.processors.base import Change, ProcessorMetrics
 from streamapp.processors.windowed import (
     SessionWindowAggregateProcessor,
     SlidingWindowAggregateProcessor,
+    SuppressionBufferFullError,
     SuppressProcessor,
     TimeWindowAggregateProcessor,
 )
@@ -249,3 +250,57 @@ def test_suppress_of_sessions_drops_final_tombstones_of_merged_sessions() -> Non
     p.process("k", "v", 5)  # [0,0] is replaced by [0,5]: its tombstone is buffered, never forwarded
     p.process("k", "v", 100)  # closes [0,5]: 5 <= 100 - 10
     assert out.records == [(Windowed("k", 0, 5), Change(2, None), 5)]
+
+
+def time_limited(limit: int, out: Collect, **bounds: Any) -> SuppressProcessor:
+    buffer = SuppressionBuffer(logged("buffer"), STRING, LONG)
+    return SuppressProcessor("limited", buffer, limit, [out], final_results=False, **bounds)
+
+
+def test_until_time_limit_forwards_each_keys_latest_update_once_its_record_time_is_the_limit_behind() -> None:
+    out = Collect()
+    p = time_limited(2000, out)
+    p.process("a", Change(1, None), 1000)
+    p.process("a", Change(2, 1), 1500)  # replaces a's buffered update (buffer time 1500), keeps the prior
+    p.process("b", Change(1, None), 2000)
+    p.process("c", Change(1, None), 3600)  # stream time 3600: expiry 1600, a (1500) goes
+    assert out.records == [("a", Change(2, None), 1500)]
+    p.process("c", Change(None, 1), 4500)  # expiry 2500: b goes; c's tombstone is buffered, not yet due
+    p.process("d", Change(1, None), 7000)  # expiry 5000: c's tombstone is forwarded (not final results)
+    assert out.records[1:] == [("b", Change(1, None), 2000), ("c", Change(None, None), 4500)]
+
+
+def test_emit_early_when_full_forwards_the_oldest_updates_until_the_buffer_fits() -> None:
+    out = Collect()
+    p = time_limited(60_000, out, max_records=2, emit_early_when_full=True)
+    for key, ts in (("a", 1000), ("b", 2000), ("c", 3000), ("d", 4000)):
+        p.process(key, Change(ts, None), ts)
+    assert out.records == [("a", Change(1000, None), 1000), ("b", Change(2000, None), 2000)]
+    p.process("c", Change(5000, 3000), 5000)  # an update of a buffered key does not grow the buffer
+    assert len(out.records) == 2
+    p.process("e", Change(6000, None), 6000)  # d (4000) is now the oldest
+    assert out.records[2:] == [("d", Change(4000, None), 4000)]
+
+
+def test_max_bytes_bounds_the_serialized_size_of_keys_and_values() -> None:
+    out = Collect()
+    # one key: 1 byte key + 8 bytes long + 16 bytes overhead = 25 bytes; 50 bytes hold two keys, not three
+    p = time_limited(60_000, out, max_bytes=50, emit_early_when_full=True)
+    for key, ts in (("a", 1), ("b", 2)):
+        p.process(key, Change(ts, None), ts)
+    assert out.records == []
+    p.process("c", Change(3, None), 3)
+    assert out.records == [("a", Change(1, None), 1)]
+
+
+def test_a_strict_buffer_over_its_bound_fails_the_record_with_kafkas_message() -> None:
+    out = Collect()
+    spec = WindowSpec(type="tumbling", size_ms=5000, grace_ms=2000)
+    buffer = SuppressionBuffer(logged("buffer"), serde_for("windowed:string:5000"), LONG)
+    suppress = SuppressProcessor("final", buffer, spec.close_grace_ms(), [out], max_records=1)
+    p = time_count(spec, suppress, ProcessorMetrics())  # type: ignore[arg-type]
+    p.process("a", "v", 1000)
+    p.process("a", "v", 1500)  # the same window: still one key buffered
+    with pytest.raises(SuppressionBufferFullError, match=r"final buffer exceeded its max capacity. Currently \[2/1\]"):
+        p.process("b", "v", 2000)
+    assert out.records == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from streamapp.kafka.types import TopicPartition
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
@@ -37,7 +38,10 @@ class RecordingProducer:
 class LoggedStore:
     """A logged bytes store plus its producer; ``commit()`` sends, acknowledges and applies the buffer."""
 
-    def __init__(self, backend: str, tmp_path: Path, name: str = "store") -> None:
+    def __init__(
+        self, backend: str, tmp_path: Path, name: str = "store", wrap: Callable[[Any], Any] | None = None
+    ) -> None:
+        """``wrap``: builds the store the logged store writes to from the backend (e.g. a segmented store)."""
         self.now = 0
         self.producer = RecordingProducer()
         if backend == "rocksdb":
@@ -46,7 +50,8 @@ class LoggedStore:
             )
         else:
             self.persistent = InMemoryKeyValueStore(name)
-        self.logged = ChangeLoggingKeyValueStore(self.persistent, CHANGELOG, lambda: self.now)
+        self.store: Any = self.persistent if wrap is None else wrap(self.persistent)
+        self.logged = ChangeLoggingKeyValueStore(self.store, CHANGELOG, lambda: self.now)
 
     def commit(self) -> None:
         self.logged.send_changelog(self.producer)

@@ -140,3 +140,49 @@ def test_join_windows_size_and_store_retention() -> None:
     assert (spec.size, spec.store_retention_ms()) == (15, 17)
     with pytest.raises(ValidationError, match="must not be negative"):
         JoinWindowsSpec(before_ms=-5, after_ms=1)
+
+
+def test_suppress_buffer_configs_round_trip_through_yaml() -> None:
+    def bounded(doc: dict[str, Any]) -> None:
+        doc["nodes"][2].update(until="time_limit", timeLimitMs=500, maxRecords=10, maxBytes=2048, whenFull="emit_early")
+
+    desc = TopologyDescription.from_dict(changed(bounded))
+    again = TopologyDescription.from_yaml(desc.to_yaml())
+    assert again == desc
+    assert again.to_dict()["nodes"][2] == {
+        "name": "final",
+        "type": "suppress",
+        "input": "counts",
+        "store": "final-store",
+        "until": "time_limit",
+        "timeLimitMs": 500,
+        "maxRecords": 10,
+        "maxBytes": 2048,
+        "whenFull": "emit_early",
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"whenFull": "emit_early", "maxRecords": 3}, "needs a strict buffer"),
+        ({"until": "time_limit"}, "needs 'timeLimitMs'"),
+        ({"timeLimitMs": 5}, "'timeLimitMs' applies only to suppress until time_limit"),
+        ({"until": "time_limit", "timeLimitMs": -1}, "greater than or equal to 0"),
+        ({"maxRecords": -1}, "greater than or equal to 0"),
+    ],
+)
+def test_invalid_suppress_buffer_configs_are_refused(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises((TopologyError, ValidationError), match=message):
+        TopologyDescription.from_dict(changed(lambda doc: doc["nodes"][2].update(fields)))
+
+
+def test_suppress_until_time_limit_needs_no_windowed_aggregation_upstream() -> None:
+    def count_instead(doc: dict[str, Any]) -> None:
+        doc["nodes"][1] = {"name": "counts", "type": "count", "input": "in", "store": "counts-store"}
+        doc["nodes"][2].update(until="time_limit", timeLimitMs=100)
+        doc["nodes"][4]["keySerde"] = "string"
+        doc["stores"][0] = {"name": "counts-store", "valueSerde": "long"}
+        doc["stores"][1]["keySerde"] = "string"
+
+    assert TopologyDescription.from_dict(changed(count_instead)).node("final").until == "time_limit"

@@ -191,12 +191,17 @@ def suppress(table: KTable, suppressed: Suppressed) -> KTable:
     from streamapp.dsl.tables import KTable
 
     if not isinstance(suppressed, Suppressed):
-        raise TypeError(f"suppress expects Suppressed.until_window_closes(), got {type(suppressed).__name__}")
+        raise TypeError(
+            "suppress expects Suppressed.until_window_closes(...) or Suppressed.until_time_limit(...), "
+            f"got {type(suppressed).__name__}"
+        )
     builder: StreamsBuilder = table._builder
     name = suppressed.name
     if name is not None:
         builder._claim(name)
     store_name = f"{name}-store" if name is not None else builder._new_name("KTABLE-SUPPRESS-STATE-STORE-")
     builder._add_store(store_name, table.key_serde, table.value_serde)
-    node = builder._add("suppress", name, "KTABLE-SUPPRESS-", input=table.node, store=store_name, until="window_closes")
+    node = builder._add(
+        "suppress", name, "KTABLE-SUPPRESS-", input=table.node, store=store_name, **suppressed.node_fields()
+    )
     return KTable(builder, node, key_serde=table.key_serde, value_serde=table.value_serde)

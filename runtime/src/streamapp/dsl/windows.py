@@ -1,5 +1,5 @@
 """Window and suppression builders of the DSL: Kafka Streams' ``TimeWindows``, ``SlidingWindows``,
-``SessionWindows``, ``JoinWindows`` and ``Suppressed``, with snake_case names.
+``SessionWindows``, ``JoinWindows``, ``Suppressed`` and its ``BufferConfig``, with snake_case names.
 
 Durations are ``int`` milliseconds or ``datetime.timedelta``. Each builder is immutable and turns into the
 topology description's model with ``spec()`` (``streamapp.topology.windows``). Invalid arguments raise
@@ -13,14 +13,16 @@ ValueError with Kafka's wording (e.g. a non-positive size, an advance larger tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from typing import ClassVar
 
 from pydantic import ValidationError
 
 from streamapp.topology.windows import JoinWindowsSpec, WindowSpec
 
 __all__ = [
+    "BufferConfig",
     "Duration",
     "JoinWindows",
     "SessionWindows",
@@ -188,17 +190,128 @@ class JoinWindows:
 
 
 @dataclass(frozen=True)
-class Suppressed:
-    """What ``KTable.suppress`` holds back (Kafka's ``Suppressed``). Only ``until_window_closes`` with an
-    unbounded buffer: each window's final result, once, when the window closes."""
+class BufferConfig:
+    """How much a suppress node may buffer and what it does when full (Kafka's ``Suppressed.BufferConfig``; also
+    reachable as ``Suppressed.BufferConfig``).
 
-    name: str | None = None
+    ``max_records``: keys buffered; ``max_bytes``: the buffer's size in bytes (serialized key, new and prior
+    values plus 16 bytes per key, ``streamapp.state.suppression_buffer``); ``None`` = no bound. ``when_full``:
+    ``"shut_down"`` (strict: a record that overfills the buffer fails and goes to the processing exception
+    handler, Kafka's ``shutDownWhenFull``) or ``"emit_early"`` (forward the oldest buffered updates until the
+    buffer fits, Kafka's ``emitEarlyWhenFull``). As in Kafka, ``unbounded()`` is strict and ``max_records`` /
+    ``max_bytes`` start eager (emit early) until ``shut_down_when_full()``. Negative bounds raise ValueError.
+    """
+
+    max_records_limit: int | None = None
+    max_bytes_limit: int | None = None
+    when_full: str = "shut_down"
 
     @classmethod
-    def until_window_closes(cls) -> Suppressed:
-        """Forward only the final result of each window of a windowed table, after its grace period."""
+    def unbounded(cls) -> BufferConfig:
+        """No bound (Kafka's ``BufferConfig.unbounded()``: strict, the buffer grows with the keys held)."""
         return cls()
+
+    @classmethod
+    def max_records(cls, records: int) -> BufferConfig:
+        """At most ``records`` keys buffered; emits early when full unless ``shut_down_when_full()``."""
+        return cls(None, None, "emit_early").with_max_records(records)
+
+    @classmethod
+    def max_bytes(cls, byte_limit: int) -> BufferConfig:
+        """At most ``byte_limit`` bytes buffered; emits early when full unless ``shut_down_when_full()``."""
+        return cls(None, None, "emit_early").with_max_bytes(byte_limit)
+
+    def with_max_records(self, records: int) -> BufferConfig:
+        """This config with at most ``records`` keys buffered."""
+        return BufferConfig(_limit(records, "maxRecords"), self.max_bytes_limit, self.when_full)
+
+    def with_max_bytes(self, byte_limit: int) -> BufferConfig:
+        """This config with at most ``byte_limit`` bytes buffered."""
+        return BufferConfig(self.max_records_limit, _limit(byte_limit, "maxBytes"), self.when_full)
+
+    def with_no_bound(self) -> BufferConfig:
+        """No bound, strict (Kafka's ``withNoBound``)."""
+        return BufferConfig()
+
+    def shut_down_when_full(self) -> BufferConfig:
+        """Strict: a record that overfills the buffer fails (the only mode ``until_window_closes`` accepts)."""
+        return BufferConfig(self.max_records_limit, self.max_bytes_limit, "shut_down")
+
+    def emit_early_when_full(self) -> BufferConfig:
+        """Eager: forward the oldest buffered updates early until the buffer fits (``until_time_limit`` only)."""
+        return BufferConfig(self.max_records_limit, self.max_bytes_limit, "emit_early")
+
+    @property
+    def is_strict(self) -> bool:
+        """Whether the buffer never emits early (Kafka's ``StrictBufferConfig``)."""
+        return self.when_full == "shut_down"
+
+    def node_fields(self) -> dict[str, object]:
+        """The ``suppress`` node fields this config sets (``maxRecords``, ``maxBytes``, ``whenFull``)."""
+        return {"max_records": self.max_records_limit, "max_bytes": self.max_bytes_limit, "when_full": self.when_full}
+
+
+def _limit(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a non-negative int, got {value!r}")
+    return value
+
+
+_BufferConfig = BufferConfig
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """What ``KTable.suppress`` holds back (Kafka's ``Suppressed``).
+
+    ``until_window_closes(buffer_config)``: each window's final result, once, when the window closes (a windowed
+    table only; the buffer must be strict). ``until_time_limit(time_to_wait_for_more_events, buffer_config)``:
+    each key's latest update once its record time is that far behind stream time (any table). ``name``: the
+    suppress node's name (``with_name``).
+    """
+
+    name: str | None = None
+    until: str = "window_closes"
+    time_limit_ms: int | None = None
+    buffer_config: _BufferConfig = field(default_factory=_BufferConfig)
+
+    BufferConfig: ClassVar[type[_BufferConfig]] = _BufferConfig
+    """Kafka's ``Suppressed.BufferConfig`` spelling: ``Suppressed.BufferConfig.max_records(n)``."""
+
+    @classmethod
+    def until_window_closes(cls, buffer_config: _BufferConfig | None = None) -> Suppressed:
+        """Forward only the final result of each window of a windowed table, after its grace period.
+
+        ``buffer_config`` (default ``BufferConfig.unbounded()``) must be strict: ValueError for one that emits
+        early (Kafka accepts only a ``StrictBufferConfig`` here)."""
+        config = _BufferConfig.unbounded() if buffer_config is None else buffer_config
+        if not isinstance(config, _BufferConfig):
+            raise TypeError(f"until_window_closes expects a BufferConfig, got {type(config).__name__}")
+        if not config.is_strict:
+            raise ValueError(
+                "until_window_closes needs a strict buffer config: BufferConfig.unbounded() or a bounded one with "
+                ".shut_down_when_full() (emitting early would forward results that are not final)"
+            )
+        return cls(buffer_config=config)
+
+    @classmethod
+    def until_time_limit(cls, time_to_wait_for_more_events: Duration, buffer_config: _BufferConfig) -> Suppressed:
+        """Forward each key's latest update once its record timestamp is ``time_to_wait_for_more_events`` (ms or
+        a timedelta, >= 0) behind stream time; ``buffer_config`` bounds the buffer (Kafka's
+        ``Suppressed.untilTimeLimit``). ValueError for a negative time."""
+        limit = to_ms(time_to_wait_for_more_events, "timeToWaitForMoreEvents")
+        if limit < 0:
+            raise ValueError(f"timeToWaitForMoreEvents must not be negative, got {limit} ms")
+        if not isinstance(buffer_config, _BufferConfig):
+            raise TypeError(f"until_time_limit expects a BufferConfig, got {type(buffer_config).__name__}")
+        return cls(until="time_limit", time_limit_ms=limit, buffer_config=buffer_config)
 
     def with_name(self, name: str) -> Suppressed:
         """Name the suppress node (its buffer store is ``<name>-store``)."""
-        return Suppressed(name)
+        return replace(self, name=name)
+
+    def node_fields(self) -> dict[str, object]:
+        """The ``suppress`` node fields (``until``, ``timeLimitMs``, buffer bounds) of this suppression."""
+        fields = {"until": self.until, "time_limit_ms": self.time_limit_ms, **self.buffer_config.node_fields()}
+        defaults = {"time_limit_ms": None, "max_records": None, "max_bytes": None, "when_full": "shut_down"}
+        return {key: value for key, value in fields.items() if key not in defaults or value != defaults[key]}

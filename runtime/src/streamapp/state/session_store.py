@@ -8,9 +8,10 @@ Follows Kafka Streams' ``RocksDBSessionStore`` (``SessionKeySchema``, segmented 
 - **Value**: the aggregate's bytes (session stores are not timestamped; a session's record timestamp is its end).
 - **Retention**: the observed stream time is the largest session end put. A session with
   ``end < observed - retention`` is expired (one millisecond later than Kafka, see
-  ``streamapp.state.window_store``): ``find_sessions`` skips it, puts to it are dropped, and a scan
-  deletes expired sessions from the persistent store each time the horizon of the committed stream time crosses
-  a segment boundary (``max(retention / 2, 60 s)``), unlogged, like Kafka dropping a segment.
+  ``streamapp.state.window_store``): ``find_sessions`` skips it and puts to it are dropped. The persistent
+  store is segmented by session end (``streamapp.state.segments``, segment interval ``max(retention / 2, 60 s)``)
+  and drops whole segments once the committed stream time expires them, unlogged, like Kafka; over a plain
+  persistent store a scan deletes expired sessions each time the horizon crosses a segment boundary.
 
 Reads see the writes buffered since the last commit (``streamapp.state.window_store.BufferedRangeReader``).
 """
@@ -21,7 +22,13 @@ import struct
 from typing import Any
 
 from streamapp.serdes import Serde
-from streamapp.state.window_store import BufferedRangeReader, LoggedBytesStore, RetentionExpiry, segment_interval_ms
+from streamapp.state.window_store import (
+    BufferedRangeReader,
+    LoggedBytesStore,
+    RetentionExpiry,
+    segment_interval_ms,
+    segmented_inner,
+)
 from streamapp.windowed import Windowed
 
 __all__ = ["SessionStore"]
@@ -54,6 +61,7 @@ class SessionStore:
         """Largest session end put (ms); -1 before the first put."""
         self._store = store
         self._reader = BufferedRangeReader(store)
+        self._segmented = segmented_inner(store)
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._expiry = RetentionExpiry(
@@ -66,6 +74,7 @@ class SessionStore:
         """Store ``value`` as the aggregate of ``session``; ``None`` removes it. Puts to expired sessions are
         dropped."""
         raw_key = self._raw_key(session.key)
+        self._sync_stream_time()
         self._expiry.before_write(self.observed_stream_time)
         if session.end > self.observed_stream_time:
             self.observed_stream_time = session.end
@@ -93,7 +102,7 @@ class SessionStore:
         lower = raw_key + _END_START.pack(max(earliest_end, 0), 0)
         upper = raw_key + b"\xff" * (_SUFFIX + 1)
         found: list[tuple[Windowed, Any]] = []
-        for store_key, raw in self._reader.range(raw_key, lower, upper):
+        for store_key, raw in self._reader.range(raw_key, lower, upper, max(earliest_end, 0)):
             if len(store_key) != len(raw_key) + _SUFFIX:
                 continue  # a longer key that starts with these bytes
             end, start = _END_START.unpack_from(store_key, len(raw_key))
@@ -103,6 +112,7 @@ class SessionStore:
 
     def fetch_session(self, key: Any, start: int, end: int) -> Any:
         """The aggregate of ``key``'s session ``[start, end]``, or ``None`` (absent or expired)."""
+        self._sync_stream_time()
         if self._expired(end):
             return None
         raw = self._store.get(self._raw_key(key) + _END_START.pack(end, start))
@@ -128,7 +138,14 @@ class SessionStore:
             raise ValueError(f"session store '{self.name}': keys must not be null")
         return raw
 
+    def _sync_stream_time(self) -> None:
+        """Adopt the segmented store's stream time (restored, or written before this view existed)."""
+        segmented = self._segmented
+        if segmented is not None and segmented.observed_stream_time > self.observed_stream_time:
+            self.observed_stream_time = segmented.observed_stream_time
+
     def _first_live_end(self) -> int:
+        self._sync_stream_time()
         if self.observed_stream_time < 0:
             return 0
         return max(0, self.observed_stream_time - self.retention_ms)

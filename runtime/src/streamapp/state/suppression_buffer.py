@@ -10,6 +10,10 @@ Stored record: key = the serialized table key (the store's key serde, e.g. ``win
 length (-1 for null) followed by the value serde's bytes. ``prior`` is the old value of the *first* update
 buffered for the key (what downstream last saw), ``new`` the latest value: evicting forwards
 ``Change(new, prior)`` once, whatever happened in between (Kafka keeps ``priorValue`` the same way).
+
+Size (``size_bytes``, what ``BufferConfig.max_bytes`` bounds): per buffered key, the serialized key, new and
+prior values plus ``ENTRY_OVERHEAD_BYTES`` for the record timestamp and buffer time, Kafka's
+``computeRecordSize`` estimate without the record context it keeps and this buffer does not.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from typing import Any, NamedTuple
 from streamapp.serdes import Serde
 from streamapp.state.window_store import LoggedBytesStore
 
-__all__ = ["BufferedUpdate", "SuppressionBuffer"]
+__all__ = ["ENTRY_OVERHEAD_BYTES", "BufferedUpdate", "SuppressionBuffer"]
+
+ENTRY_OVERHEAD_BYTES = 16
+"""Bytes counted per buffered key beyond the key and values: the record timestamp and the buffer time."""
 
 _HEADER = struct.Struct(">qq")
 _LENGTH = struct.Struct(">i")
@@ -57,6 +64,7 @@ class SuppressionBuffer:
         self._value_serde = value_serde
         self._entries: dict[bytes, _Entry] = {}
         self._order: list[tuple[int, bytes]] = []
+        self._size = 0
         self._loaded = False
 
     @property
@@ -64,6 +72,12 @@ class SuppressionBuffer:
         """Keys currently buffered."""
         self._load()
         return len(self._entries)
+
+    @property
+    def size_bytes(self) -> int:
+        """The buffer's size in bytes (module docstring), what ``max_bytes`` bounds."""
+        self._load()
+        return self._size
 
     def put(self, time: int, key: Any, new_value: Any, old_value: Any, timestamp: int) -> None:
         """Buffer ``Change(new_value, old_value)`` of ``key`` at buffer time ``time`` (ms; for final window
@@ -77,6 +91,7 @@ class SuppressionBuffer:
         prior = self._value_serde.serialize(old_value) if previous is None else previous.prior
         entry = _Entry(time, timestamp, self._value_serde.serialize(new_value), prior)
         self._entries[raw_key] = entry
+        self._size += _size(raw_key, entry) - (0 if previous is None else _size(raw_key, previous))
         if previous is None or previous.time != time:
             heapq.heappush(self._order, (time, raw_key))
         self._store.put(raw_key, _encode(entry))
@@ -95,17 +110,26 @@ class SuppressionBuffer:
             self._drop_stale()
             if not self._order or self._order[0][0] > expiry_time:
                 return evicted
-            _, raw_key = heapq.heappop(self._order)
-            entry = self._entries.pop(raw_key)
-            self._store.put(raw_key, None)
-            evicted.append(
-                BufferedUpdate(
-                    self._key_serde.deserialize(raw_key),
-                    self._value_serde.deserialize(entry.new),
-                    self._value_serde.deserialize(entry.prior),
-                    entry.timestamp,
-                )
-            )
+            evicted.append(self._evict_oldest())
+
+    def evict_oldest(self) -> BufferedUpdate | None:
+        """Remove and return the update with the smallest buffer time (ties by serialized key); ``None`` when
+        empty (Kafka's ``evictWhile`` one step, used to emit early when the buffer is full)."""
+        self._load()
+        self._drop_stale()
+        return self._evict_oldest() if self._order else None
+
+    def _evict_oldest(self) -> BufferedUpdate:
+        _, raw_key = heapq.heappop(self._order)
+        entry = self._entries.pop(raw_key)
+        self._size -= _size(raw_key, entry)
+        self._store.put(raw_key, None)
+        return BufferedUpdate(
+            self._key_serde.deserialize(raw_key),
+            self._value_serde.deserialize(entry.new),
+            self._value_serde.deserialize(entry.prior),
+            entry.timestamp,
+        )
 
     def _drop_stale(self) -> None:
         """Pop heap entries of keys removed or re-buffered at another time."""
@@ -124,8 +148,18 @@ class SuppressionBuffer:
         for raw_key, raw in self._store.inner.items():
             entry = _decode(raw)
             self._entries[raw_key] = entry
+            self._size += _size(raw_key, entry)
             self._order.append((entry.time, raw_key))
         heapq.heapify(self._order)
+
+
+def _size(raw_key: bytes, entry: _Entry) -> int:
+    return (
+        len(raw_key)
+        + (0 if entry.new is None else len(entry.new))
+        + (0 if entry.prior is None else len(entry.prior))
+        + ENTRY_OVERHEAD_BYTES
+    )
 
 
 def _encode(entry: _Entry) -> bytes:

@@ -15,10 +15,12 @@ Follows Kafka Streams' ``RocksDBTimestampedWindowStore`` on ``RocksDBSegmentedBy
   sliding window with time difference 0, or a session ending exactly at the close time, is then accepted by the
   processor but invisible to its next read, so a record is silently lost. Keeping the boundary window avoids
   that; the late-record rule of the processors is Kafka's, unchanged.)
-- **Expiry**: expired windows are deleted from the persistent store (unlogged, like Kafka dropping a segment; the
-  changelog's ``delete`` policy ages them out) by a scan each time the expiry horizon of the *committed* stream
-  time crosses a segment boundary (segment interval ``max(retention / 2, 60 s)``, Kafka's default), so the cost
-  is amortised over the windows written per segment interval (``RetentionExpiry``).
+- **Expiry**: the persistent store under the logged store is a ``streamapp.state.segments.SegmentedBytesStore``
+  (Kafka's segmented bytes store): it drops whole time segments (interval ``max(retention / 2, 60 s)``, Kafka's
+  default) once the *committed* stream time expires them, unlogged (the changelog's ``delete`` policy ages them
+  out). Over a plain persistent store (a store opened without ``segmented_store``) expired windows are deleted
+  by a scan each time the expiry horizon of the committed stream time crosses a segment boundary
+  (``RetentionExpiry``).
 
 Reads see uncommitted writes: writes go into the logged store's buffer (``ChangeLoggingKeyValueStore``), and
 range reads merge its persistent ``inner`` store's range with the keys written since the buffer was last
@@ -32,6 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 from streamapp.serdes import Serde
+from streamapp.state.segments import DEFAULT_MIN_SEGMENT_INTERVAL_MS, segment_interval_ms, window_start_of
 from streamapp.windowed import Windowed
 
 __all__ = [
@@ -43,10 +46,8 @@ __all__ = [
     "WindowStore",
     "WindowValue",
     "segment_interval_ms",
+    "segmented_inner",
 ]
-
-DEFAULT_MIN_SEGMENT_INTERVAL_MS = 60_000
-"""Kafka's ``Stores.persistentWindowStore`` segment interval floor (ms)."""
 
 _START_SEQ = struct.Struct(">qi")
 _TIMESTAMP = struct.Struct(">q")
@@ -63,6 +64,12 @@ class RangeBytesStore(Protocol):
     def items(self) -> Iterator[tuple[bytes, bytes]]: ...
 
     def write(self, batch: dict[bytes, bytes | None], changelog_offset: int | None) -> None: ...
+
+
+def segmented_inner(store: LoggedBytesStore) -> Any:
+    """The ``SegmentedBytesStore`` under ``store``, or ``None`` when its persistent store is plain."""
+    inner = store.inner
+    return inner if getattr(inner, "segmented", False) else None
 
 
 class LoggedBytesStore(Protocol):
@@ -88,11 +95,6 @@ class WindowValue(NamedTuple):
     timestamp: int
 
 
-def segment_interval_ms(retention_ms: int) -> int:
-    """Kafka's default segment interval for a retention (ms): ``max(retention / 2, 60 s)``."""
-    return max(retention_ms // 2, DEFAULT_MIN_SEGMENT_INTERVAL_MS)
-
-
 class BufferedRangeReader:
     """Range reads over a ``LoggedBytesStore`` that include its buffered (uncommitted) writes.
 
@@ -105,20 +107,35 @@ class BufferedRangeReader:
     def __init__(self, store: LoggedBytesStore) -> None:
         self._store = store
         self._written: dict[bytes, set[bytes]] = {}
+        self._segmented = segmented_inner(store)
 
     def note_write(self, group: bytes, key: bytes) -> None:
-        """Record that ``key`` (in ``group``) was just written through the logged store."""
-        self._written.setdefault(group, set()).add(key)
+        """Record that ``key`` (in ``group``) is being written through the logged store; call just before the
+        write (notes from before the buffer was last applied are dropped first)."""
+        written = self._written
+        if written and not self._store.has_pending:
+            written.clear()
+        keys = written.get(group)
+        if keys is None:
+            written[group] = {key}
+        else:
+            keys.add(key)
 
     def forget_if_applied(self) -> None:
-        """Drop the notes when the store's buffer is empty; call before each write."""
+        """Drop the notes when the store's buffer is empty (before reads)."""
         if self._written and not self._store.has_pending:
             self._written.clear()
 
-    def range(self, group: bytes, lower: bytes, upper: bytes) -> list[tuple[bytes, bytes]]:
-        """Current ``(key, value)`` pairs with ``lower <= key < upper`` in key order (all keys in ``group``)."""
+    def range(
+        self, group: bytes, lower: bytes, upper: bytes, time_from: int = 0, time_to: int | None = None
+    ) -> list[tuple[bytes, bytes]]:
+        """Current ``(key, value)`` pairs with ``lower <= key < upper`` in key order (all keys in ``group``);
+        ``time_from`` / ``time_to`` (ms) bound the entry times, so a segmented store scans only their segments."""
         self.forget_if_applied()
-        persisted = self._store.inner.range(lower, upper)
+        if self._segmented is not None:
+            persisted = self._segmented.range(lower, upper, time_from=time_from, time_to=time_to)
+        else:
+            persisted = self._store.inner.range(lower, upper)
         written = self._written.get(group)
         if not written:
             return list(persisted)
@@ -161,10 +178,11 @@ class RetentionExpiry:
         self._segment_interval = segment_interval
         self._time_of = time_of
         self._scanned_segment: int | None = None
+        self._segmented = segmented_inner(store) is not None
 
     def before_write(self, observed: int) -> None:
-        if observed < 0 or self._store.has_pending:
-            return
+        if self._segmented or observed < 0 or self._store.has_pending:
+            return  # a segmented store drops its expired segments itself
         segment = (observed - self._retention) // self._segment_interval
         if self._scanned_segment is not None and segment <= self._scanned_segment:
             return
@@ -206,8 +224,14 @@ class WindowStore:
         self._reader = BufferedRangeReader(store)
         self._key_serde = key_serde
         self._value_serde = value_serde
-        self._expiry = RetentionExpiry(
-            store, retention_ms, segment_interval or segment_interval_ms(retention_ms), _window_start_of
+        self._segmented = segmented_inner(store)
+        self._synced = self._segmented is None
+        self._expiry = (
+            None
+            if self._segmented is not None
+            else RetentionExpiry(
+                store, retention_ms, segment_interval or segment_interval_ms(retention_ms), window_start_of
+            )
         )
         self._seqnum = 0
         self._last_key: Any = None
@@ -219,20 +243,24 @@ class WindowStore:
         """Store ``value`` (with its ``timestamp``, ms) for ``key``'s window at ``window_start`` (ms);
         ``None`` deletes it. A put to an expired window is dropped."""
         raw_key = self._raw_key(key)
-        self._expiry.before_write(self.observed_stream_time)
+        if not self._synced:
+            self._sync_stream_time()
+        if self._expiry is not None:
+            self._expiry.before_write(self.observed_stream_time)
         if window_start > self.observed_stream_time:
             self.observed_stream_time = window_start
-        if self._expired(window_start):
-            return
+        elif window_start < self.observed_stream_time - self.retention_ms:
+            return  # expired
         if self.retain_duplicates:
             if value is None:
                 return
             self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
-        store_key = raw_key + _START_SEQ.pack(window_start, self._seqnum if self.retain_duplicates else 0)
+            store_key = raw_key + _START_SEQ.pack(window_start, self._seqnum)
+        else:
+            store_key = raw_key + _START_SEQ.pack(window_start, 0)
         raw_value = self._value_serde.serialize(value)
-        self._reader.forget_if_applied()
-        self._store.put(store_key, None if raw_value is None else _TIMESTAMP.pack(timestamp) + raw_value)
         self._reader.note_write(raw_key, store_key)
+        self._store.put(store_key, None if raw_value is None else _TIMESTAMP.pack(timestamp) + raw_value)
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -250,8 +278,10 @@ class WindowStore:
         """The aggregate of ``key``'s window at ``window_start``, or ``None`` (absent or expired)."""
         if self.retain_duplicates:
             raise ValueError(f"window store '{self.name}' retains duplicates; use fetch_range")
-        if self._expired(window_start):
-            return None
+        if not self._synced:
+            self._sync_stream_time()
+        if window_start < self.observed_stream_time - self.retention_ms:
+            return None  # expired (or no window put yet: observed -1, starts are >= 0)
         raw = self._store.get(self._raw_key(key) + _START_SEQ.pack(window_start, 0))
         return None if raw is None else self._decode_value(raw)
 
@@ -264,7 +294,7 @@ class WindowStore:
         lower = raw_key + _START_SEQ.pack(time_from, 0)
         upper = raw_key + (_START_SEQ.pack(time_to + 1, 0) if time_to < _MAX_TIME else b"\xff" * (_SUFFIX + 1))
         found: list[tuple[int, WindowValue]] = []
-        for store_key, raw in self._reader.range(raw_key, lower, upper):
+        for store_key, raw in self._reader.range(raw_key, lower, upper, time_from, time_to):
             if len(store_key) != len(raw_key) + _SUFFIX:
                 continue  # a longer key that starts with these bytes
             start, _ = _START_SEQ.unpack_from(store_key, len(raw_key))
@@ -303,16 +333,18 @@ class WindowStore:
         timestamp: int = _TIMESTAMP.unpack_from(raw)[0]
         return WindowValue(self._value_serde.deserialize(raw[8:]), timestamp)
 
+    def _sync_stream_time(self) -> None:
+        """Adopt the segmented store's stream time (restored, or written before this view existed) on first use;
+        later writes go through this view, so its stream time stays ahead."""
+        self._synced = True
+        segmented = self._segmented
+        if segmented is not None and segmented.observed_stream_time > self.observed_stream_time:
+            self.observed_stream_time = segmented.observed_stream_time
+
     def _first_live_start(self) -> int:
         """Smallest window start still visible: ``observed - retention`` (see the module docstring)."""
+        if not self._synced:
+            self._sync_stream_time()
         if self.observed_stream_time < 0:
             return 0
         return max(0, self.observed_stream_time - self.retention_ms)
-
-    def _expired(self, window_start: int) -> bool:
-        return self.observed_stream_time >= 0 and window_start < self.observed_stream_time - self.retention_ms
-
-
-def _window_start_of(store_key: bytes) -> int:
-    start: int = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)[0]
-    return start

@@ -14,7 +14,8 @@ windowed_reduce     input, store, windows, reducer ``fn(agg, value) -> agg``    
 windowed_aggregate  input, store, windows, initializer ``fn() -> agg``,         KStreamSessionWindowAggregate
                     aggregator ``fn(key, value, agg) -> agg``, merger
                     ``fn(key, agg1, agg2) -> agg`` (session windows only)
-suppress            input (a windowed table), store, until: window_closes       KTableSuppressProcessor
+suppress            input (a table), store, until: window_closes | time_limit,  KTableSuppressProcessor
+                    timeLimitMs, maxRecords, maxBytes, whenFull
 ==================  ==========================================================  ===============================
 
 The store of a windowed aggregation is a ``window`` store (time and sliding windows) or a ``session`` store,
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from streamapp.topology.nodes.base import FunctionRef, NodeBase
 from streamapp.topology.windows import WindowSpec
@@ -122,32 +123,61 @@ class WindowedAggregateNode(WindowedAggregationNode):
 
 
 class SuppressNode(NodeBase):
-    """Holds back a windowed table's updates and forwards only each window's final result once the window
-    closes (Kafka's ``Suppressed.untilWindowCloses`` with an unbounded buffer, ``KTableSuppressProcessor``).
+    """Holds back a table's updates (Kafka's ``KTable#suppress``, ``KTableSuppressProcessor``), one buffered
+    update per key (later updates of a key replace the buffered one, keeping its prior value).
 
-    A buffered update of window ``w`` is forwarded when ``w.end <= streamTime - closeGrace``, where
-    ``closeGrace`` is the upstream window's ``close_grace_ms()`` and stream time the largest timestamp the node
-    has seen. Tombstones of final results are dropped. The buffer lives in the ``key_value`` store ``store``
-    (logged, so it survives failover).
+    - ``until: window_closes`` (``Suppressed.untilWindowCloses``): each window's final result only. An update of
+      window ``w`` is buffered under ``w.end`` and forwarded when ``w.end <= streamTime - closeGrace``
+      (``closeGrace``: the upstream windowed aggregation's ``close_grace_ms()``); final tombstones are dropped.
+      The buffer must be strict (``whenFull: shut_down``), as Kafka's ``StrictBufferConfig``.
+    - ``until: time_limit`` (``Suppressed.untilTimeLimit``): any table; an update is buffered under its record
+      timestamp and forwarded when ``timestamp <= streamTime - timeLimitMs`` (ms, >= 0); tombstones are
+      forwarded.
+
+    Stream time is the largest record timestamp the node has seen. Buffer bounds (Kafka's ``BufferConfig``):
+    ``maxRecords`` (keys buffered) and ``maxBytes`` (``SuppressionBuffer.size_bytes``), ``None`` = unbounded.
+    When a bound is exceeded after a record, ``whenFull: shut_down`` (the default) fails the record (the task's
+    processing exception handler decides, as in Kafka 4), ``emit_early`` forwards the oldest updates until the
+    buffer fits.
+    The buffer lives in the ``key_value`` store ``store`` (logged, so it survives failover).
     """
 
     type: Literal["suppress"] = "suppress"
     input: str
     store: str
-    until: Literal["window_closes"] = "window_closes"
+    until: Literal["window_closes", "time_limit"] = "window_closes"
+    time_limit_ms: int | None = Field(default=None, ge=0)
+    max_records: int | None = Field(default=None, ge=0)
+    max_bytes: int | None = Field(default=None, ge=0)
+    when_full: Literal["shut_down", "emit_early"] | None = None
+    """What a full buffer does; ``None`` (left out of the document) is ``shut_down``."""
     accepts: ClassVar[frozenset[str]] = frozenset({"table"})
     output: ClassVar[str | None] = "table"
+
+    @model_validator(mode="after")
+    def _check_until(self) -> SuppressNode:
+        if self.until == "time_limit" and self.time_limit_ms is None:
+            raise ValueError("suppress until time_limit needs 'timeLimitMs'")
+        if self.until == "window_closes" and self.time_limit_ms is not None:
+            raise ValueError("'timeLimitMs' applies only to suppress until time_limit")
+        if self.until == "window_closes" and self.when_full == "emit_early":
+            raise ValueError(
+                "suppress until window_closes needs a strict buffer (whenFull: shut_down): emitting early would "
+                "forward results that are not final (Kafka's StrictBufferConfig)"
+            )
+        return self
 
     def stores(self) -> list[str]:
         return [self.store]
 
     def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
-        """A windowed aggregation must be upstream (through table operations), and the buffer store must be
-        a ``key_value`` store."""
-        try:
-            suppression_grace_ms(nodes, self.name)
-        except ValueError as exc:
-            return f"suppress(until_window_closes): {exc}"
+        """For ``window_closes`` a windowed aggregation must be upstream (through table operations); the buffer
+        store must be a ``key_value`` store."""
+        if self.until == "window_closes":
+            try:
+                suppression_grace_ms(nodes, self.name)
+            except ValueError as exc:
+                return f"suppress(until_window_closes): {exc}"
         store = stores.get(self.store)
         if store is not None and store.type != "key_value":
             return f"store '{self.store}' must be a key_value store (the suppression buffer), not {store.type}"
