@@ -9,10 +9,9 @@ import pytest
 from logged_store_fixtures import CHANGELOG, LoggedStore
 from streamapp.serdes import serde_for
 from streamapp.state.record_cache import CACHE_ENTRY_OVERHEAD_BYTES, CachingKeyValueStore, ThreadCache
-from streamapp.state.stores import TypedKeyValueStore
 from streamapp.state.timestamped import TimestampedChangeLoggingKeyValueStore
 
-ONE_ENTRY = 1 + 8 + 8 + CACHE_ENTRY_OVERHEAD_BYTES  # a one-letter key, a timestamp and a long
+ONE_ENTRY = 1 + 8 + CACHE_ENTRY_OVERHEAD_BYTES  # a one-letter key and a number
 
 
 class Cached:
@@ -22,8 +21,10 @@ class Cached:
         self.now = 0
         self.logged = LoggedStore("memory", Path("."))
         self.logged.logged = TimestampedChangeLoggingKeyValueStore(self.logged.persistent, CHANGELOG, lambda: self.now)
-        self.caching = CachingKeyValueStore(self.logged.logged, cache, namespace, lambda: self.now)
-        self.view = TypedKeyValueStore(self.caching, serde_for("string", is_key=True), serde_for("long"))
+        self.caching = CachingKeyValueStore(
+            self.logged.logged, serde_for("string", is_key=True), serde_for("long"), cache, namespace
+        )
+        self.view = self.caching
         self.forwarded: list[tuple[str, int | None, int | None, int]] = []
         self.view.set_flush_listener(lambda key, new, old, ts: self.forwarded.append((key, new, old, ts)))
 

@@ -33,7 +33,7 @@ from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtr
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
 from streamapp.processors.io import RecordSerializationError
 from streamapp.processors.process import ProcessorHooks, PunctuationError
-from streamapp.serdes import serde_for
+from streamapp.serdes import Serde, serde_for
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import TaskDirectoryLock
@@ -184,7 +184,7 @@ class StreamTask:
                 for name in (n for n in self.subtopology.stores if n in cached):
                     namespace = f"{self.id}-{name}"
                     self._caching[name] = CachingKeyValueStore(
-                        self.stores[name], self.record_cache, namespace, self._current_timestamp
+                        self.stores[name], *self._serdes(name), self.record_cache, namespace
                     )
         except Exception:
             self._close_stores()
@@ -512,10 +512,14 @@ class StreamTask:
         self._timestamp = timestamp
 
     def _typed_store(self, name: str) -> TypedKeyValueStore:
-        spec, store = self.description.store(name), self.stores[name]
-        topic = store.changelog.topic  # store data is serialized for its changelog topic, as in Kafka Streams
-        key_serde, value_serde = serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
-        return TypedKeyValueStore(self._caching.get(name, store), key_serde, value_serde)
+        caching = self._caching.get(name)
+        return caching if caching is not None else TypedKeyValueStore(self.stores[name], *self._serdes(name))
+
+    def _serdes(self, name: str) -> tuple[Serde, Serde]:
+        """Key and value serdes of store ``name``, bound to its changelog topic (as Kafka Streams serializes store
+        data)."""
+        spec, topic = self.description.store(name), self.stores[name].changelog.topic
+        return serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
 
     def _close_stores(self) -> None:
         for caching in self._caching.values():

@@ -13,19 +13,25 @@ entries leave the cache, in one batch per named cache, through its flush listene
   whole named cache is flushed, the evicted entry first (Kafka's ``NamedCache.evict`` / ``flush(evicted)``).
 
 ``CachingKeyValueStore`` is the store layer (Kafka's ``CachingKeyValueStore``): reads see the cache first; a
-flushed entry is written to the store below and handed, with the value the store below held before (the last
-flushed value: what downstream saw), to the flush listener, which forwards ``Change(new, old)`` (Kafka's
+flushed entry is serialized, written to the store below and handed, with the value the store below held before
+(the last flushed value: what downstream saw), to the flush listener, which forwards ``Change(new, old)`` (Kafka's
 ``TimestampedCacheFlushListener``). An entry whose new and old values are both absent is skipped. A hot key
 therefore produces one downstream update and one changelog record per commit interval instead of one per record.
 
-Sizes: an entry counts its key and value lengths plus ``CACHE_ENTRY_OVERHEAD_BYTES`` of Python memory.
+One deviation in form, not in what is forwarded when: the cache keeps *deserialized* values (keyed by the
+serialized key), so a read-modify-write of a cached key costs no serde round trip; values are serialized when
+they are flushed. Sizes: an entry counts its key bytes, its value's size (the length of a ``str`` / ``bytes``,
+8 for a number, the serialized length otherwise) and ``CACHE_ENTRY_OVERHEAD_BYTES`` of Python memory.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Any
+
+from streamapp.serdes import Serde
+from streamapp.state.stores import NO_TIMESTAMP, BytesKeyValueStore, TypedKeyValueStore
 
 __all__ = [
     "CACHE_ENTRY_OVERHEAD_BYTES",
@@ -40,17 +46,13 @@ CACHE_ENTRY_OVERHEAD_BYTES = 200
 """Python memory per cached entry beyond its key and value bytes (CPython 3.11, 64-bit): the ordered-dict
 node and slot, the ``[value, timestamp]`` list, the timestamp int, the bytes headers and the dirty-set slot."""
 
-DirtyEntry = tuple[bytes, bytes | None, int]
-"""A flushed entry: ``(key, value or None for a delete, timestamp of the write in epoch ms)``."""
+DirtyEntry = tuple[bytes, Any, int]
+"""A flushed entry: ``(serialized key, value or None for a delete, timestamp of the write in epoch ms)``."""
 
 FlushListener = Callable[[list[DirtyEntry]], None]
 
-StoreFlushListener = Callable[[bytes, bytes | None, bytes | None, int], None]
+StoreFlushListener = Callable[[Any, Any, Any, int], None]
 """``(key, new value, old value, timestamp)`` of one flushed entry (values ``None`` when absent)."""
-
-
-def _entry_size(key: bytes, value: bytes | None) -> int:
-    return len(key) + (0 if value is None else len(value)) + CACHE_ENTRY_OVERHEAD_BYTES
 
 
 class ThreadCache:
@@ -93,8 +95,8 @@ class NamedCache:
         self.namespace = namespace
         self._thread = thread
         self._listener = listener
-        self._entries: OrderedDict[bytes, list[bytes | int | None]] = OrderedDict()
-        """key -> ``[value, timestamp]``, least recently used first."""
+        self._entries: OrderedDict[bytes, list[Any]] = OrderedDict()
+        """serialized key -> ``[value, timestamp, size]``, least recently used first."""
         self._dirty: dict[bytes, None] = {}
         self.size_bytes = 0
 
@@ -104,26 +106,32 @@ class NamedCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: bytes) -> list[bytes | int | None] | None:
-        """The ``[value, timestamp]`` entry of ``key`` (value ``None``: deleted), or ``None`` on a miss. A hit
-        makes the entry the most recently used."""
+    @property
+    def has_dirty(self) -> bool:
+        return bool(self._dirty)
+
+    def get(self, key: bytes) -> list[Any] | None:
+        """The ``[value, timestamp, size]`` entry of ``key`` (value ``None``: deleted), or ``None`` on a miss.
+        A hit makes the entry the most recently used."""
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
         return entry
 
-    def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def put(self, key: bytes, value: Any, timestamp: int, value_size: int) -> None:
         """Write a dirty entry (the most recently used), then let the thread cache evict if it is full."""
         entries = self._entries
         entry = entries.get(key)
         if entry is None:
-            entries[key] = [value, timestamp]
-            size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + (0 if value is None else len(value))
+            size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + value_size
+            entries[key] = [value, timestamp, size]
         else:
-            old_value = entry[0]
-            size = (0 if value is None else len(value)) - (len(old_value) if isinstance(old_value, bytes) else 0)
+            size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + value_size
+            grown = size - entry[2]
             entry[0] = value
             entry[1] = timestamp
+            entry[2] = size
+            size = grown
             entries.move_to_end(key)
         thread = self._thread
         if size:
@@ -139,23 +147,16 @@ class NamedCache:
     def evict(self) -> None:
         """Remove the least recently used entry; when it is dirty, flush it first and every other dirty entry
         after it (Kafka's ``NamedCache.evict``)."""
-        key, entry = self._entries.popitem(last=False)
-        value = entry[0] if isinstance(entry[0], bytes) else None
-        self._shrink(_entry_size(key, value))
+        key, (value, timestamp, size) = self._entries.popitem(last=False)
+        self._shrink(size)
         if key in self._dirty:
             del self._dirty[key]
-            timestamp = entry[1]
-            assert isinstance(timestamp, int)
             self._flush([(key, value, timestamp)])
 
     def flush(self) -> None:
         """Hand every dirty entry to the listener, in update order, and mark them clean; deleted entries leave."""
         if self._dirty:
             self._flush([])
-
-    @property
-    def has_dirty(self) -> bool:
-        return bool(self._dirty)
 
     def dirty_keys(self) -> Iterator[bytes]:
         """The dirty keys in the order a flush hands them over."""
@@ -171,68 +172,66 @@ class NamedCache:
     def _flush(self, batch: list[DirtyEntry]) -> None:
         entries = self._entries
         for key in self._dirty:
-            value, timestamp = entries[key]
-            assert isinstance(timestamp, int)
-            batch.append((key, value if isinstance(value, bytes) else None, timestamp))
+            value, timestamp, _ = entries[key]
+            batch.append((key, value, timestamp))
         self._dirty = {}  # cleared before the listener runs: forwarding may write to this cache again
         self._listener(batch)
         for key, value, _ in batch:
-            if value is None and key in entries and entries[key][0] is None:
-                del entries[key]
-                self._shrink(_entry_size(key, None))
+            if value is None:
+                entry = entries.get(key)
+                if entry is not None and entry[0] is None and key not in self._dirty:
+                    del entries[key]
+                    self._shrink(entry[2])
 
     def _shrink(self, size: int) -> None:
         self.size_bytes -= size
         self._thread.size_bytes -= size
 
 
-class _Below(Protocol):
-    """The store under the cache: the task's changelogging store."""
+class CachingKeyValueStore(TypedKeyValueStore):
+    """A typed key-value store whose writes wait in the thread's record cache (Kafka's ``CachingKeyValueStore``),
+    over the task's changelogging store ``below`` (timestamped: the cached stores are the DSL's, KIP-258).
 
-    name: str
-    timestamped: bool
-
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def put_at(self, key: bytes, value: bytes | None, timestamp: int) -> None: ...
-
-
-class CachingKeyValueStore:
-    """A bytes key-value store whose writes wait in the thread's record cache (Kafka's ``CachingKeyValueStore``).
-
-    ``timestamp`` returns the timestamp of the record being processed (an entry remembers it: a delete is
-    forwarded and logged at it). ``set_flush_listener`` receives each flushed entry with the value the store
-    below held before it.
+    Reads see the cache first (a hit is a use, for the LRU order); ``put`` makes a dirty entry at the given
+    timestamp (epoch ms: the result's, or the deleting record's). ``set_flush_listener`` receives each flushed entry
+    with the value the store below held before it.
     """
 
-    cached = True
-
-    def __init__(self, below: _Below, cache: ThreadCache, namespace: str, timestamp: Callable[[], int]) -> None:
-        self.name = below.name
-        self.timestamped = below.timestamped
-        self._below = below
-        self._timestamp = timestamp
+    def __init__(
+        self, below: BytesKeyValueStore, key_serde: Serde, value_serde: Serde, cache: ThreadCache, namespace: str
+    ) -> None:
+        super().__init__(below, key_serde, value_serde)
+        self.cached = True
         self._thread = cache
         self._cache = cache.named_cache(namespace, self._flushed)
         self._listener: StoreFlushListener | None = None
-
-    def set_flush_listener(self, listener: StoreFlushListener) -> None:
-        self._listener = listener
-
-    def get(self, key: bytes) -> bytes | None:
-        entry = self._cache.get(key)
-        if entry is not None:
-            value = entry[0]
-            return value if isinstance(value, bytes) else None
-        return self._below.get(key)
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self._cache.put(key, value, self._timestamp())
 
     @property
     def has_dirty(self) -> bool:
         """Whether entries wait to be flushed."""
         return self._cache.has_dirty
+
+    def set_flush_listener(self, listener: StoreFlushListener) -> None:
+        self._listener = listener
+
+    def get_raw_key(self, raw_key: bytes) -> tuple[Any, int] | None:
+        entry = self._cache.get(raw_key)
+        if entry is None:
+            return super().get_raw_key(raw_key)
+        value = entry[0]
+        return None if value is None else (value, entry[1])
+
+    def put_raw_key(self, raw_key: bytes, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
+        if value is None:
+            size = 0
+        elif isinstance(value, (str, bytes)):
+            size = len(value)
+        elif isinstance(value, (int, float)):
+            size = 8
+        else:
+            serialized = self._value_serde.serialize(value)
+            size = 0 if serialized is None else len(serialized)
+        self._cache.put(raw_key, value, timestamp, size)
 
     def flush(self) -> None:
         """Forward and write down every dirty entry (commit)."""
@@ -246,11 +245,12 @@ class CachingKeyValueStore:
         self._thread.close(self._cache.namespace)
 
     def _flushed(self, entries: list[DirtyEntry]) -> None:
-        below, listener = self._below, self._listener
-        for key, value, timestamp in entries:
-            old = below.get(key)
+        listener = self._listener
+        below_get, below_put = super().get_raw_key, super().put_raw_key
+        for raw_key, value, timestamp in entries:
+            old = below_get(raw_key)
             if value is None and old is None:
                 continue
-            below.put_at(key, value, timestamp)
+            below_put(raw_key, value, timestamp)
             if listener is not None:
-                listener(key, value, old, timestamp)
+                listener(self._key_serde.deserialize(raw_key), value, None if old is None else old[0], timestamp)

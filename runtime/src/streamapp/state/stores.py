@@ -89,6 +89,9 @@ class TypedKeyValueStore:
         self._key_serde = key_serde
         self._value_serde = value_serde
         self.timestamped: bool = getattr(inner, "timestamped", False)
+        self.cached = False
+        """Whether writes wait in the record cache (``streamapp.state.record_cache.CachingKeyValueStore``): the
+        processor then forwards through ``set_flush_listener`` instead of after each write."""
 
     def get(self, key: Any) -> Any:
         """The value stored for ``key``, or ``None``."""
@@ -117,28 +120,11 @@ class TypedKeyValueStore:
             return self._value_serde.deserialize(raw[VALUE_TIMESTAMP.size :]), timestamp
         return self._value_serde.deserialize(raw), NO_TIMESTAMP
 
-    @property
-    def cached(self) -> bool:
-        """Whether writes wait in the record cache (``streamapp.state.record_cache``): the processor then
-        forwards through ``set_flush_listener`` instead of after each write."""
-        return bool(getattr(self._inner, "cached", False))
-
     def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> None:
         """Call ``listener(key, new value, old value, timestamp)`` for each entry the record cache flushes
-        (Kafka's ``TimestampedCacheFlushListener``: the timestamp is the new value's, or the deleting record's).
-        Only for a ``cached`` store."""
-        key_serde, value_serde, timestamped = self._key_serde, self._value_serde, self.timestamped
-        prefix = VALUE_TIMESTAMP.size
-
-        def flushed(key: bytes, new: bytes | None, old: bytes | None, timestamp: int) -> None:
-            if timestamped:
-                if new is not None:
-                    timestamp = VALUE_TIMESTAMP.unpack_from(new)[0]
-                    new = new[prefix:]
-                old = None if old is None else old[prefix:]
-            listener(key_serde.deserialize(key), value_serde.deserialize(new), value_serde.deserialize(old), timestamp)
-
-        self._inner.set_flush_listener(flushed)  # type: ignore[attr-defined]
+        (Kafka's ``TimestampedCacheFlushListener``). Only a ``cached`` store (``streamapp.state.record_cache``)
+        flushes; this one raises TypeError."""
+        raise TypeError(f"store '{self.name}' is not cached: it has no flushes to listen to")
 
     def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
         """Store ``value`` for ``key`` (with ``timestamp``, epoch ms, in a timestamped store); ``None`` deletes it."""
