@@ -113,6 +113,7 @@ def test_repartition_records_partitions_and_clears_the_re_keyed_mark() -> None:
         "keySerde": "string",
         "valueSerde": "long",
         "partitions": 6,
+        "dropNullKeys": True,
     }
     assert not stream.key_changed
     assert got["n"]["input"] == "by-value"

@@ -45,6 +45,7 @@ def test_group_by_inserts_select_key_and_a_repartition_named_after_the_grouping(
         "input": "per-region-key",
         "keySerde": "string",
         "valueSerde": "json",
+        "dropNullKeys": True,
     }
     assert desc.to_dict()["stores"] == [
         {"name": "orders-per-region", "type": "key_value", "keySerde": "string", "valueSerde": "long"},

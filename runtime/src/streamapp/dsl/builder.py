@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from streamapp.dsl.repartitions import null_key_repartitions
 from streamapp.topology import NODE_TYPES, TopologyDescription, TopologyError, function_reference
 from streamapp.topology.document import check_serde
 from streamapp.topology.functions import InProcessFunction, describe_function
@@ -177,11 +178,14 @@ class StreamsBuilder:
 
         Serdes nobody named (``DEFAULT_KEY_SERDE``, ``DEFAULT_VALUE_SERDE``) become ``default.key.serde`` /
         ``default.value.serde`` of ``config`` (Kafka's ``build(props)``), else of the builder's config, else
-        ``bytes``. The TopologyTestDriver builds a builder with its own config."""
+        ``bytes``. The TopologyTestDriver builds a builder with its own config. Repartitions drop null keys
+        by Kafka's rule (``streamapp.dsl.repartitions``), decided here as Kafka decides it when it builds."""
         defaults = _default_serdes(config or {}, self._default_serdes)
         in_process: dict[str, dict[str, InProcessFunction]] = {}
+        dropping = null_key_repartitions((step.name, step.type, step.params) for step in self._steps)
         nodes = [
-            _with_serdes(self._export(step, in_process.setdefault(step.name, {})), defaults) for step in self._steps
+            _with_serdes(self._export(step, in_process.setdefault(step.name, {}), step.name in dropping), defaults)
+            for step in self._steps
         ]
         stores = [_with_serdes(store, defaults) for store in self._stores]
         description = TopologyDescription.from_dict({"nodes": nodes, "stores": stores})
@@ -217,10 +221,13 @@ class StreamsBuilder:
             raise TopologyError(f"node '{name}': node name is already used in this topology")
 
     @staticmethod
-    def _export(step: _Step, in_process: dict[str, InProcessFunction]) -> dict[str, Any]:
+    def _export(step: _Step, in_process: dict[str, InProcessFunction], drop_null_keys: bool) -> dict[str, Any]:
         """The document form of a step: its user functions (the node type's ``function_params``) as references;
-        the functions another process could not import by theirs go to ``in_process`` too."""
+        the functions another process could not import by theirs go to ``in_process`` too. ``drop_null_keys``:
+        a repartition that drops null keys (``streamapp.dsl.repartitions``)."""
         params = dict(step.params)
+        if drop_null_keys:
+            params["drop_null_keys"] = True
         for key in NODE_TYPES[step.type].function_params:
             function = params.get(key)
             if function is not None:

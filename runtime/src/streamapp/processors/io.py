@@ -34,6 +34,7 @@ from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNo
 __all__ = [
     "BUILDERS",
     "ChangeSerde",
+    "NullKeyFilter",
     "RecordSerializationError",
     "SinkProcessor",
     "SourceProcessor",
@@ -287,7 +288,7 @@ def build_sink(node: SinkNode, children: Sequence[Processor], ctx: BuildContext)
 @BUILDERS.builds(RepartitionNode)
 def build_repartition(node: RepartitionNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     """The sink or the source of the repartition topic; of a grouped table, its values are ``Change`` records
-    (``ChangeSerde``)."""
+    (``ChangeSerde``). With ``dropNullKeys`` the sink side drops null-key records (``NullKeyFilter``)."""
     topic = ctx.topic_of(node.name)
     key_serde = serde_for(node.key_serde, topic, is_key=True)
     value_serde: Serde = serde_for(node.value_serde, topic)
@@ -295,7 +296,21 @@ def build_repartition(node: RepartitionNode, children: Sequence[Processor], ctx:
         value_serde = ChangeSerde(value_serde)
     if node.name in ctx.source_nodes:
         return SourceProcessor(key_serde, value_serde, children)
-    return SinkProcessor(topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input)
+    sink = SinkProcessor(topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input)
+    return NullKeyFilter(sink) if node.drop_null_keys else sink
+
+
+class NullKeyFilter:
+    """Forwards to ``sink`` only the records whose key is not null: the ``key != null`` filter Kafka Streams puts in
+    front of a DSL repartition topic (``KStreamFilter``: a filtered record is neither forwarded nor counted in
+    dropped-records)."""
+
+    def __init__(self, sink: Processor) -> None:
+        self._sink = sink
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if key is not None:
+            self._sink.process(key, value, timestamp)
 
 
 @BUILDERS.builds(GlobalTableNode)

@@ -6,8 +6,8 @@ type           parameters                                             semantics 
 source         topics, keySerde, valueSerde, timestampExtractor       records of the topics (SourceNode)
 table          topics: [t], store, keySerde, valueSerde               KTable from a topic (KTableSource)
 sink           input, topic | topicExtractor, keySerde, valueSerde    writes to an external topic (SinkNode)
-repartition    input, keySerde, valueSerde, partitions (optional)     through topic
-                                                                      ``<applicationId>-<name>-repartition``
+repartition    input, keySerde, valueSerde, partitions (optional),    through topic
+               dropNullKeys (optional)                                ``<applicationId>-<name>-repartition``
 global_table   topic, store, keySerde, valueSerde (no inputs)         GlobalKTable (GlobalKTableImpl)
 =============  =====================================================  ======================================
 
@@ -106,6 +106,12 @@ class RepartitionNode(NodeBase):
     It ends the upstream sub-topology (as its sink) and starts the downstream one (as its source).
     ``partitions`` fixes the topic's partition count; without it the count is the maximum partition count
     of the upstream sub-topology's source topics (Kafka Streams' rule).
+
+    ``dropNullKeys``: records with a null key are dropped before the repartition topic (not written, not counted
+    as dropped records), as by the filter Kafka Streams puts in front of a DSL repartition topic
+    (``KStreamImpl.createRepartitionedSource``, turned into ``key != null`` by
+    ``InternalStreamsBuilder.rewriteRepartitionNodes`` unless a join that takes null keys is downstream, KIP-962).
+    The DSL sets it to true by that rule (``streamapp.dsl.repartitions``); absent or false: every record is written.
     """
 
     type: Literal["repartition"] = "repartition"
@@ -115,6 +121,7 @@ class RepartitionNode(NodeBase):
     key_serde: SerdeName = "bytes"
     value_serde: SerdeName = "bytes"
     partitions: int | None = Field(default=None, ge=1)
+    drop_null_keys: bool | None = None
 
     _serdes = field_validator("key_serde", "value_serde")(check_serde)
 
