@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -11,10 +12,14 @@ Record = tuple[int, bytes | None, bytes | None, int]
 """``(partition, key, value, timestamp)``."""
 
 
-def read_committed(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0) -> list[Record]:
-    """Every committed record of ``topic``, partition by partition in offset order."""
+def read_committed(
+    bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0, settings: Mapping[str, str] | None = None
+) -> list[Record]:
+    """Every committed record of ``topic``, partition by partition in offset order (``settings``: more client
+    settings, e.g. SASL)."""
     consumer = Consumer(
         {
+            **(settings or {}),
             "bootstrap.servers": bootstrap,
             "group.id": f"reader-{uuid.uuid4().hex[:8]}",
             "isolation.level": "read_committed",

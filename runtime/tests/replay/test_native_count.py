@@ -17,6 +17,7 @@ from conformance.harness import wait_stable
 from streamapp import StreamsBuilder
 from streamapp.replay import ReplayPlan, run_replay
 from streamapp.replay.native import PATH_NATIVE_COUNT, PATH_TASK
+from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription
 
 from replay.reading import read_committed
@@ -76,11 +77,13 @@ def replay_both_paths(
             partitions={sink: SINK_PARTITIONS},
             replay_id=application_id,
         )
-        result = run_replay(spark, plan, native=path == "native")
+        reports: list[ReplayProgress] = []
+        result = run_replay(spark, plan, native=path == "native", on_progress=reports.append, progress_interval_s=0.2)
         wait_stable(admin, [TopicPartition(w.topic, w.partition) for w in result.writes])
         changelog = f"{application_id}-event-counts-changelog"
         out[path] = {
             "result": result,
+            "progress": reports,
             "sink": read_committed(bootstrap, sink, SINK_PARTITIONS),
             "changelog": read_committed(bootstrap, changelog, INPUT_PARTITIONS),
         }
@@ -100,6 +103,21 @@ def test_the_native_keyed_count_writes_the_task_paths_sink_records_and_changelog
     counted = [r for r in records if r[1] is not None and r[2] not in (None, b"null")]
     assert len(native["sink"]) == len(counted)
     assert len(native["changelog"]) == len({(r[0], r[1]) for r in counted})
+
+
+def test_a_replay_reports_its_progress_while_it_runs_and_all_records_at_the_end(
+    spark_session: Any, conformance_bootstrap: str
+) -> None:
+    records = list(inputs())
+    out = replay_both_paths(conformance_bootstrap, spark_session, records, {})
+    for path in ("native", "task"):
+        reports: list[ReplayProgress] = out[path]["progress"]
+        assert len(reports) >= 2, f"{path}: a report while running and one at the end"
+        processed = [r.records_processed for r in reports]
+        assert processed == sorted(processed)
+        assert reports[-1].phase == "done"
+        assert (reports[-1].records_processed, reports[-1].records_total) == (len(records), len(records))
+        assert (reports[-1].stages_done, reports[-1].stages_total) == (1, 1)
 
 
 def test_a_record_the_serde_refuses_sends_the_count_to_the_task_path_and_its_handler(

@@ -16,6 +16,7 @@ from streamapp.replay.native import (
     native_count,
     node_paths,
 )
+from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress, parse_progress
 from streamapp.topology import TopologyDescription
 
 CONFIG = {"application.id": "app"}
@@ -76,3 +77,11 @@ def test_classify_marks_counted_dropped_and_fallback_records_with_the_runtimes_p
     out = classify_batch(batch, count, 3, {})
     assert out.column("status").to_pylist() == [COUNTED, DROPPED, DROPPED, FALLBACK, FALLBACK, FALLBACK]
     assert out.column("out_partition").to_pylist() == [partition_for_key(b"a", 3), -1, -1, -1, -1, -1]
+
+
+def test_a_progress_line_in_a_log_reads_back_as_the_progress_it_reports() -> None:
+    progress = ReplayProgress("stages", 250, 1000, 0, 2, 3, 8, 12.34)
+    line = f"2026-11-24 INFO streamapp.replay.progress: {PROGRESS_PREFIX}{progress.to_json()}"
+    assert parse_progress(line) == ReplayProgress("stages", 250, 1000, 0, 2, 3, 8, 12.3)
+    assert parse_progress(line).fraction == 0.25  # type: ignore[union-attr]
+    assert parse_progress("INFO something else") is None

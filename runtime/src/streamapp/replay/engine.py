@@ -19,9 +19,12 @@ The final write groups the records by output partition, merges the tasks' sequen
 from __future__ import annotations
 
 import json
+import logging
+import os
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,8 @@ from streamapp.replay.native import (
 )
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import ReplayPlan, stage_order
+from streamapp.replay.progress import ReplayProgress, log_progress
+from streamapp.replay.security import client_settings, java_client_options
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
 from streamapp.topology import TopologyDescription
 
@@ -91,9 +96,18 @@ class ReplayResult:
 
 
 def run_replay(
-    spark: SparkSession, plan: ReplayPlan, *, chunk_records: int = DEFAULT_CHUNK_RECORDS, native: bool = True
+    spark: SparkSession,
+    plan: ReplayPlan,
+    *,
+    chunk_records: int = DEFAULT_CHUNK_RECORDS,
+    native: bool = True,
+    on_progress: Callable[[ReplayProgress], None] | None = log_progress,
+    progress_interval_s: float = 5.0,
 ) -> ReplayResult:
     """Run ``plan`` on ``spark`` and write its output (see the module docstring).
+
+    ``on_progress`` is called every ``progress_interval_s`` while Spark computes, and at the end
+    (``streamapp.replay.progress``; ``None``: no reports).
 
     ``native``: run the sub-topologies ``streamapp.replay.native`` recognises with Spark's operators (the
     default); ``False`` runs every one through the runtime's task (the reference the native path must equal).
@@ -102,13 +116,19 @@ def run_replay(
     fails the job (Spark's error names the Python exception, e.g. ProcessingError naming the record).
     """
     plan.check()
+    settings = client_settings(plan.kafka_settings, os.environ)
+    source_options = java_client_options(settings)  # refuses a security key it cannot translate, before any job
     result = ReplayResult()
-    started = time.monotonic()
-    outputs = _run_stages(spark, plan, result, native)
-    result.seconds["read_and_process"] = time.monotonic() - started
-    started = time.monotonic()
-    _write(spark, plan, outputs, result, chunk_records)
-    result.seconds["write"] = time.monotonic() - started
+    tracker = _ProgressTracker(spark, plan, on_progress, progress_interval_s)
+    with tracker:
+        started = time.monotonic()
+        outputs = _run_stages(spark, plan, result, native, source_options, tracker)
+        result.seconds["read_and_process"] = time.monotonic() - started
+        tracker.phase = "write"
+        started = time.monotonic()
+        _write(spark, plan, outputs, result, chunk_records, settings)
+        result.seconds["write"] = time.monotonic() - started
+        tracker.phase = "done"
     for stage in outputs:
         stage.unpersist()
     return result
@@ -117,7 +137,14 @@ def run_replay(
 # -- stages ------------------------------------------------------------------------------------------
 
 
-def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult, native_ok: bool) -> list[DataFrame]:
+def _run_stages(
+    spark: SparkSession,
+    plan: ReplayPlan,
+    result: ReplayResult,
+    native_ok: bool,
+    source_options: Mapping[str, str],
+    tracker: _ProgressTracker,
+) -> list[DataFrame]:
     application_id = plan.application_id
     counts = plan.topic_partitions()
     document = plan.description.to_json(indent=None)
@@ -130,16 +157,22 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult, nat
             if ref.internal:
                 parts.append(repartitioned[topic])
             else:
-                parts.append(read_topic(spark, plan, topic))
+                parts.append(read_topic(spark, plan, topic, source_options))
         stage_input = parts[0]
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
         native = native_count(plan.description, sub, plan.config) if native_ok else None
-        stage = None if native is None else _native_count_stage(stage_input, native, counts[native.sink_topic])
+        stage = (
+            None
+            if native is None
+            else _native_count_stage(stage_input, native, counts[native.sink_topic], tracker.records)
+        )
         result.paths[sub.id] = PATH_TASK if stage is None else PATH_NATIVE_COUNT
         if stage is None:
-            task = _StageFunction(document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms)
+            task = _StageFunction(
+                document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms, tracker.records
+            )
             stage = (
                 # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
                 # the number, as repartition() does, put 3 of 4 tasks into one Spark partition and left a core idle
@@ -150,6 +183,7 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult, nat
         stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
         records = stage.count()  # runs the stage now: its time is the stage's, not the write's
         result.records_written_by_stage[sub.id] = records
+        tracker.stages_done += 1
         outputs.append(stage)
         for ref in sub.sink_topics:
             if ref.internal:
@@ -161,8 +195,11 @@ def _run_stages(spark: SparkSession, plan: ReplayPlan, result: ReplayResult, nat
     return outputs
 
 
-def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
-    """The records of ``topic`` in the plan's offset ranges, as ``RECORD_SCHEMA`` rows (kind ``source``)."""
+def read_topic(
+    spark: SparkSession, plan: ReplayPlan, topic: str, client_options: Mapping[str, str] | None = None
+) -> DataFrame:
+    """The records of ``topic`` in the plan's offset ranges, as ``RECORD_SCHEMA`` rows (kind ``source``).
+    ``client_options``: the Java client's settings (``security.java_client_options``; default: the plan's)."""
     start = {topic: {str(p): o for p, o in sorted(plan.start_offsets[topic].items())}}
     end = {topic: {str(p): o for p, o in sorted(plan.end_offsets[topic].items())}}
     reader = (
@@ -175,7 +212,8 @@ def read_topic(spark: SparkSession, plan: ReplayPlan, topic: str) -> DataFrame:
         .option("failOnDataLoss", "true")
         .option("includeHeaders", "true")
     )
-    for key, value in plan.kafka_settings.items():
+    options = java_client_options(plan.kafka_settings) if client_options is None else client_options
+    for key, value in options.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load().select(
         F.col("topic"),
@@ -195,7 +233,9 @@ _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 _CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
 
 
-def _native_count_stage(stage_input: DataFrame, count: NativeCount, sink_partitions: int) -> DataFrame | None:
+def _native_count_stage(
+    stage_input: DataFrame, count: NativeCount, sink_partitions: int, records: Any = None
+) -> DataFrame | None:
     """A keyed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, or ``None`` when a record needs the runtime's task (a serde refuses its
     bytes, a negative timestamp): then nothing of this attempt is kept and the caller runs the task path.
@@ -208,7 +248,7 @@ def _native_count_stage(stage_input: DataFrame, count: NativeCount, sink_partiti
     """
     classified = (
         stage_input.select("partition", "offset", "key", "value", "timestamp")  # per record: any Spark partition
-        .mapInArrow(BatchClassifier(count, sink_partitions), _CLASSIFIED_SCHEMA)
+        .mapInArrow(BatchClassifier(count, sink_partitions, records), _CLASSIFIED_SCHEMA)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     if classified.where(F.col("status") == FALLBACK).limit(1).count():
@@ -255,6 +295,71 @@ def _count_bytes(count: Column, serde: str) -> Column:
     return F.unhex(F.lpad(F.hex(count.cast("long")), 16, "0"))
 
 
+class _ProgressTracker:
+    """Reports ``ReplayProgress`` from a daemon thread while the replay runs (``streamapp.replay.progress``)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        plan: ReplayPlan,
+        on_progress: Callable[[ReplayProgress], None] | None,
+        interval_s: float,
+    ) -> None:
+        self.records = spark.sparkContext.accumulator(0)
+        self.phase = "stages"
+        self.stages_done = 0
+        self._spark = spark
+        self._on_progress = on_progress
+        self._interval_s = interval_s
+        self._stages_total = len(plan.description.subtopologies())
+        self._total = sum(
+            end - plan.start_offsets[topic][p] for topic, ends in plan.end_offsets.items() for p, end in ends.items()
+        )
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="replay-progress", daemon=True)
+
+    def __enter__(self) -> _ProgressTracker:
+        if self._on_progress is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._on_progress is not None:
+            self._thread.join(self._interval_s + 5)
+            if exc[0] is None:
+                self._on_progress(self.snapshot())
+
+    def snapshot(self) -> ReplayProgress:
+        tasks_done = tasks_total = 0
+        tracker = self._spark.sparkContext.statusTracker()
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info is not None:
+                tasks_done += info.numCompletedTasks
+                tasks_total += info.numTasks
+        processed = self._total if self.phase != "stages" else min(self._total, int(self.records.value))
+        return ReplayProgress(
+            self.phase,
+            processed,
+            self._total,
+            self.stages_done,
+            self._stages_total,
+            tasks_done,
+            tasks_total,
+            time.monotonic() - self._started,
+        )
+
+    def _run(self) -> None:
+        assert self._on_progress is not None
+        while not self._stop.wait(self._interval_s):
+            try:
+                self._on_progress(self.snapshot())
+            except Exception:  # a report must never fail the replay
+                logging.getLogger(__name__).debug("progress report failed", exc_info=True)
+
+
 _WORKER_CACHE: dict[str, tuple[TopologyDescription, dict[str, dict[str, Callable[..., Any]]]]] = {}
 """Per Python worker: the parsed description and its imported user functions, by document."""
 
@@ -276,13 +381,21 @@ class _StageFunction:
     carries only plain data (the description's JSON, not the parsed objects or user functions)."""
 
     def __init__(
-        self, document: str, sub_id: int, counts: dict[str, int], config: dict[str, Any], wall_clock_ms: int
+        self,
+        document: str,
+        sub_id: int,
+        counts: dict[str, int],
+        config: dict[str, Any],
+        wall_clock_ms: int,
+        records: Any = None,
     ) -> None:
         self.document = document
         self.sub_id = sub_id
         self.counts = counts
         self.config = config
         self.wall_clock_ms = wall_clock_ms
+        self.records = records
+        """Spark accumulator of the input records the stage read (progress), or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         description, functions = _worker_topology(self.document)
@@ -294,6 +407,8 @@ class _StageFunction:
         task: ReplayTask | None = None
         buffered: list[dict[str, Any]] = []
         for batch in batches:
+            if self.records is not None:
+                self.records.add(batch.num_rows)
             records = list(_records_of(batch)) if streamed else []
             for partition, start, end in _runs_by_partition(batch.column("partition").to_pylist()):
                 if task is not None and task.partition != partition:
@@ -416,7 +531,12 @@ def _ordered_inputs(rows: list[dict[str, Any]]) -> dict[str, list[ConsumerRecord
 
 
 def _write(
-    spark: SparkSession, plan: ReplayPlan, outputs: list[DataFrame], result: ReplayResult, chunk_records: int
+    spark: SparkSession,
+    plan: ReplayPlan,
+    outputs: list[DataFrame],
+    result: ReplayResult,
+    chunk_records: int,
+    client_settings: Mapping[str, str],
 ) -> None:
     kinds = ["sink", "changelog", *(["repartition"] if plan.write_repartition_topics else [])]
     written = outputs[0]
@@ -427,7 +547,7 @@ def _write(
         (row["topic"], row["partition"]) for row in written.select("topic", "partition").distinct().collect()
     )
     writers = {target: Writer(i, *target) for i, target in enumerate(targets)}
-    settings = {"bootstrap.servers": plan.bootstrap_servers, **plan.kafka_settings}
+    settings = {"bootstrap.servers": plan.bootstrap_servers, **client_settings}
     internal = plan.description.internal_topics(plan.application_id, plan.source_partitions())
     TopicAdmin(settings).ensure_topics([TopicSpec(t.name, t.partitions, t.config) for t in internal])
     ensure_markers_topic(settings, plan.replay_id, len(writers))

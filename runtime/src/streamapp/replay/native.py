@@ -148,13 +148,17 @@ class BatchClassifier:
     """``classify_batch`` as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
     timestamp)`` batches; the output partition of each key is cached per worker (few distinct keys)."""
 
-    def __init__(self, count: NativeCount, sink_partitions: int) -> None:
+    def __init__(self, count: NativeCount, sink_partitions: int, records: Any = None) -> None:
         self.count = count
         self.sink_partitions = sink_partitions
+        self.records = records
+        """A Spark accumulator of the records classified (the replay's progress), or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         cache: dict[bytes, int] = {}
         for batch in batches:
+            if self.records is not None:
+                self.records.add(batch.num_rows)
             yield classify_batch(batch, self.count, self.sink_partitions, cache)
 
 
