@@ -41,6 +41,7 @@ def test_a_value_the_sink_cannot_write_names_the_sink_the_producing_node_and_the
     assert "topic lengths" in message
     assert "(key: string / value: string)" in message
     assert "(key type: str / value type: int)" in message
+    assert "without one a step keeps its input's serde" in message
 
 
 def test_a_key_the_sink_cannot_write_is_named_as_the_key() -> None:

@@ -1,8 +1,14 @@
 """KStream: the fluent record-stream DSL over a StreamsBuilder (KGroupedStream and KTable live next door).
 
 Each method records one or more core nodes (``streamapp.topology.nodes``) and returns the next handle.
-Serdes are tracked along the chain: a step without an explicit serde keeps the current one (so pass
-``key_serde=`` to ``select_key``/``group_by`` when the new key has another type).
+Serdes are tracked along the chain: a step without an explicit serde keeps the current one, also when its
+function changes the type (so pass ``key_serde=`` to ``select_key``/``group_by`` when the new key has another type,
+``value_serde=`` to ``map_values`` & co. or to the sink). Kafka Streams would take ``default.key.serde`` /
+``default.value.serde`` there instead; docs/adr/0010-serdes-after-type-changing-steps.md says why we keep the
+upstream serde, and a sink that cannot write a value names the node that produced it.
+
+Null keys: a repartition drops them before its topic unless a join that takes null keys is downstream, decided
+when the topology is built (``streamapp.dsl.repartitions``, Kafka's KIP-962 rule).
 
 Repartitioning follows Kafka Streams: a key-changing step (``select_key``, ``group_by``) marks the stream,
 and the next grouping inserts a ``repartition`` node named after the grouping (``Grouped.as``), else after

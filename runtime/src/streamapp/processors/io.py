@@ -126,7 +126,8 @@ class SinkProcessor:
             f"(key: {self._key_serde.name} / value: {self._value_serde.name}) is not compatible with the actual "
             f"key or value type (key type: {type(key).__name__} / value type: {type(value).__name__}): {exc}. "
             "Give the sink its serdes (to(..., key_serde=..., value_serde=...), Kafka's Produced), or the step "
-            "that changed the type its key_serde= / value_serde="
+            "that changed the type its key_serde= / value_serde= (without one a step keeps its input's serde; "
+            "Kafka Streams would take default.key.serde / default.value.serde: docs/serdes.md)"
         )
 
 
