@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp import StreamsBuilder
-from streamapp.dsl.windows import JoinWindows
+from streamapp.dsl.windows import JoinWindows, TimeWindows
 from streamapp.testing import TopologyTestDriver
 from streamapp.topology import RepartitionNode, TopologyDescription
 
@@ -32,7 +32,11 @@ def test_groupings_and_explicit_repartitions_drop_null_keys() -> None:
     orders.map(lambda k, v: (v, k)).group_by_key(name="swapped").count(name="swapped-count")
     orders.select_key(customer).repartition(name="rekeyed").to("rekeyed")
 
-    assert dropping(builder.build()) == {"by-customer": True, "swapped": True, "rekeyed": True}
+    orders.select_key(customer).group_by_key(name="windowed").windowed_by(
+        TimeWindows.of_size_with_no_grace(60_000)
+    ).count(name="per-minute")
+
+    assert dropping(builder.build()) == {"by-customer": True, "swapped": True, "rekeyed": True, "windowed": True}
 
 
 def test_a_repartition_feeding_a_left_stream_table_join_keeps_null_keys_and_an_inner_join_drops_them() -> None:
