@@ -10,7 +10,7 @@ from conformance import dsl_functions as fn
 from conformance.test_global_table import orders_with_users
 from streamapp import StreamsBuilder
 from streamapp.kafka.types import ConsumerRecord
-from streamapp.replay import ReplayPlan, UnsupportedTopologyError
+from streamapp.replay import ReplayPlan
 from streamapp.replay.plan import stage_order
 from streamapp.replay.tasks import merge_by_head_timestamp, run_task
 from streamapp.serdes import serde_for
@@ -53,15 +53,33 @@ def test_a_plan_round_trips_through_its_document_and_passes_its_checks() -> None
     assert plan.topic_partitions()["app-v2-by-parity-repartition"] == 2
 
 
-def test_a_global_table_is_refused_naming_the_node_before_any_job() -> None:
+def test_a_task_joins_the_global_table_bootstrapped_whole_before_its_first_record() -> None:
     plan = plan_of(
         orders_with_users("inner"),
-        **{"from": {"orders": {0: 0}, "users": {0: 0}}, "to": {"orders": {0: 1}, "users": {0: 1}}},
+        **{"from": {"orders": {0: 0}, "users": {0: 0}}, "to": {"orders": {0: 2}, "users": {0: 3}}},
         partitions={"enriched": 1},
     )
+    assert plan.check() is plan
+    key, value = serde_for(S, "users", is_key=True), serde_for("json", "users")
+    users = [
+        ConsumerRecord("users", 0, 0, key.serialize("alice"), value.serialize({"region": "north"}), 1),
+        ConsumerRecord("users", 0, 1, key.serialize("bob"), value.serialize({"region": "west"}), 2),
+        ConsumerRecord("users", 0, 2, key.serialize("alice"), value.serialize({"region": "south"}), 9_000),
+    ]
+    orders = [
+        ConsumerRecord("orders", 0, i, key.serialize(f"o{i}"), value.serialize({"user": user}), 5_000 + i)
+        for i, user in enumerate(["alice", "bob"])
+    ]
+    description = plan.description
+    sub = next(s for s in description.subtopologies() if s.source_topics)
 
-    with pytest.raises(UnsupportedTopologyError, match=r"node 'users'.*'global_table'"):
-        plan.check()
+    out = run_task(
+        description, sub, 0, {"orders": orders}, {"enriched": 1}, {"application.id": "app"}, global_records=users
+    )
+
+    joined = [(key.deserialize(r.key), value.deserialize(r.value)) for r in out.records if r.topic == "enriched"]
+    # the global store holds the topic's last value per key before the first order: alice is in the south
+    assert joined == [("o0", [{"user": "alice"}, {"region": "south"}]), ("o1", [{"user": "bob"}, {"region": "west"}])]
 
 
 @pytest.mark.parametrize(

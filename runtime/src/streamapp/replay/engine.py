@@ -50,7 +50,7 @@ from streamapp.replay.plan import ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
 from streamapp.replay.security import client_settings, java_client_options
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
-from streamapp.topology import TopologyDescription
+from streamapp.topology import GlobalTableNode, TopologyDescription
 
 __all__ = ["RECORD_SCHEMA", "ReplayResult", "run_replay"]
 
@@ -150,6 +150,7 @@ def _run_stages(
     document = plan.description.to_json(indent=None)
     outputs: list[DataFrame] = []
     repartitioned: dict[str, DataFrame] = {}
+    global_records = _global_records(spark, plan, source_options)
     for sub in stage_order(plan.description, application_id):
         parts: list[DataFrame] = []
         for ref in sub.source_topics:
@@ -171,7 +172,7 @@ def _run_stages(
         result.paths[sub.id] = PATH_TASK if stage is None else PATH_NATIVE_COUNT
         if stage is None:
             task = _StageFunction(
-                document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms, tracker.records
+                document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms, tracker.records, global_records
             )
             stage = (
                 # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
@@ -193,6 +194,27 @@ def _run_stages(
         ranges = zip(plan.start_offsets[ref_topic].items(), plan.end_offsets[ref_topic].values(), strict=True)
         result.records_read[ref_topic] = sum(end - start for (_, start), end in ranges)
     return outputs
+
+
+_GlobalRecord = tuple[str, int, int, bytes | None, bytes | None, int]
+"""``(topic, partition, offset, key, value, timestamp)`` of a global table's topic."""
+
+
+def _global_records(spark: SparkSession, plan: ReplayPlan, options: Mapping[str, str]) -> list[_GlobalRecord]:
+    """Every record of the global tables' topics in the plan's ranges, in offset order per partition: what the
+    runtime's global consumer bootstraps before any task runs. Collected to the driver and shipped with each
+    stage's function (a global table is read whole by every task, as by every stream thread)."""
+    records: list[_GlobalRecord] = []
+    for node in plan.description.nodes:
+        if isinstance(node, GlobalTableNode):
+            rows = (
+                read_topic(spark, plan, node.topic, options)
+                .select("topic", "partition", "offset", "key", "value", "timestamp")
+                .orderBy("partition", "offset")
+                .collect()
+            )
+            records.extend((r.topic, r.partition, r.offset, r.key, r.value, r.timestamp) for r in rows)
+    return records
 
 
 def read_topic(
@@ -388,8 +410,10 @@ class _StageFunction:
         config: dict[str, Any],
         wall_clock_ms: int,
         records: Any = None,
+        global_records: list[_GlobalRecord] | None = None,
     ) -> None:
         self.document = document
+        self.global_records = global_records or []
         self.sub_id = sub_id
         self.counts = counts
         self.config = config
@@ -423,6 +447,7 @@ class _StageFunction:
                         self.config,
                         functions=functions,
                         wall_clock_ms=self.wall_clock_ms,
+                        global_records=(ConsumerRecord(*record) for record in self.global_records),
                     )
                 if streamed:
                     task.add(sources[0], records[start:end])

@@ -1,13 +1,10 @@
 """The ``io`` family on the replay: sources read from Kafka by Spark (explicit offset ranges, ``read_committed``),
 sinks and repartition nodes run in the task (the runtime's serializers and murmur2 partitioner decide bytes and
-partition; ``streamapp.replay.engine`` writes them). Global tables are not supported yet: the runtime reads them
-whole in every worker, outside the tasks, and the replay has no global store."""
+partition; ``streamapp.replay.engine`` writes them). A global table's topic is read whole (up to the plan's end
+offsets) and bootstrapped into in-memory global stores of every task before its first record, as the runtime's
+global consumer does before its tasks start."""
 
 from streamapp.replay.base import FamilyTranslations
 from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode, TableSourceNode
 
-TRANSLATIONS = (
-    FamilyTranslations("io")
-    .in_task(SourceNode, TableSourceNode, SinkNode, RepartitionNode)
-    .unsupported(GlobalTableNode, "global tables are read whole outside the tasks; the replay has no global store yet")
-)
+TRANSLATIONS = FamilyTranslations("io").in_task(SourceNode, TableSourceNode, SinkNode, RepartitionNode, GlobalTableNode)

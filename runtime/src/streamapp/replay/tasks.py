@@ -34,8 +34,10 @@ from streamapp.config import StreamsConfig
 from streamapp.kafka.types import ConsumerRecord, Headers, TopicPartition
 from streamapp.partitioner import partition_for_key
 from streamapp.processing.errors import ExceptionHandlers
+from streamapp.processing.global_thread import global_store_specs
 from streamapp.processing.partition_group import MAX_TASK_IDLE_DISABLED
 from streamapp.processing.task import StreamTask, TaskId
+from streamapp.state.global_store import GlobalStateManager
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.topology import Subtopology, TopologyDescription
 
@@ -97,6 +99,8 @@ class ReplayTask:
     a topic missing here gets one partition. ``config``: the app's Kafka Streams config (``application.id``
     required; the exception handlers apply as in the runtime). ``functions``: the resolved user functions
     (default: ``TopologyDescription.resolve_functions``). ``wall_clock_ms``: what the task's clock reads.
+    ``global_records``: the records of the global tables' topics (offset order per partition), applied to the
+    global stores before the task's first record.
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class ReplayTask:
         *,
         functions: dict[str, dict[str, Callable[..., Any]]] | None = None,
         wall_clock_ms: int = 0,
+        global_records: Iterable[ConsumerRecord] = (),
     ) -> None:
         # the record cache off: one update per record, the output the parity tests define
         streams_config = StreamsConfig.from_mapping(
@@ -127,6 +132,7 @@ class ReplayTask:
 
         self._wall_clock_ms = wall_clock_ms
         self._task_dir = tempfile.TemporaryDirectory(prefix="streamapp-replay-task-")
+        self._globals = _bootstrap_global_stores(description, Path(self._task_dir.name) / "global", global_records)
         self._task = StreamTask(
             TaskId(subtopology.id, partition),
             description,
@@ -139,6 +145,7 @@ class ReplayTask:
             handlers=ExceptionHandlers(streams_config, send_dead_letter),
             clock_ms=lambda: wall_clock_ms,
             max_task_idle_ms=MAX_TASK_IDLE_DISABLED,
+            global_tables=None if self._globals is None else self._globals.table,
         )
         self._task.initialize()
         self._task.mark_running()
@@ -184,6 +191,8 @@ class ReplayTask:
     def close(self) -> None:
         try:
             self._task.close(clean=False)
+            if self._globals is not None:
+                self._globals.close()
         finally:
             self._task_dir.cleanup()
 
@@ -198,16 +207,39 @@ def run_task(
     *,
     functions: dict[str, dict[str, Callable[..., Any]]] | None = None,
     wall_clock_ms: int = 0,
+    global_records: Iterable[ConsumerRecord] = (),
 ) -> TaskOutput:
     """Run task ``<subtopology.id>_<partition>`` over all of ``inputs`` (per source topic, the records of partition
     ``partition`` in processing order) and return what it wrote; the arguments are ``ReplayTask``'s."""
     with ReplayTask(
-        description, subtopology, partition, partitions, config, functions=functions, wall_clock_ms=wall_clock_ms
+        description,
+        subtopology,
+        partition,
+        partitions,
+        config,
+        functions=functions,
+        wall_clock_ms=wall_clock_ms,
+        global_records=global_records,
     ) as task:
         for topic, records in inputs.items():
             task.add(topic, records)
         written = task.process() + task.finish()
         return TaskOutput(written, task.changelog_topics, task.records_processed, task.dropped_records)
+
+
+def _bootstrap_global_stores(
+    description: TopologyDescription, directory: Path, records: Iterable[ConsumerRecord]
+) -> GlobalStateManager | None:
+    """The topology's global stores (in memory) filled with ``records`` of their topics, as the runtime's global
+    consumer bootstraps them before any task processes a record (``GlobalStreamThread.bootstrap``): the replay
+    reads each global topic whole, up to the plan's end offsets. ``None`` when the topology has no global table."""
+    specs = global_store_specs(description)
+    if not specs:
+        return None
+    manager = GlobalStateManager(specs, directory, lambda name, path: InMemoryKeyValueStore(name))
+    manager.open()
+    manager.apply(records)
+    return manager
 
 
 class _CollectingProducer:
