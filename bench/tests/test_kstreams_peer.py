@@ -33,7 +33,10 @@ def read_all(topic: str) -> list[tuple[str, int]]:
     while idle < 3:
         batch = consumer.consume(1000, timeout=1.0)
         idle = 0 if batch else idle + 1
-        records += [(m.key().decode(), int(m.value())) for m in batch if m.error() is None]
+        for message in batch:
+            key, value = message.key(), message.value()
+            if message.error() is None and key is not None and value is not None:
+                records.append((key.decode(), int(value)))
     consumer.close()
     return records
 
