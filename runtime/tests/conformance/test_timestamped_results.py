@@ -24,10 +24,6 @@ from conformance.test_ktable import users_per_region
 S, L, J = "string", "long", "json"
 
 REPLAY_GAPS = {
-    "test_an_out_of_order_count_forwards_and_logs_the_latest_timestamp_seen_per_key": (
-        "the replay's vectorized keyed count stamps each count with its record's timestamp, not the running "
-        "maximum per key (streamapp.replay.engine)"
-    ),
     "test_table_table_join_results_carry_the_later_of_both_sides_timestamps": (
         "the replay merges the two tables' topics by timestamp, not in the order the test produces them"
     ),
