@@ -46,6 +46,7 @@ def test_reconcile_is_the_named_step_table() -> None:
         "apply_service",
         "apply_stateful_set",
         "apply_disruption_budget",
+        "roll_pods",
     ]
 
 

@@ -12,9 +12,13 @@ every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.
    implies; their names are recorded (``status.createdTopics``: only those are deleted on cleanup);
 3. ``apply_config_map``: topology and runtime configuration;
 4. ``apply_service``: the headless Service;
-5. ``apply_stateful_set``: the pods, rolled when their template (or the ConfigMap's hash) changes; the
-   intent (``Progressing=True``) is written to status before a change that replaces running pods;
-6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none.
+5. ``apply_stateful_set``: the pods; a change of their template (or of the ConfigMap's hash) is applied with
+   the rolling update's partition at ``replicas``, so that it replaces no pod by itself; the intent
+   (``Progressing=True``, ``status.rollout``) is written to status first;
+6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none;
+7. ``roll_pods``: a rollout hands the next pod to the StatefulSet controller (its partition lowered by one)
+   when the previous one is back, Ready, restored and the consumer group Stable (``rollout.plan_rollout``);
+   ``status.rollout`` is written before (ADR 0008).
 
 An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised: the
 result is a status and events, which ``main.py`` writes through kopf. Only a failed read of the API server
@@ -47,6 +51,7 @@ from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
 from streamapp_operator.observe import Observation, observe
 from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
+from streamapp_operator.rollout import RolloutPlan, plan_rollout, pod_states, with_partition
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
     Intent,
@@ -128,6 +133,7 @@ class StreamAppContext:
     service: dict[str, Any]
     stateful_set: dict[str, Any]
     budget: desired.DisruptionBudget
+    rollout: RolloutPlan
     previous_status: dict[str, Any]
     now: str
 
@@ -170,11 +176,33 @@ def apply_stateful_set(ctx: StreamAppContext) -> StepOutcome:
     StreamApp's status first."""
     observation, app = ctx.observation, ctx.app
     if desired.rolls_pods(observation.stateful_set, ctx.stateful_set) and observation.pods:
-        message = f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}"
+        message = (
+            f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}, "
+            "one at a time"
+        )
         intent = Intent(app.namespace, app.name, app.generation, message)
         previous = ctx.previous_status.get("conditions") or []
-        announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now)
+        fields = {"rollout": ctx.rollout.status}
+        announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now, fields)
     return apply_child(ctx.world.cluster, ctx.stateful_set, observation.stateful_set)
+
+
+def roll_pods(ctx: StreamAppContext) -> StepOutcome:
+    """Hand the next pod of a rollout to the StatefulSet controller (``rollout.plan_rollout`` decides which and
+    when): ``status.rollout`` naming the pod is written first, then the StatefulSet is applied with its
+    partition lowered by one. Otherwise only ``status.rollout`` (why the rollout waits; None when none runs)."""
+    plan, app = ctx.rollout, ctx.app
+    status = {"rollout": plan.status}
+    if plan.replacing is None:
+        return StepOutcome(status=status)
+    progress = plan.status or {}
+    message = f"replacing pod {plan.replacing} ({progress.get('updated')}/{progress.get('total')} pods updated)"
+    intent = Intent(app.namespace, app.name, app.generation, message)
+    previous = ctx.previous_status.get("conditions") or []
+    announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now, status)
+    stored = ctx.world.cluster.apply(with_partition(ctx.stateful_set, plan.partition))
+    event = Event("Normal", "ReplacingPod", message)
+    return StepOutcome(events=[event], status=status, stored={"StatefulSet": stored})
 
 
 def apply_disruption_budget(ctx: StreamAppContext) -> StepOutcome:
@@ -209,6 +237,7 @@ STEPS = (
     apply_service,
     apply_stateful_set,
     apply_disruption_budget,
+    roll_pods,
 )
 
 
@@ -266,6 +295,8 @@ def _context(
     """Build every desired child from the spec (pure)."""
     config_map = desired.config_map(app.owner, topology.to_yaml(), desired.streams_config(spec, application_id))
     pod_labels = [pod.get("metadata", {}).get("labels") or {} for pod in observation.pods]
+    digest = desired.config_hash(config_map)
+    rolling = _rollout(app, spec, observation, desired.stateful_set(app.owner, spec, digest), previous_status, now)
     return StreamAppContext(
         app=app,
         spec=spec,
@@ -275,9 +306,35 @@ def _context(
         plan=plan,
         config_map=config_map,
         service=desired.service(app.owner),
-        stateful_set=desired.stateful_set(app.owner, spec, desired.config_hash(config_map)),
+        stateful_set=desired.stateful_set(app.owner, spec, digest, rolling.hold),
         budget=desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels),
+        rollout=rolling,
         previous_status=previous_status,
+        now=now,
+    )
+
+
+def _rollout(
+    app: App,
+    spec: StreamAppSpec,
+    observation: Observation,
+    stateful_set: dict[str, Any],
+    previous_status: dict[str, Any],
+    now: str,
+) -> RolloutPlan:
+    """The rollout's next step from what was observed (pure; ``rollout.plan_rollout``)."""
+    restore = observation.restore
+    restoring = sorted({task.pod for task in restore.tasks}) if restore is not None else []
+    return plan_rollout(
+        name=app.name,
+        replicas=spec.replicas,
+        target=stateful_set["metadata"]["annotations"][desired.TEMPLATE_HASH_ANNOTATION],
+        template_changes=desired.rolls_pods(observation.stateful_set, stateful_set),
+        stateful_set=observation.stateful_set,
+        pods=pod_states(observation.pods),
+        group_state=observation.group.state if observation.group is not None else None,
+        restoring=restoring,
+        previous=previous_status.get("rollout"),
         now=now,
     )
 

@@ -329,6 +329,20 @@ class Condition(_Model):
     observed_generation: int | None = Field(default=None, description="metadata.generation it was set for.")
 
 
+class RolloutStatus(_Model):
+    """A rollout of a new pod template, one pod at a time (``rollout.plan_rollout``); absent when none runs."""
+
+    target_revision: str | None = Field(default=None, description="Digest of the pod template rolled out.")
+    partition: int | None = Field(
+        default=None, description="The StatefulSet's rolling-update partition: pods at or above it are replaced."
+    )
+    updated: int | None = Field(default=None, description="Pods running the StatefulSet's update revision.")
+    total: int | None = Field(default=None, description="Pods to update (spec.replicas).")
+    replacing: str | None = Field(default=None, description="The pod handed to the StatefulSet controller last.")
+    since: str | None = Field(default=None, description="When that pod was handed over (RFC 3339).")
+    waiting_for: str | None = Field(default=None, description="Why the next pod is not replaced yet.")
+
+
 class StreamAppStatus(_Model):
     """Observed state of a StreamApp, written only by the operator."""
 
@@ -359,4 +373,7 @@ class StreamAppStatus(_Model):
     )
     paused: bool | None = Field(
         default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
+    )
+    rollout: RolloutStatus | None = Field(
+        default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0008)."
     )
