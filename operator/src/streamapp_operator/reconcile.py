@@ -40,6 +40,7 @@ from streamapp.topology import TopologyDescription
 from streamapp_operator import desired
 from streamapp_operator.conditions import (
     PROGRESSING,
+    Capacity,
     Event,
     condition_events,
     condition_order,
@@ -453,6 +454,7 @@ def _result(
         failing=[*failing_pods(observation.pods), *observation.creation],
         restore=observation.restore,
         threads=observation.threads,
+        capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,
     )
     ready = progress.ready if progress else 0
     group = observation.group
