@@ -4,6 +4,7 @@ and install the operator chart. They refuse to run against anything but the loca
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from e2e import cluster
 def stack() -> dict[str, str]:
     """The local stack's environment; fails (does not skip) when the stack is down."""
     env = cluster.stack_env()
-    assert env["KUBECONFIG"].startswith(str(cluster.ROOT / ".cache")), "refusing a kubeconfig outside .cache/run"
+    cache = (cluster.ROOT / ".cache").resolve()  # a worktree's .cache may be a link to the main tree's
+    assert Path(env["KUBECONFIG"]).resolve().is_relative_to(cache), "refusing a kubeconfig outside .cache/run"
     cluster.kubectl("get", "--raw", "/readyz")
     return env
 

@@ -133,6 +133,27 @@ class TestingCluster:
             if kind == "PodDisruptionBudget" and ns == namespace
         ]
 
+    def list_claims(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        wanted = dict(term.split("=", 1) for term in selector.split(","))
+        return [
+            copy.deepcopy(obj)
+            for (kind, ns, _), obj in sorted(self.objects.items())
+            if kind == "PersistentVolumeClaim" and ns == namespace
+            and wanted.items() <= obj["metadata"].get("labels", {}).items()
+        ]  # fmt: skip
+
+    def annotate_claim(self, namespace: str, name: str, uid: str, annotations: dict[str, str | None]) -> None:
+        claim = self.objects.get(("PersistentVolumeClaim", namespace, name))
+        if claim is None or claim["metadata"].get("uid") != uid:
+            return
+        self.journal.append("annotate PersistentVolumeClaim")
+        current = claim["metadata"].setdefault("annotations", {})
+        for key, value in annotations.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+
     def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
         return [
             copy.deepcopy(obj)
@@ -196,6 +217,7 @@ class TestingKafka:
         self.members: list[GroupMember] = []
         self.groups: set[str] = set()
         self.lag_requests: list[tuple[str, list[str]]] = []
+        self.removed_members: list[str] = []
 
     def _check(self) -> None:
         if self.unavailable is not None:
@@ -228,6 +250,13 @@ class TestingKafka:
         for topic in deleted:
             del self.topics[topic]
         return deleted
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
+        self._check()
+        removed = [m.instance_id for m in self.members if m.instance_id in instance_ids]
+        self.members = [m for m in self.members if m.instance_id not in instance_ids]
+        self.removed_members.extend(i for i in removed if i is not None)
+        return [i for i in removed if i is not None]
 
     def delete_group(self, group_id: str) -> bool:
         self._check()

@@ -79,6 +79,7 @@ def test_status_reports_generation_tasks_selector_lag_and_ready_count(
         "Degraded": "False",
         "TopologyValid": "True",
         "Restoring": "False",
+        "ScalingLimited": "False",
     }
     group, topics = kafka.lag_requests[-1]
     assert group == "flights-per-carrier"
@@ -217,16 +218,20 @@ def test_intent_is_written_to_status_before_pods_are_replaced(cluster: TestingCl
         "dry-run ConfigMap", "dry-run Service", "dry-run StatefulSet", "dry-run PodDisruptionBudget",
         "apply ConfigMap", "apply Service", "status", "apply StatefulSet", "apply PodDisruptionBudget",
     ]  # fmt: skip
+    applied = cluster.get("StatefulSet", "apps", "flights-per-carrier")
+    assert applied is not None and applied["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 4
     (intent,) = cluster.status_writes
+    assert intent["rollout"]["partition"] == 4 and intent["rollout"]["replacing"] is None
     progressing = {c["type"]: c for c in intent["conditions"]}["Progressing"]
     assert (progressing["status"], progressing["reason"]) == ("True", "RollingOut")
     assert progressing["observedGeneration"] == 3
-    assert progressing["message"] == "replacing 1 pods with the pod template of generation 3"
+    assert progressing["message"] == "replacing 1 pods with the pod template of generation 3, one at a time"
     assert [c["type"] for c in intent["conditions"]] == [
         "Ready",
         "Progressing",
         "Degraded",
         "TopologyValid",
         "Restoring",
+        "ScalingLimited",
     ]
     assert _conditions(result)["Progressing"]["status"] == "True"

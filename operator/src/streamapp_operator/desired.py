@@ -191,8 +191,11 @@ def service(owner: Owner) -> dict[str, Any]:
     }
 
 
-def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str) -> dict[str, Any]:
+def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str, partition: int = 0) -> dict[str, Any]:
     """StatefulSet ``<name>``: ``spec.replicas`` pods of the runtime, each with its own state volume.
+
+    A partitioned rolling update: the StatefulSet controller replaces only the pods whose ordinal is at least
+    ``partition``; the operator lowers it one pod at a time (``rollout.plan_rollout``, ADR 0008).
 
     Pods start in parallel (no ordinal ordering is needed: Kafka's group protocol coordinates them), and
     each pod's name is its static group membership id (``STREAMAPP_INSTANCE_ID``). The StatefulSet carries
@@ -216,6 +219,7 @@ def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str) -> dict[
             "serviceName": owner.name,
             "replicas": spec.replicas,
             "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}},
             "selector": {"matchLabels": selector_labels(owner.name)},
             "template": template,
             "volumeClaimTemplates": [_state_claim(owner, spec)],

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from streamapp_operator.kafka_wire import LeaveGroupFailed, remove_static_members
+
 
 class KafkaUnavailable(Exception):
     """Kafka did not answer an admin request in time, or refused it; the message says which and why."""
@@ -110,6 +112,11 @@ class KafkaAdmin(Protocol):
 
     def delete_group(self, group_id: str) -> bool:
         """Delete consumer group ``group_id`` and its committed offsets; False when there was none."""
+        ...
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
+        """Remove the static members ``instance_ids`` (``group.instance.id``) from ``group_id`` now, so that their
+        partitions move at once (Kafka's ``RemoveMembersFromConsumerGroup``); returns those that were members."""
         ...
 
 
@@ -219,6 +226,24 @@ class ConfluentKafkaAdmin:
                 return False
             raise KafkaUnavailable(f"deleting consumer group {group_id!r} failed: {_describe(exc)}") from exc
         return True
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
+        """Through the group's coordinator (from ``describe_consumer_groups``) with a hand-sent ``LeaveGroup``
+        (``kafka_wire``: confluent-kafka does not expose it). PLAINTEXT only: on a secured connection nothing is
+        removed and the members leave after the broker's session timeout instead (docs/operator.md)."""
+        protocol = self._settings.get("security.protocol", "PLAINTEXT").upper()
+        if not instance_ids or protocol != "PLAINTEXT":
+            return []
+        future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
+        try:
+            coordinator = future.result().coordinator
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"describing consumer group {group_id!r} failed: {_describe(exc)}") from exc
+        try:
+            answers = remove_static_members(coordinator.host, coordinator.port, group_id, instance_ids, self._timeout)
+        except LeaveGroupFailed as exc:
+            raise KafkaUnavailable(str(exc)) from exc
+        return [instance for instance in instance_ids if answers.get(instance) == 0]
 
     def _group_state(self, group_id: str) -> tuple[str, tuple[GroupMember, ...]]:
         future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]

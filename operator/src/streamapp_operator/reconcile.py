@@ -12,9 +12,18 @@ every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.
    implies; their names are recorded (``status.createdTopics``: only those are deleted on cleanup);
 3. ``apply_config_map``: topology and runtime configuration;
 4. ``apply_service``: the headless Service;
-5. ``apply_stateful_set``: the pods, rolled when their template (or the ConfigMap's hash) changes; the
-   intent (``Progressing=True``) is written to status before a change that replaces running pods;
-6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none.
+5. ``apply_stateful_set``: the pods; a change of their template (or of the ConfigMap's hash) is applied with
+   the rolling update's partition at ``replicas``, so that it replaces no pod by itself; the intent
+   (``Progressing=True``, ``status.rollout``) is written to status first;
+6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none;
+7. ``roll_pods``: a rollout hands the next pod to the StatefulSet controller (its partition lowered by one)
+   when the previous one is back, Ready, restored and the consumer group Stable (``rollout.plan_rollout``);
+   ``status.rollout`` is written before (ADR 0008);
+8. ``retain_state_volumes``: the state volumes of scaled-away pods are marked with the time, reused by a
+   scale-up, and deleted after ``spec.state.retainAfterScaleDown`` (``volumes.plan_claims``);
+9. ``release_departed_members``: the static group members of pods a scale-down removed leave the consumer group
+   now (``rollout.departed_members``), so their partitions move without waiting for the session timeout; a pod
+   restarted by a rollout keeps its membership.
 
 An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised: the
 result is a status and events, which ``main.py`` writes through kopf. Only a failed read of the API server
@@ -34,6 +43,7 @@ from streamapp.topology import TopologyDescription
 from streamapp_operator import desired
 from streamapp_operator.conditions import (
     PROGRESSING,
+    Capacity,
     Event,
     condition_events,
     condition_order,
@@ -47,6 +57,9 @@ from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
 from streamapp_operator.observe import Observation, observe
 from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
+from streamapp_operator.restore_progress import restore_progress
+from streamapp_operator.restore_progress import summary as restore_summary
+from streamapp_operator.rollout import RolloutPlan, departed_members, plan_rollout, pod_states, with_partition
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
     Intent,
@@ -68,6 +81,7 @@ from streamapp_operator.validate import (
     parse_topology,
     plan_topics,
 )
+from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, parse_duration, plan_claims
 
 PAUSED_ANNOTATION = "streamapp.io/paused"
 SECRET_MISSING = "SecretMissing"
@@ -128,8 +142,10 @@ class StreamAppContext:
     service: dict[str, Any]
     stateful_set: dict[str, Any]
     budget: desired.DisruptionBudget
+    rollout: RolloutPlan
     previous_status: dict[str, Any]
     now: str
+    application_id: str = ""
 
     def children(self) -> list[dict[str, Any]]:
         budget = [self.budget.manifest] if self.budget.manifest is not None else []
@@ -170,11 +186,33 @@ def apply_stateful_set(ctx: StreamAppContext) -> StepOutcome:
     StreamApp's status first."""
     observation, app = ctx.observation, ctx.app
     if desired.rolls_pods(observation.stateful_set, ctx.stateful_set) and observation.pods:
-        message = f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}"
+        message = (
+            f"replacing {len(observation.pods)} pods with the pod template of generation {app.generation}, "
+            "one at a time"
+        )
         intent = Intent(app.namespace, app.name, app.generation, message)
         previous = ctx.previous_status.get("conditions") or []
-        announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now)
+        fields = {"rollout": ctx.rollout.status}
+        announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now, fields)
     return apply_child(ctx.world.cluster, ctx.stateful_set, observation.stateful_set)
+
+
+def roll_pods(ctx: StreamAppContext) -> StepOutcome:
+    """Hand the next pod of a rollout to the StatefulSet controller (``rollout.plan_rollout`` decides which and
+    when): ``status.rollout`` naming the pod is written first, then the StatefulSet is applied with its
+    partition lowered by one. Otherwise only ``status.rollout`` (why the rollout waits; None when none runs)."""
+    plan, app = ctx.rollout, ctx.app
+    status = {"rollout": plan.status}
+    if plan.replacing is None:
+        return StepOutcome(status=status)
+    progress = plan.status or {}
+    message = f"replacing pod {plan.replacing} ({progress.get('updated')}/{progress.get('total')} pods updated)"
+    intent = Intent(app.namespace, app.name, app.generation, message)
+    previous = ctx.previous_status.get("conditions") or []
+    announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now, status)
+    stored = ctx.world.cluster.apply(with_partition(ctx.stateful_set, plan.partition))
+    event = Event("Normal", "ReplacingPod", message)
+    return StepOutcome(events=[event], status=status, stored={"StatefulSet": stored})
 
 
 def apply_disruption_budget(ctx: StreamAppContext) -> StepOutcome:
@@ -201,6 +239,46 @@ def apply_disruption_budget(ctx: StreamAppContext) -> StepOutcome:
     return StepOutcome(events=events, status=status)
 
 
+def retain_state_volumes(ctx: StreamAppContext) -> StepOutcome:
+    """Mark, unmark or delete the state volumes of pods a scale-down removed (``volumes.plan_claims``);
+    ``status.retainedVolumes`` lists the claims kept for a scale-up, with when their pod went away."""
+    app, cluster = ctx.app, ctx.world.cluster
+    current = ctx.observation.stateful_set
+    plan = plan_claims(
+        cluster.list_claims(app.namespace, desired.selector(app.name)),
+        app=app.name,
+        replicas=ctx.spec.replicas,
+        stateful_set_uid=current["metadata"].get("uid") if current is not None else None,
+        retain_seconds=parse_duration(ctx.spec.state.retain_after_scale_down),
+        now=ctx.now,
+    )
+    events = []
+    for action in plan.actions:
+        if action.action == "delete":
+            cluster.delete("PersistentVolumeClaim", app.namespace, action.name, action.uid)
+            why = f"kept {ctx.spec.state.retain_after_scale_down} after its pod was scaled away"
+            events.append(Event("Normal", "StateVolumeDeleted", f"Deleted PersistentVolumeClaim {action.name}: {why}"))
+        else:
+            mark = action.at if action.action == "mark" else None
+            cluster.annotate_claim(app.namespace, action.name, action.uid, {SCALED_DOWN_ANNOTATION: mark})
+    retained = [{"name": name, "since": since} for name, since in sorted(plan.retained.items())]
+    return StepOutcome(events=events, status={"retainedVolumes": retained or None})
+
+
+def release_departed_members(ctx: StreamAppContext) -> StepOutcome:
+    """Remove from the consumer group the static members of pods a scale-down removed (once their pods are gone)."""
+    group = ctx.observation.group
+    if group is None:
+        return StepOutcome()
+    instance_ids = [member.instance_id for member in group.members]
+    departed = departed_members(instance_ids, ctx.app.name, ctx.spec.replicas, pod_states(ctx.observation.pods))
+    removed = ctx.kafka.remove_static_members(ctx.application_id, departed) if departed else []
+    if not removed:
+        return StepOutcome()
+    message = f"Removed the static members {', '.join(removed)} of scaled-away pods: their partitions move now"
+    return StepOutcome(events=[Event("Normal", "MembersRemoved", message)])
+
+
 #: The StreamApp's reconcile, in order (``steps.run_steps``).
 STEPS = (
     dry_run_children,
@@ -209,6 +287,9 @@ STEPS = (
     apply_service,
     apply_stateful_set,
     apply_disruption_budget,
+    roll_pods,
+    retain_state_volumes,
+    release_departed_members,
 )
 
 
@@ -236,6 +317,9 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
         problems += [run.problem] if run.problem is not None else []
     stateful_set = run.stored("StatefulSet") or observation.stateful_set
     result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
+    stores_of = {sub.id: sub.stores for sub in topology.subtopologies()} if topology is not None else {}
+    progress = restore_progress(observation.restore, stores_of, previous_status.get("restore"), now)
+    result.status.update({"restore": progress, "restoreProgress": restore_summary(progress)})
     result.status.update(run.status)
     result.events[:0] = run.events
     return result
@@ -266,6 +350,8 @@ def _context(
     """Build every desired child from the spec (pure)."""
     config_map = desired.config_map(app.owner, topology.to_yaml(), desired.streams_config(spec, application_id))
     pod_labels = [pod.get("metadata", {}).get("labels") or {} for pod in observation.pods]
+    digest = desired.config_hash(config_map)
+    rolling = _rollout(app, spec, observation, desired.stateful_set(app.owner, spec, digest), previous_status, now)
     return StreamAppContext(
         app=app,
         spec=spec,
@@ -275,9 +361,36 @@ def _context(
         plan=plan,
         config_map=config_map,
         service=desired.service(app.owner),
-        stateful_set=desired.stateful_set(app.owner, spec, desired.config_hash(config_map)),
+        stateful_set=desired.stateful_set(app.owner, spec, digest, rolling.hold),
         budget=desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels),
+        rollout=rolling,
+        application_id=application_id,
         previous_status=previous_status,
+        now=now,
+    )
+
+
+def _rollout(
+    app: App,
+    spec: StreamAppSpec,
+    observation: Observation,
+    stateful_set: dict[str, Any],
+    previous_status: dict[str, Any],
+    now: str,
+) -> RolloutPlan:
+    """The rollout's next step from what was observed (pure; ``rollout.plan_rollout``)."""
+    restore = observation.restore
+    restoring = sorted({task.pod for task in restore.tasks}) if restore is not None else []
+    return plan_rollout(
+        name=app.name,
+        replicas=spec.replicas,
+        target=stateful_set["metadata"]["annotations"][desired.TEMPLATE_HASH_ANNOTATION],
+        template_changes=desired.rolls_pods(observation.stateful_set, stateful_set),
+        stateful_set=observation.stateful_set,
+        pods=pod_states(observation.pods),
+        group_state=observation.group.state if observation.group is not None else None,
+        restoring=restoring,
+        previous=previous_status.get("rollout"),
         now=now,
     )
 
@@ -366,6 +479,7 @@ def _result(
         failing=[*failing_pods(observation.pods), *observation.creation],
         restore=observation.restore,
         threads=observation.threads,
+        capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,
     )
     ready = progress.ready if progress else 0
     group = observation.group

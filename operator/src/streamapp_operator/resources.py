@@ -195,6 +195,15 @@ class StateSpec(_Model):
     storage_class_name: str | None = Field(
         default=None, description="StorageClass of the state volume; the cluster default when unset."
     )
+    retain_after_scale_down: str = Field(
+        default="1h",
+        pattern=r"^([0-9]+(h|m|s))+$",
+        max_length=32,
+        description=(
+            "How long the state volume of a pod removed by a scale-down is kept (e.g. 1h, 30m, 1h30m, 45s), so that "
+            "a scale-up within that time restores only the changelog tail; then it is deleted."
+        ),
+    )
 
 
 class ResourceRequirements(_Model):
@@ -317,7 +326,7 @@ class StreamAppSpec(_Model):
 class Condition(_Model):
     """A status condition, after the Kubernetes API conventions (``metav1.Condition``)."""
 
-    type: str = Field(description="Ready, Progressing, Degraded, TopologyValid or Restoring.")
+    type: str = Field(description="Ready, Progressing, Degraded, TopologyValid, Restoring or ScalingLimited.")
     status: Literal["True", "False", "Unknown"]
     reason: str = Field(default="", description="CamelCase machine-readable reason.")
     message: str = Field(default="", description="Human-readable detail.")
@@ -329,13 +338,47 @@ class Condition(_Model):
     observed_generation: int | None = Field(default=None, description="metadata.generation it was set for.")
 
 
+class RolloutStatus(_Model):
+    """A rollout of a new pod template, one pod at a time (``rollout.plan_rollout``); absent when none runs."""
+
+    target_revision: str | None = Field(default=None, description="Digest of the pod template rolled out.")
+    partition: int | None = Field(
+        default=None, description="The StatefulSet's rolling-update partition: pods at or above it are replaced."
+    )
+    updated: int | None = Field(default=None, description="Pods running the StatefulSet's update revision.")
+    total: int | None = Field(default=None, description="Pods to update (spec.replicas).")
+    replacing: str | None = Field(default=None, description="The pod handed to the StatefulSet controller last.")
+    since: str | None = Field(default=None, description="When that pod was handed over (RFC 3339).")
+    waiting_for: str | None = Field(default=None, description="Why the next pod is not replaced yet.")
+
+
+class RetainedVolume(_Model):
+    """A state volume kept after its pod was scaled away."""
+
+    name: str = Field(description="The PersistentVolumeClaim.")
+    since: str = Field(description="When its pod was scaled away (RFC 3339).")
+
+
+class StoreRestore(_Model):
+    """Restore progress of one restoring task: the stores of its sub-topology, from its changelog partitions."""
+
+    pod: str = Field(description="The pod restoring.")
+    task: str = Field(description="The task id, <sub-topology>_<partition>.")
+    stores: list[str] = Field(default_factory=list, description="The stores the task restores.")
+    restored: int = Field(description="Changelog records restored so far.")
+    remaining: int = Field(description="Changelog records (offsets) left to restore.")
+    rate_per_second: float | None = Field(default=None, description="Records restored per second since the last look.")
+    seconds_left: int | None = Field(default=None, description="Estimated seconds left (remaining / rate).")
+    observed_at: str = Field(description="When this was read (RFC 3339).")
+
+
 class StreamAppStatus(_Model):
     """Observed state of a StreamApp, written only by the operator."""
 
     observed_generation: int | None = Field(default=None, description="Last metadata.generation reconciled.")
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Progressing, Degraded, TopologyValid, Restoring; one per type.",
+        description="Ready, Progressing, Degraded, TopologyValid, Restoring, ScalingLimited; one per type.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     replicas: int | None = Field(default=None, description="Pods of the StatefulSet (the /scale status).")
@@ -359,4 +402,17 @@ class StreamAppStatus(_Model):
     )
     paused: bool | None = Field(
         default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
+    )
+    restore: list[StoreRestore] | None = Field(
+        default=None, description="Restore progress per restoring task and its stores (absent when nothing restores)."
+    )
+    restore_progress: str | None = Field(
+        default=None, description='The RESTORE column: e.g. "2 tasks, 120400 left, 4100/s, ~29s".'
+    )
+    retained_volumes: list[RetainedVolume] | None = Field(
+        default=None,
+        description="State volumes of scaled-away pods kept for spec.state.retainAfterScaleDown (then deleted).",
+    )
+    rollout: RolloutStatus | None = Field(
+        default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0008)."
     )

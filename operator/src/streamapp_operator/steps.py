@@ -122,10 +122,12 @@ def announce(
     intent: Intent,
     previous_conditions: Sequence[Mapping[str, Any]],
     now: str,
+    fields: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write ``intent`` to status now (through the Kind's status writer, e.g. ``patch_streamapp_status``)."""
+    """Write ``intent`` to status now (through the Kind's status writer, e.g. ``patch_streamapp_status``),
+    with the step's own status ``fields`` (e.g. ``rollout``) in the same write."""
     conditions = announce_rollout([dict(c) for c in previous_conditions], intent.generation, intent.message, now)
-    write_status(intent.namespace, intent.name, {"conditions": conditions})
+    write_status(intent.namespace, intent.name, {**(fields or {}), "conditions": conditions})
 
 
 def _version(obj: dict[str, Any]) -> Any:

@@ -1,0 +1,210 @@
+"""Rollouts that do not storm: the operator hands the StatefulSet's pods to the new template one at a time.
+
+The StatefulSet uses a *partitioned* rolling update (docs/adr/0008-operator-driven-rollouts.md): the StatefulSet
+controller replaces only the pods whose ordinal is at or above ``spec.updateStrategy.rollingUpdate.partition``.
+A change of the pod template is applied with the partition at ``replicas`` (no pod is replaced), then
+:func:`plan_rollout` lowers the partition by one, highest ordinal first as the StatefulSet controller would, and
+only when the app is calm again after the previous pod:
+
+- every desired pod exists, none is terminating, and every pod at or above the partition runs the StatefulSet's
+  ``status.updateRevision`` (label ``controller-revision-hash``);
+- every pod is Ready: the runtime's ``/readyz`` is green only when every stream thread is in the consumer group
+  and every task it owns is restored and running, so the replaced pod's tasks are restored and running;
+- no pod reports a restoring task in its ``/status`` (the ``Restoring`` view) and the consumer group is
+  ``Stable`` (read from Kafka).
+
+The partition lives in the StatefulSet, so the API server keeps the rollout's progress: an operator killed
+mid-rollout reads it back and goes on, and because a pod is handed over only when every pod is Ready and at
+the revision its ordinal calls for, it can never hand over a second pod while the first is still down.
+Static membership (``group.instance.id`` = pod name) keeps the replaced pod's partitions assigned to it while
+it restarts, for the broker's ``group.consumer.session.timeout.ms`` (45 s by default), so the other pods do not
+rebalance. A pod removed by a scale-down, on the other hand, must leave at once: :func:`departed_members` names
+the static members whose pods a scale-down removed, which ``reconcile.release_departed_members`` removes from
+the group. Everything here is pure; the steps do the side effects.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The label the StatefulSet controller puts on each pod: the ControllerRevision the pod was created from.
+REVISION_LABEL = "controller-revision-hash"
+#: The consumer group's state (Kafka's spelling) in which no assignment is moving.
+STABLE = "Stable"
+
+
+@dataclass(frozen=True)
+class PodState:
+    """One pod of the app as the API server serves it: its ordinal, revision, readiness."""
+
+    name: str
+    ordinal: int
+    revision: str | None
+    ready: bool
+    terminating: bool
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    """What this reconcile does to the rollout.
+
+    ``hold``: the partition the StatefulSet is applied with first (no pod replaced by it); ``partition``: the
+    partition after this reconcile (``hold - 1`` when a pod is handed over, else ``hold``); ``replacing``: the
+    pod handed to the StatefulSet controller now (None: none); ``waiting``: why the rollout does not move ("" when
+    it moves or nothing rolls); ``status``: ``status.rollout`` (None: no rollout in progress, the field is
+    deleted).
+    """
+
+    hold: int
+    partition: int
+    replacing: str | None = None
+    waiting: str = ""
+    status: dict[str, Any] | None = None
+
+
+def with_partition(stateful_set: Mapping[str, Any], partition: int) -> dict[str, Any]:
+    """A copy of a StatefulSet manifest with its rolling update's ``partition`` set."""
+    manifest = copy.deepcopy(dict(stateful_set))
+    manifest["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}}
+    return manifest
+
+
+def pod_states(pods: Sequence[Mapping[str, Any]]) -> list[PodState]:
+    """The StatefulSet pods among ``pods`` (name ``<app>-<ordinal>``), by ordinal."""
+    states = []
+    for pod in pods:
+        metadata, status = pod.get("metadata") or {}, pod.get("status") or {}
+        name = str(metadata.get("name", ""))
+        head, _, tail = name.rpartition("-")
+        if not head or not tail.isdigit():
+            continue
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        revision = (metadata.get("labels") or {}).get(REVISION_LABEL)
+        states.append(PodState(name, int(tail), revision, ready, bool(metadata.get("deletionTimestamp"))))
+    return sorted(states, key=lambda p: p.ordinal)
+
+
+def partition_of(stateful_set: Mapping[str, Any] | None) -> int:
+    """The StatefulSet's ``spec.updateStrategy.rollingUpdate.partition`` (0 when unset or absent)."""
+    strategy = ((stateful_set or {}).get("spec") or {}).get("updateStrategy") or {}
+    partition = (strategy.get("rollingUpdate") or {}).get("partition")
+    return partition if type(partition) is int and partition > 0 else 0
+
+
+def plan_rollout(
+    *,
+    name: str,
+    replicas: int,
+    target: str,
+    template_changes: bool,
+    stateful_set: Mapping[str, Any] | None,
+    pods: Sequence[PodState],
+    group_state: str | None,
+    restoring: Sequence[str],
+    previous: Mapping[str, Any] | None,
+    now: str,
+) -> RolloutPlan:
+    """The next step of the rollout of StatefulSet ``name`` towards pod template digest ``target``.
+
+    ``template_changes``: the desired pod template differs from the applied one (``desired.rolls_pods``);
+    ``stateful_set`` as served (None: not created yet); ``pods`` from :func:`pod_states`; ``group_state`` the
+    consumer group's state (None: Kafka not read); ``restoring`` the pods that report restoring tasks;
+    ``previous`` the last ``status.rollout``; ``now`` RFC 3339 (``since`` of a replacement).
+    """
+    if stateful_set is None or replicas == 0:
+        return RolloutPlan(0, 0)
+    if template_changes:
+        if not pods:  # nothing runs the old template: the StatefulSet controller creates the pods anew
+            return RolloutPlan(0, 0)
+        status = _status(
+            target, replicas, replicas, 0, None, now, "the new pod template is applied; no pod replaced yet"
+        )
+        return RolloutPlan(replicas, replicas, None, status["waitingFor"], status)
+    hold = min(partition_of(stateful_set), replicas)
+    if hold == 0:
+        return RolloutPlan(0, 0)
+    sts_status = stateful_set.get("status") or {}
+    revision = sts_status.get("updateRevision")
+    current = [p for p in pods if p.ordinal < replicas]
+    updated = sum(1 for p in current if revision is not None and p.revision == revision)
+    waiting = _waiting(name, replicas, hold, stateful_set, current, group_state, restoring)
+    last = previous or {}
+    if waiting:
+        since = str(last.get("since") or now)
+        status = _status(target, replicas, hold, updated, last.get("replacing"), since, waiting)
+        return RolloutPlan(hold, hold, None, waiting, status)
+    pod = f"{name}-{hold - 1}"
+    status = _status(target, replicas, hold - 1, updated, pod, now, f"pod {pod} is being replaced")
+    return RolloutPlan(hold, hold - 1, pod, "", status)
+
+
+def _waiting(
+    name: str,
+    replicas: int,
+    partition: int,
+    stateful_set: Mapping[str, Any],
+    pods: Sequence[PodState],
+    group_state: str | None,
+    restoring: Sequence[str],
+) -> str:
+    """Why the next pod may not be handed over yet ("" when it may)."""
+    sts_status = stateful_set.get("status") or {}
+    generation = (stateful_set.get("metadata") or {}).get("generation", 0)
+    if sts_status.get("observedGeneration", 0) < generation or not sts_status.get("updateRevision"):
+        return "the StatefulSet controller has not observed the new pod template yet"
+    revision = sts_status["updateRevision"]
+    by_ordinal = {p.ordinal: p for p in pods}
+    for ordinal in range(replicas):
+        pod = by_ordinal.get(ordinal)
+        if pod is None or pod.terminating:
+            return f"pod {name}-{ordinal} is being replaced"
+        if ordinal >= partition and pod.revision != revision:
+            return f"pod {pod.name} does not run revision {revision} yet"
+    for pod in pods:
+        if not pod.ready:
+            return f"pod {pod.name} is not ready (its tasks are not all restored and running)"
+    if restoring:
+        return f"pods {', '.join(restoring)} restore state"
+    if group_state is None:
+        return "the consumer group's state is unknown (Kafka not read)"
+    if group_state != STABLE:
+        return f"the consumer group is {group_state}, not {STABLE}"
+    return ""
+
+
+def _status(
+    target: str, total: int, partition: int, updated: int, replacing: Any, since: str, waiting: str
+) -> dict[str, Any]:
+    return {
+        "targetRevision": target,
+        "partition": partition,
+        "updated": updated,
+        "total": total,
+        "replacing": replacing,
+        "since": since,
+        "waitingFor": waiting,
+    }
+
+
+def departed_members(
+    instance_ids: Sequence[str | None], name: str, replicas: int, pods: Sequence[PodState]
+) -> list[str]:
+    """The ``group.instance.id``\\ s (``<pod>-<thread index>``, the runtime's static membership) of pods a scale-down
+    removed for good: their ordinal is at or above ``replicas`` and the pod no longer exists (it has closed its
+    clients). Their partitions must move now, not after the session timeout (``remove_static_members``). A pod
+    below ``replicas`` that is away (a rollout or a crash restarts it) keeps its membership: its partitions wait
+    for it."""
+    pattern = re.compile(rf"{re.escape(name)}-(\d+)-\d+")
+    present = {pod.name for pod in pods}
+    departed = []
+    for instance in instance_ids:
+        match = pattern.fullmatch(instance or "")
+        if match is None or int(match.group(1)) < replicas:
+            continue
+        if f"{name}-{match.group(1)}" not in present:
+            departed.append(str(instance))
+    return sorted(departed)
