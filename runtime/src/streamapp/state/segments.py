@@ -9,7 +9,7 @@ batches and the changelogging store's buffer are unchanged. Inside, each entry i
 
 - **Segment** of an entry: ``time // segment_interval`` where time is the window start (window stores) or the
   session end (session stores), ``segment_interval = max(retention / 2, 60 s)`` (Kafka's default,
-  ``streamapp.state.window_store.segment_interval_ms``).
+  ``segment_interval_ms``).
 - **Stream time** of the store: the largest entry time written (applied after a commit, or restored); it is
   persisted with every write (``SEGMENTS_KEY``), so a reopened store knows it.
 - **Expiry** (Kafka's ``AbstractSegments.cleanupExpiredSegments``): segments with
