@@ -210,6 +210,8 @@ class SparkStage:
     input_records: int
     shuffle_write_mb: float
     phase: str = ""
+    job_description: str = ""
+    """The Spark job's description: the engine names its jobs ``streamapp-replay stage <id>`` / ``... write``."""
     task_records: list[int] = field(default_factory=list)
     """Records each task read (from the shuffle or the cache; a Kafka scan's: the records it shuffled out), in task
     index order: how evenly the stage's work is spread over the tasks."""
@@ -220,6 +222,7 @@ def read_event_log(path: Path) -> list[SparkStage]:
     ``events_*`` files), in completion order, each with its phase (``classify``)."""
     files = sorted(path.glob("events_*"), key=lambda f: int(f.name.split("_")[1])) if path.is_dir() else [path]
     job_of: dict[int, int] = {}
+    job_description: dict[int, str] = {}
     stages: list[SparkStage] = []
     task_records: dict[int, dict[int, int]] = {}
     for file in files:
@@ -227,8 +230,10 @@ def read_event_log(path: Path) -> list[SparkStage]:
             event = json.loads(line)
             kind = event.get("Event")
             if kind == "SparkListenerJobStart":
+                description = (event.get("Properties") or {}).get("spark.job.description") or ""
                 for stage_id in event.get("Stage IDs", []):
                     job_of[stage_id] = event["Job ID"]
+                    job_description[stage_id] = description
             elif kind == "SparkListenerTaskEnd":
                 metrics = event.get("Task Metrics") or {}
                 read = (metrics.get("Shuffle Read Metrics") or {}).get("Total Records Read", 0)
@@ -241,6 +246,7 @@ def read_event_log(path: Path) -> list[SparkStage]:
     for stage in stages:
         per_task = task_records.get(stage.stage_id, {})
         stage.task_records = [per_task[i] for i in sorted(per_task)]
+        stage.job_description = job_description.get(stage.stage_id, "")
     classify(stages)
     return stages
 
@@ -273,10 +279,22 @@ def _stage(info: dict[str, Any], job_of: dict[int, int]) -> SparkStage:
 
 
 def classify(stages: Sequence[SparkStage]) -> None:
-    """Set each stage's phase: a stage that scans Kafka (an RDD named ``kafka``) is *read*; a stage of the last
-    job that runs Python is the *write* (the transactional producers); other stages that run Python are the
-    *process* stages (the tasks); a stage without Python after the last process stage prepares the write (the
-    output partitions, the shuffle by output partition); other stages between are *process* (their shuffles)."""
+    """Set each stage's phase: a stage that scans Kafka (an RDD named ``kafka``) is *read*. When the engine named
+    its jobs (``streamapp-replay stage <id>`` / ``streamapp-replay write``), the other stages of a stage's jobs are
+    *process* (the Python tasks or the Spark-native operators) and those of the write's jobs the *write*
+    (*produce* with Python, *prepare* without). Otherwise: a stage of the last job that runs Python is the
+    *write* (the transactional producers); other stages that run Python are the *process* stages (the tasks); a
+    stage without Python after the last process stage prepares the write (the output partitions, the shuffle by
+    output partition); other stages between are *process* (their shuffles)."""
+    if any(s.job_description.startswith("streamapp-replay ") for s in stages):
+        for stage in stages:  # the engine named its jobs: a Spark-native stage runs no Python but processes
+            if "kafka" in stage.rdds:
+                stage.phase = "read (Kafka -> shuffle)"
+            elif stage.job_description.endswith(" write"):
+                stage.phase = "write: produce (Python)" if stage.python_s > 0 else "write: prepare (no Python)"
+            else:
+                stage.phase = "process (tasks)"
+        return
     last_job = max((s.job_id for s in stages), default=-1)
     for stage in stages:
         if "kafka" in stage.rdds:

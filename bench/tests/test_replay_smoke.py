@@ -84,6 +84,26 @@ def test_stages_are_attributed_to_read_process_and_write() -> None:
     ]
 
 
+def test_a_spark_native_stage_without_python_counts_as_processing_when_the_engine_names_its_jobs() -> None:
+    stages = [
+        _stage(0, 0, ["MapPartitionsRDD", "kafka"], python_s=4.0),
+        _stage(3, 1, ["ShuffledRowRDD"]),  # window functions: no Python
+        _stage(5, 2, ["ShuffledRowRDD"]),
+        _stage(8, 3, ["ShuffledRowRDD"], python_s=3.0),
+    ]
+    for stage, description in zip(stages, ["stage 0", "stage 0", "write", "write"], strict=True):
+        stage.job_description = f"streamapp-replay {description}"
+
+    classify(stages)
+
+    assert [s.phase for s in stages] == [
+        "read (Kafka -> shuffle)",
+        "process (tasks)",
+        "write: prepare (no Python)",
+        "write: produce (Python)",
+    ]
+
+
 def test_event_log_stages_carry_spark_task_metrics(tmp_path: Path) -> None:
     events = [
         {"Event": "SparkListenerJobStart", "Job ID": 0, "Stage IDs": [0]},

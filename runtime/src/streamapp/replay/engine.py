@@ -52,7 +52,7 @@ from streamapp.replay.security import client_settings, java_client_options
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
 from streamapp.topology import GlobalTableNode, TopologyDescription
 
-__all__ = ["RECORD_SCHEMA", "ReplayResult", "run_replay"]
+__all__ = ["JOB_DESCRIPTION_PREFIX", "RECORD_SCHEMA", "ReplayResult", "run_replay"]
 
 RECORD_SCHEMA = (
     "topic string, partition int, offset long, key binary, value binary, timestamp long, "
@@ -75,6 +75,9 @@ _ARROW_SCHEMA = pa.schema(
         ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
     ]
 )
+JOB_DESCRIPTION_PREFIX = "streamapp-replay"
+"""Spark job descriptions: ``streamapp-replay stage <sub-topology id>`` for a stage's jobs (reading, processing,
+materializing), ``streamapp-replay write`` for the final write's."""
 _WRITE_SCHEMA = "topic string, partition int, records long, chunks_written long, chunks_skipped long"
 DEFAULT_CHUNK_RECORDS = 10_000
 
@@ -120,14 +123,17 @@ def run_replay(
     source_options = java_client_options(settings)  # refuses a security key it cannot translate, before any job
     result = ReplayResult()
     tracker = _ProgressTracker(spark, plan, on_progress, progress_interval_s)
+    context = spark.sparkContext
     with tracker:
         started = time.monotonic()
         outputs = _run_stages(spark, plan, result, native, source_options, tracker)
         result.seconds["read_and_process"] = time.monotonic() - started
         tracker.phase = "write"
+        context.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} write")
         started = time.monotonic()
         _write(spark, plan, outputs, result, chunk_records, settings)
         result.seconds["write"] = time.monotonic() - started
+        context.setJobDescription(None)  # type: ignore[arg-type]
         tracker.phase = "done"
     for stage in outputs:
         stage.unpersist()
@@ -152,6 +158,8 @@ def _run_stages(
     repartitioned: dict[str, DataFrame] = {}
     global_records = _global_records(spark, plan, source_options)
     for sub in stage_order(plan.description, application_id):
+        # Spark's jobs say what they run (event log, status tracker): "streamapp-replay stage <id>" / "... write"
+        spark.sparkContext.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} stage {sub.id}")
         parts: list[DataFrame] = []
         for ref in sub.source_topics:
             topic = ref.resolve(application_id)
