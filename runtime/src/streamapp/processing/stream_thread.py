@@ -49,6 +49,7 @@ from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
 from streamapp.state.directory import StateCleaner, StateDirectory
+from streamapp.state.record_cache import ThreadCache
 from streamapp.state.restore import ChangelogReader
 from streamapp.topology import TopologyDescription, TopologyError
 
@@ -173,6 +174,8 @@ class StreamThread:
             clock_ms=clock_ms,
             purger=self.purger,
             repartition_topics=repartition_topics(description, config.application_id),
+            # Kafka's record cache (KIP-63), one per thread; 0 turns it off (ADR 0008).
+            record_cache=ThreadCache(cache_bytes) if (cache_bytes := config.statestore_cache_max_bytes) else None,
         )
         self.standbys: StandbyManager | None = None
         if config.num_standby_replicas > 0 and describe_group is not None and instance is not None:

@@ -114,7 +114,8 @@ class TableTableJoinNode(_TwoInputs):
     joined with the other side's current value. An update forwards ``Change(joiner(new, other),
     joiner(old, other))`` where a side that is absent makes the result absent (inner), or is passed as
     ``None`` to the joiner (left: right side may be absent; outer: either may be). Output timestamp: the
-    triggering update's.
+    later of the triggering update's and the other side's stored one (KIP-258 timestamped stores, as Kafka's
+    ``KTableKTableInnerJoin`` computes ``max``).
     """
 
     type: Literal["table_table_join"] = "table_table_join"
