@@ -131,7 +131,7 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
         close_time = self.observed_stream_time - self._grace
         size, advance, store, children = self._size, self._advance, self._store, self._children
         first = (max(0, timestamp - size + advance) // advance) * advance  # WindowSpec.windows_for, inlined
-        for start in range(first, timestamp + 1, advance):
+        for start in range(first, timestamp + 1, advance) if advance != size else (first,):
             end = start + size
             if end <= close_time:
                 self._drop(f"expired window [{start},{end})", key, timestamp)

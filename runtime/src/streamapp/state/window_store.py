@@ -54,6 +54,7 @@ _TIMESTAMP = struct.Struct(">q")
 _SUFFIX = _START_SEQ.size  # 12 bytes
 _MAX_TIME = 2**63 - 1
 _IMMUTABLE_KEY_TYPES = (str, bytes, int)
+_NO_KEY = object()  # no key serialized yet (None is a key the serde must reject)
 
 
 class RangeBytesStore(Protocol):
@@ -234,15 +235,15 @@ class WindowStore:
             )
         )
         self._seqnum = 0
-        self._last_key: Any = None
-        self._last_raw_key: bytes | None = None
+        self._last_key: Any = _NO_KEY
+        self._last_raw_key = b""
 
     # -- writes ------------------------------------------------------------------------------------
 
     def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
         """Store ``value`` (with its ``timestamp``, ms) for ``key``'s window at ``window_start`` (ms);
         ``None`` deletes it. A put to an expired window is dropped."""
-        raw_key = self._raw_key(key)
+        raw_key = self._last_raw_key if key is self._last_key else self._raw_key(key)
         if not self._synced:
             self._sync_stream_time()
         if self._expiry is not None:
@@ -282,8 +283,11 @@ class WindowStore:
             self._sync_stream_time()
         if window_start < self.observed_stream_time - self.retention_ms:
             return None  # expired (or no window put yet: observed -1, starts are >= 0)
-        raw = self._store.get(self._raw_key(key) + _START_SEQ.pack(window_start, 0))
-        return None if raw is None else self._decode_value(raw)
+        raw_key = self._last_raw_key if key is self._last_key else self._raw_key(key)
+        raw = self._store.get(raw_key + _START_SEQ.pack(window_start, 0))
+        if raw is None:
+            return None
+        return WindowValue(self._value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0])
 
     def fetch_range(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, WindowValue]]:
         """``[(start, value)]`` of ``key``'s live windows with ``time_from <= start <= time_to``, by start."""
@@ -320,8 +324,10 @@ class WindowStore:
     # -- internals ---------------------------------------------------------------------------------
 
     def _raw_key(self, key: Any) -> bytes:
-        if key is self._last_key and self._last_raw_key is not None:
-            return self._last_raw_key  # a processor's fetch then put of one record's key
+        """The serialized ``key``; the last immutable key's bytes are kept (``_last_key`` / ``_last_raw_key``,
+        always set together) for a processor's fetch then put of one record's key."""
+        if key is self._last_key:
+            return self._last_raw_key
         raw = self._key_serde.serialize(key)
         if raw is None:
             raise ValueError(f"window store '{self.name}': keys must not be null")
