@@ -14,7 +14,8 @@
   (docs/reset.md): resets the group's committed offsets of the input topics, deletes the internal topics and,
   with ``--state-dir``, the local state ``<DIR>/<application.id>``.
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
-  batch job (extra ``streamapp-runtime[replay]``, docs/replay.md) and print what it read and wrote as JSON.
+  batch job (extra ``streamapp-runtime[replay]``, docs/replay.md), report its progress on stderr and print what
+  it read and wrote as JSON.
 
 Errors in user input are printed as one ``Error: ...`` line with exit code 1 (click's ClickException).
 """
@@ -322,18 +323,28 @@ def replay() -> None:
 @click.option("--driver-memory", default="1g", show_default=True)
 @click.option("--chunk-records", default=10_000, show_default=True, help="Records per output transaction.")
 def replay_run(plan_file: Path, master: str, driver_memory: str, chunk_records: int) -> None:
-    """Run the replay PLAN describes and print its result (records read and written, seconds) as JSON."""
+    """Run the replay PLAN describes and print its result (records read and written, seconds) as JSON.
+
+    While Spark computes, every report of ``streamapp.replay.progress`` goes to stderr as one line
+    ``replay-progress {json}`` (what the operator reads from the Job's log); the result is stdout's last line.
+    """
     import json
 
     try:
         from streamapp.replay import ReplayPlan, build_session, run_replay
+        from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
     except ImportError as exc:
         raise click.ClickException(f"the replay needs the extra streamapp-runtime[replay]: {exc}") from exc
     try:
         plan = ReplayPlan.from_document(yaml.safe_load(plan_file.read_text())).check()
     except (TopologyError, ValueError, KeyError, TypeError) as exc:
         raise click.ClickException(f"{plan_file}: {exc}") from exc
-    result = run_replay(build_session(master, driver_memory=driver_memory), plan, chunk_records=chunk_records)
+
+    def report(progress: ReplayProgress) -> None:
+        click.echo(PROGRESS_PREFIX + progress.to_json(), err=True)
+
+    session = build_session(master, driver_memory=driver_memory)
+    result = run_replay(session, plan, chunk_records=chunk_records, on_progress=report)
     click.echo(json.dumps(dataclasses.asdict(result), sort_keys=True))
 
 
