@@ -17,9 +17,12 @@ import pytest
 import yaml
 from operator_fakes import TestingCluster, TestingKafka, flights_spec
 from streamapp.replay import ReplayPlan
+from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
+from streamapp_operator.k8s import KubernetesUnavailable
 from streamapp_operator.replay import decisions
 from streamapp_operator.replay.controller import Replay, ReplayWorld, reconcile_replay
 from streamapp_operator.replay.models import ReplayFrom, ReplayTo, StreamReplaySpec
+from streamapp_operator.resources import StreamAppSpec
 
 NS = "replays"
 EARLIEST = {"flights": {0: 0, 1: 5}}
@@ -228,11 +231,13 @@ class ReplayKafka(TestingKafka):
 
     def __init__(self) -> None:
         super().__init__({"flights": 2})
+        self.earliest, self.latest = copy.deepcopy(EARLIEST), copy.deepcopy(LATEST)
         self.group_offsets: dict[str, dict[str, dict[int, int]]] = {}
         self.values: dict[str, list[bytes]] = {}
 
     def list_offsets(self, partitions: dict[str, int], at: str | int) -> dict[str, dict[int, int]]:
-        return copy.deepcopy(EARLIEST if at == "earliest" else LATEST)
+        offsets = self.earliest if at == "earliest" else self.latest
+        return {topic: dict(offsets[topic]) for topic in partitions}
 
     def set_group_offsets(self, group_id: str, offsets: Any) -> None:
         self.group_offsets[group_id] = {t: dict(p) for t, p in offsets.items()}
@@ -397,3 +402,151 @@ def test_an_app_deleted_before_the_new_version_exists_fails_the_handover() -> No
     assert (
         status["phase"] == "Failed" and {c["type"]: c for c in status["conditions"]}["Failed"]["reason"] == "AppMissing"
     )
+
+
+# -- progress of the running Spark job ------------------------------------------------------------------------
+
+
+def _report(processed: int, total: int = 185, phase: str = "stages") -> str:
+    return PROGRESS_PREFIX + ReplayProgress(phase, processed, total, 0, 2, 1, 4, 12.0).to_json()
+
+
+def test_the_last_progress_report_is_found_among_sparks_own_log_lines() -> None:
+    log = "\n".join(["WARN NativeCodeLoader: ...", _report(10), "26/11/24 WARN TaskSetManager: ...", _report(40), "x"])
+    report = decisions.latest_progress(log)
+    assert report is not None and (report.records_processed, report.records_total) == (40, 185)
+    assert decisions.progress_fields(report) == {"recordsProcessed": 40, "percentProcessed": 21}
+    assert decisions.latest_progress("WARN only spark\nreplay-progress {broken") is None
+
+
+def test_a_running_job_shows_its_pods_last_progress_report_in_status_and_the_progress_column() -> None:
+    world, cluster, _ = _world()
+    spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
+    status = _step(world, spec, {})
+    cluster.add_pod(NS, "flights-v2-replay-abc", {"job-name": "flights-v2-replay"}, {})
+    cluster.logs["flights-v2-replay-abc"] = "\n".join([_report(37), "WARN spark says something"])
+    status = _step(world, spec, status)
+    assert (status["recordsProcessed"], status["percentProcessed"]) == (37, 20)
+    assert status["progress"] == "spark job running 0s, 37/185 records processed (20%)"
+    cluster.logs["flights-v2-replay-abc"] += "\n" + _report(185, phase="write")
+    status = _step(world, spec, status)
+    assert (status["recordsProcessed"], status["percentProcessed"]) == (185, 100)
+    assert status["phase"] == "Running"
+
+
+class _LoglessCluster(ReplayCluster):
+    __test__ = False
+
+    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str:
+        raise KubernetesUnavailable("the kubelet does not answer")
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        if selector.startswith("job-name="):
+            raise KubernetesUnavailable("the API server is overloaded")
+        return super().list_pods(namespace, selector)
+
+
+def test_an_unreadable_pod_log_leaves_progress_out_and_never_fails_the_replay() -> None:
+    _, _, kafka = _world()
+    cluster = _LoglessCluster()
+    cluster.add(
+        {"kind": "StreamApp", "metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
+    )
+    world = ReplayWorld(cluster=cluster, kafka_for=lambda _: kafka, image="replay:1")
+    spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
+    status = _step(world, spec, {})
+    status = _step(world, spec, status)
+    assert status["phase"] == "Running" and status["progress"] == "spark job running 0s"
+    assert "recordsProcessed" not in status
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Complete": "False", "Progressing": "True", "Failed": "False", "Degraded": "False"
+    }  # fmt: skip
+
+
+# -- SASL and TLS ---------------------------------------------------------------------------------------------
+
+PASSWORD = {"name": "kafka-user", "key": "password"}
+SASL = {"mechanism": "SCRAM-SHA-512", "username": "app", "passwordSecret": PASSWORD}
+SECURE_KAFKA = {
+    "bootstrapServers": "kafka:9093",
+    "authentication": SASL,
+    "tls": {"caSecret": {"name": "kafka-ca", "key": "ca.crt"}},
+}
+
+
+def test_a_sasl_tls_app_replays_with_its_credentials_from_secrets_and_no_secret_is_written() -> None:
+    cluster, kafka = ReplayCluster(), ReplayKafka()
+    cluster.secrets[(NS, "kafka-user")] = {"password": "s3cr3t-pw"}
+    cluster.secrets[(NS, "kafka-ca")] = {"ca.crt": "-----BEGIN CERTIFICATE-----"}
+    app = {"kind": "StreamApp", "metadata": {"name": "flights", "namespace": NS, "uid": "u"}}
+    cluster.add({**app, "spec": flights_spec(kafka=SECURE_KAFKA)})
+    connections: list[Any] = []
+    world = ReplayWorld(cluster=cluster, kafka_for=lambda c: connections.append(c) or kafka, image="replay:1")
+    spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
+    result = reconcile_replay(REPLAY, spec, {}, world, "2026-01-01T00:00:10Z")
+    assert result.status["phase"] == "Running"
+    # the operator's own admin client (offsets, topics) connects as the app does
+    settings = connections[0].settings()
+    assert (settings["sasl.password"], settings["sasl.mechanism"]) == ("s3cr3t-pw", "SCRAM-SHA-512")
+    assert settings["security.protocol"] == "SASL_SSL" and settings["ssl.ca.pem"].startswith("-----BEGIN")
+    config_map, job = (m for m in cluster.applied if m["kind"] in ("ConfigMap", "Job"))
+    plan = yaml.safe_load(config_map["data"]["plan.yaml"])
+    ca_file = "/etc/streamapp/kafka-ca/ca.crt"
+    assert plan["kafka"] == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.ca.location": ca_file,
+    }
+    pod = job["spec"]["template"]["spec"]
+    env = {e["name"]: e for e in pod["containers"][0]["env"]}
+    assert env["STREAMAPP_KAFKA_SASL_USERNAME"]["value"] == "app"
+    assert env["STREAMAPP_KAFKA_SASL_PASSWORD"]["valueFrom"] == {"secretKeyRef": PASSWORD}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["kafka-ca"] == "/etc/streamapp/kafka-ca"
+    assert volumes["kafka-ca"]["secret"] == {"secretName": "kafka-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    written = json.dumps([result.status, cluster.applied, cluster.replay_status_writes]) + repr(result.events)
+    assert "s3cr3t-pw" not in written and "BEGIN CERTIFICATE" not in written
+
+
+def test_the_executor_pods_of_a_kubernetes_mode_replay_mount_the_kafka_ca_too() -> None:
+    owner = decisions.ReplayOwner("flights-v2", NS, "uid")
+    spec = StreamReplaySpec.parse(
+        {"appRef": {"name": "flights"}, "spark": {"mode": "kubernetes", "serviceAccountName": "spark"}}
+    )
+    app = StreamAppSpec.parse(flights_spec(kafka=SECURE_KAFKA))
+    config_map, _ = decisions.job_manifests(owner, spec, _plan(), "img:1", app)
+    template = yaml.safe_load(config_map["data"]["executor.yaml"])["spec"]
+    assert template["containers"][0]["volumeMounts"][-1] == {
+        "name": "kafka-ca", "mountPath": "/etc/streamapp/kafka-ca", "readOnly": True
+    }  # fmt: skip
+    assert template["volumes"][-1]["secret"]["secretName"] == "kafka-ca"
+
+
+# -- global tables ----------------------------------------------------------------------------------------------
+
+GLOBAL_TOPOLOGY: dict[str, Any] = {
+    "nodes": [
+        {"name": "flights", "type": "source", "topics": ["flights"], "keySerde": "string", "valueSerde": "json"},
+        {"name": "planes", "type": "global_table", "topic": "planes", "store": "planes-store", "keySerde": "string",
+         "valueSerde": "json"},
+        {"name": "enrich", "type": "stream_global_join", "inputs": ["flights", "planes"],
+         "keySelector": "flights_app.logic:tailnum", "joiner": "flights_app.logic:with_plane"},
+        {"name": "out", "type": "sink", "input": "enrich", "topic": "flights-with-planes", "keySerde": "string",
+         "valueSerde": "json"},
+    ],
+    "stores": [{"name": "planes-store", "type": "key_value", "keySerde": "string", "valueSerde": "json"}],
+}  # fmt: skip
+
+
+def test_a_global_table_topology_replays_and_its_topics_offsets_are_resolved_too() -> None:
+    world, cluster, kafka = _world()
+    kafka.topics["planes"] = 1
+    kafka.earliest["planes"], kafka.latest["planes"] = {0: 0}, {0: 30}
+    status = _step(world, {"appRef": {"name": "flights"}, "topology": GLOBAL_TOPOLOGY}, {})
+    assert status["phase"] == "Running", status["conditions"]
+    assert status["resolvedOffsets"]["to"] == {"flights": {"0": 100, "1": 90}, "planes": {"0": 30}}
+    config_map = next(m for m in cluster.applied if m["kind"] == "ConfigMap")
+    plan = ReplayPlan.from_document(yaml.safe_load(config_map["data"]["plan.yaml"]))
+    assert plan.start_offsets["planes"] == {0: 0} and plan.end_offsets["planes"] == {0: 30}
+    plan.check()  # the engine accepts the plan: global topics have their ranges

@@ -10,7 +10,9 @@ does only what is missing, so a restarted operator resumes where the status says
    input topics);
 3. ``launch_job``: the ServiceAccount (no API rights, no token), the ConfigMap with the replay plan and the
    Job running ``streamapp replay run`` in the replay image (``spark.mode: local``);
-4. ``track_job``: the Job's phase and progress; its pod's last line gives records written. A failed Job
+4. ``track_job``: the Job's phase and progress: the last ``replay-progress`` report in its pod's log gives the
+   input records processed (``status.recordsProcessed``, ``percentProcessed``; an unreadable log only leaves
+   them out), the done markers the records written so far, its pod's last line the result. A failed Job
    fails the replay with the pod's error in the ``Failed`` condition; the running app is untouched;
 5. ``hand_over`` (``mode: handover``): :data:`decisions.HANDOVER_STEPS`, each recorded ``Started`` in
    ``status.handover`` (written at once, before it acts) and ``Done`` after: the new version's consumer group
@@ -28,9 +30,11 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 from streamapp.replay import UnsupportedTopologyError, check_topology
+from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription, TopologyError
 
 from streamapp_operator.conditions import Event
+from streamapp_operator.desired import security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
@@ -41,6 +45,8 @@ from streamapp_operator.steps import StepOutcome, run_steps
 from streamapp_operator.validate import Problem
 
 DEFAULT_IMAGE = "localhost/streamapp-replay:dev"
+#: Lines of the Job pod's log read for its last progress report (Spark's own warnings share the log).
+PROGRESS_LOG_LINES = 200
 
 
 class ReplayCluster(Cluster, Protocol):
@@ -187,13 +193,14 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
         start=decisions.from_wire(resolved["from"]),
         end=decisions.from_wire(resolved["to"]),
         sink_partitions=ctx.kafka.partition_counts(ctx.description.sink_topics()),
+        kafka_settings=security_config(ctx.app_spec.kafka),
     )
     image = ctx.spec.spark.image or ctx.world.image
     # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
     # operator never resolves another range for a Job already running (its end offsets are the handover point)
     recorded = {key: ctx.status[key] for key in ("resolvedOffsets", "recordsRead", "applicationId", "replayId")}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
-    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image):
+    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
             cluster.apply(manifest)
     ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image})"))
@@ -211,8 +218,9 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
         assert ctx.kafka is not None
         # the done markers appear once Spark writes: how much of the output is committed so far
         so_far = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
-        progress = decisions.progress_text("Running", seconds=seconds, written=so_far or None)
-        ctx.record(durationSeconds=seconds, progress=progress)
+        report = _progress_report(ctx)
+        progress = decisions.progress_text("Running", seconds=seconds, written=so_far or None, report=report)
+        ctx.record(durationSeconds=seconds, progress=progress, **(decisions.progress_fields(report) if report else {}))
         raise Waiting(state.message)
     log = _pod_log(ctx)
     if state.phase == "Failed":
@@ -227,6 +235,9 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     next_phase = Phase.HANDING_OVER if ctx.spec.mode == ReplayMode.HANDOVER else Phase.SUCCEEDED
     ctx.events.append(Event("Normal", "JobSucceeded", f"The Spark job wrote {written} records in {seconds}s"))
     fields: dict[str, Any] = {"phase": next_phase.value, "durationSeconds": seconds, "recordsWritten": written}
+    report = decisions.latest_progress(log)
+    if report is not None:
+        fields.update(decisions.progress_fields(report))
     if next_phase == Phase.SUCCEEDED:
         fields.update(completionTime=ctx.now, progress=decisions.progress_text("Succeeded", written=written))
     outcome = ctx.record(**fields)
@@ -359,8 +370,6 @@ def _context(
         status["waiting"] = f"StreamApp {parsed.app_ref.name} does not exist"
         return None
     app_spec = StreamAppSpec.parse(app["spec"]) if app is not None else None
-    if app_spec is not None and app_spec.kafka.authentication is not None:
-        raise ReplayFailed("SaslUnsupported", "the replay Job does not pass SASL credentials to Spark yet")
     topology = parsed.topology.to_description_dict() if parsed.topology else (app or {}).get("spec", {}).get("topology")
     try:
         description = TopologyDescription.from_dict(topology or {})
@@ -402,14 +411,23 @@ def _new_name(ctx: ReplayContext) -> str:
     return ctx.spec.handover.name or ctx.replay.name
 
 
-def _pod_log(ctx: ReplayContext) -> str:
+def _progress_report(ctx: ReplayContext) -> ReplayProgress | None:
+    """The Spark job's last progress report; None when there is none yet or the API cannot say (progress is
+    shown, never a reason to fail or hold up the replay)."""
+    try:
+        return decisions.latest_progress(_pod_log(ctx, PROGRESS_LOG_LINES))
+    except KubernetesUnavailable:
+        return None
+
+
+def _pod_log(ctx: ReplayContext, tail_lines: int = 30) -> str:
     """The end of the replay pod's log; "" when there is none or the API cannot serve it (best effort)."""
     pods = ctx.world.cluster.list_pods(ctx.replay.namespace, f"job-name={ctx.status['job']}")
     pods.sort(key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
     if not pods:
         return ""
     try:
-        return ctx.world.cluster.read_pod_log(ctx.replay.namespace, pods[-1]["metadata"]["name"], 30)
+        return ctx.world.cluster.read_pod_log(ctx.replay.namespace, pods[-1]["metadata"]["name"], tail_lines)
     except KubernetesUnavailable:
         return ""
 

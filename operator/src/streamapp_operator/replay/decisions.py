@@ -4,8 +4,10 @@
   Kafka answered (earliest, latest, offsets for a timestamp): the replay never asks Spark for "latest", and
   the end offsets are the new version's starting point;
 - :func:`plan_document`: the replay plan ``streamapp replay run --plan`` reads (``streamapp.replay.ReplayPlan``);
-- :func:`job_manifests`: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and the Job;
-- :func:`job_state`: the Job's phase as the replay's;
+- :func:`job_manifests`: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and the Job
+  (the app's SASL credentials from their Secrets as ``STREAMAPP_KAFKA_SASL_*`` variables, its TLS CA mounted);
+- :func:`job_state`: the Job's phase as the replay's; :func:`latest_progress`: the last progress report in the
+  Job pod's log;
 - :func:`new_version`: the new version's StreamApp (handover);
 - :data:`HANDOVER_STEPS` and :func:`next_step`: where a handover is, from its status.
 """
@@ -19,7 +21,9 @@ from datetime import datetime
 from typing import Any
 
 import yaml
+from streamapp.replay.progress import ReplayProgress, parse_progress
 
+from streamapp_operator import desired
 from streamapp_operator.replay.models import (
     KIND,
     HandoverStep,
@@ -30,7 +34,7 @@ from streamapp_operator.replay.models import (
     StepState,
     StreamReplaySpec,
 )
-from streamapp_operator.resources import API_VERSION
+from streamapp_operator.resources import API_VERSION, SecretKeyRef, StreamAppSpec
 
 Offsets = dict[str, dict[int, int]]
 """``{topic: {partition: offset}}``."""
@@ -145,9 +149,12 @@ def plan_document(
     start: Offsets,
     end: Offsets,
     sink_partitions: Mapping[str, int],
+    kafka_settings: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The replay plan (``ReplayPlan.from_document``'s form)."""
-    return {
+    """The replay plan (``ReplayPlan.from_document``'s form). ``kafka_settings``: the non-secret client
+    settings (``desired.security_config``: ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``),
+    the plan's ``kafka`` section; the credentials reach the Job's pod as variables from their Secrets."""
+    plan: dict[str, Any] = {
         "replayId": replay_id,
         "bootstrapServers": bootstrap_servers,
         "topology": dict(topology),
@@ -156,6 +163,9 @@ def plan_document(
         "to": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(end.items())},
         "partitions": dict(sorted(sink_partitions.items())),
     }
+    if kafka_settings:
+        plan["kafka"] = dict(sorted(kafka_settings.items()))
+    return plan
 
 
 def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[str, Any]:
@@ -198,7 +208,7 @@ def _memory_mb(spark_memory: str) -> int:
 
 
 def job_manifests(
-    owner: ReplayOwner, spec: StreamReplaySpec, plan: Mapping[str, Any], image: str
+    owner: ReplayOwner, spec: StreamReplaySpec, plan: Mapping[str, Any], image: str, app: StreamAppSpec | None = None
 ) -> list[dict[str, Any]]:
     """The ServiceAccount, the ConfigMap with the plan and the Job, as uid 10001 under the restricted Pod
     Security Standard.
@@ -209,8 +219,14 @@ def job_manifests(
     image through Spark's Kubernetes backend, as ``spark.serviceAccountName`` (the user's: it may create, watch
     and delete pods and configmaps; the operator grants nothing); the executors are owned by the driver pod
     (gone with it) and run the executor entrypoint of the pod template (``executor.yaml`` in the ConfigMap);
-    Spark's settings are ``spark-defaults.conf`` there."""
+    Spark's settings are ``spark-defaults.conf`` there.
+
+    ``app``: the StreamApp's spec, whose Kafka security the Job's pod gets as the app's pods do: the SASL
+    credentials as ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` from their Secrets (the kubelet reads them:
+    never in the ConfigMap, the pod spec or status), the TLS CA Secret mounted where the plan's
+    ``ssl.ca.location`` points (in the executor pods too: they read Kafka)."""
     kubernetes = spec.spark.mode == SparkMode.KUBERNETES
+    ca = app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
     metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
     shared_labels = {"app.kubernetes.io/name": "streamapp-replay", "app.kubernetes.io/managed-by": "streamapp-operator"}
     account_name = spec.spark.service_account_name or "default" if kubernetes else SERVICE_ACCOUNT
@@ -223,7 +239,7 @@ def job_manifests(
     data = {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)}
     if kubernetes:
         data[SPARK_DEFAULTS_FILE] = spark_defaults(owner, spec, image)
-        data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(executor_template(), sort_keys=False)
+        data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(executor_template(ca), sort_keys=False)
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -262,6 +278,7 @@ def job_manifests(
             {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
             {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
         ]
+    env += desired._credentials(app) if app is not None else []
     container = {
         "name": "replay",
         "image": image,
@@ -273,6 +290,7 @@ def job_manifests(
             {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "work", "mountPath": WORK_DIR},
+            *_ca_mounts(ca),
         ],
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -309,6 +327,7 @@ def job_manifests(
                         {"name": "plan", "configMap": {"name": job_name(owner.name)}},
                         {"name": "tmp", "emptyDir": {}},
                         {"name": "work", "emptyDir": {}},
+                        *_ca_volumes(ca),
                     ],
                 },
             },
@@ -331,9 +350,22 @@ EXECUTOR_COMMAND = (
 )
 
 
-def executor_template() -> dict[str, Any]:
+def _ca_mounts(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
+    return [] if ca is None else [{"name": "kafka-ca", "mountPath": desired.CA_DIR, "readOnly": True}]
+
+
+def _ca_volumes(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
+    if ca is None:
+        return []
+    return [
+        {"name": "kafka-ca", "secret": {"secretName": ca.name, "items": [{"key": ca.key, "path": desired.CA_FILE}]}}
+    ]
+
+
+def executor_template(ca: SecretKeyRef | None = None) -> dict[str, Any]:
     """The executor pods' template: the entrypoint above, uid 10001 under the restricted Pod Security
-    Standard, no service account token, a writable ``/tmp`` (Spark adds an emptyDir for its local dirs)."""
+    Standard, no service account token, a writable ``/tmp`` (Spark adds an emptyDir for its local dirs), and
+    the Kafka CA Secret ``ca`` where the plan's ``ssl.ca.location`` points (the executors read Kafka)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -363,10 +395,10 @@ def executor_template() -> dict[str, Any]:
                         "capabilities": {"drop": ["ALL"]},
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
-                    "volumeMounts": [{"name": "tmp", "mountPath": TMP_DIR}],
+                    "volumeMounts": [{"name": "tmp", "mountPath": TMP_DIR}, *_ca_mounts(ca)],
                 }
             ],
-            "volumes": [{"name": "tmp", "emptyDir": {}}],
+            "volumes": [{"name": "tmp", "emptyDir": {}}, *_ca_volumes(ca)],
         },
     }
 
@@ -516,12 +548,39 @@ def from_wire(offsets: Mapping[str, Mapping[str, int]]) -> Offsets:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
 
 
+def latest_progress(log: str) -> ReplayProgress | None:
+    """The last progress report in the replay pod's log (``streamapp replay run`` writes one line
+    ``replay-progress {json}`` per report, ``streamapp.replay.progress``); None when there is none yet."""
+    for line in reversed(log.splitlines()):
+        report = parse_progress(line)
+        if report is not None:
+            return report
+    return None
+
+
+def progress_fields(report: ReplayProgress) -> dict[str, Any]:
+    """Status fields of a progress report: input records processed, and the percent of them (an integer:
+    Kubernetes API conventions avoid floats in status)."""
+    return {"recordsProcessed": report.records_processed, "percentProcessed": _percent(report)}
+
+
+def _percent(report: ReplayProgress) -> int:
+    return int(report.fraction * 100)
+
+
 def progress_text(
-    phase: str, *, seconds: int | None = None, step: str | None = None, written: int | None = None
+    phase: str,
+    *,
+    seconds: int | None = None,
+    step: str | None = None,
+    written: int | None = None,
+    report: ReplayProgress | None = None,
 ) -> str:
-    """The printer column's progress."""
+    """The printer column's progress, e.g. ``spark job running 40s, 1200/5000 records processed (24%)``."""
     if phase == "Running":
         running = f"spark job running {seconds}s" if seconds is not None else "spark job starting"
+        if report is not None:
+            running += f", {report.records_processed}/{report.records_total} records processed ({_percent(report)}%)"
         return f"{running}, {written} records written" if written else running
     if phase == "HandingOver" and step is not None:
         return f"handover {HANDOVER_STEPS.index(step) + 1}/{len(HANDOVER_STEPS)}: {step}"

@@ -250,6 +250,12 @@ class StreamReplayStatus(_Model):
     replay_id: str | None = Field(default=None, description="Keys the replay's transactional writes.")
     resolved_offsets: ResolvedOffsets | None = None
     records_read: int | None = None
+    records_processed: int | None = Field(
+        default=None, description="Input records the Spark job has processed so far (its last progress report)."
+    )
+    percent_processed: int | None = Field(
+        default=None, ge=0, le=100, description="recordsProcessed as a percent of the job's input records."
+    )
     records_written: int | None = None
     job: str | None = Field(default=None, description="Name of the Job running the replay.")
     start_time: str | None = None
