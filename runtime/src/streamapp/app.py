@@ -43,7 +43,16 @@ from streamapp.kafka.admin import TopicAdmin, TopicMismatchError, TopicSpec
 from streamapp.kafka.clients import admin_config
 from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import KafkaAuthenticationError, KafkaClientError
-from streamapp.monitoring.health import RESTART_WINDOW_S, WorkerView, liveness, readiness, restart_allowed
+from streamapp.monitoring.health import (
+    RESTART_WINDOW_S,
+    MissingTopics,
+    WorkerView,
+    find_missing,
+    liveness,
+    missing_topics_due,
+    readiness,
+    restart_allowed,
+)
 from streamapp.monitoring.metrics import WorkerMetricsCollector
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import Failure, ThreadFailed, WorkerStatus, bounded_text
@@ -114,6 +123,8 @@ class KafkaStreams:
         self._phase = "preparing"
         self._failure: Failure | None = None
         """Why the instance gave up (phase ``failed``)."""
+        self._missing = MissingTopics()
+        """The external topics ``_prepare_topics`` waits for (readiness reason and ``/status`` ``missing_topics``)."""
         self._heartbeat = time.time()
         self._workers = [_Worker(i) for i in range(config.num_stream_threads)]
         self._lock = threading.Lock()
@@ -181,13 +192,14 @@ class KafkaStreams:
         return liveness(time.time(), self._heartbeat, self.worker_views())
 
     def readiness(self) -> tuple[bool, str]:
-        return readiness(time.time(), self._phase, self.worker_views())
+        return readiness(time.time(), self._phase, self.worker_views(), self._missing)
 
     def status(self) -> dict[str, Any]:
         """The ``/status`` document. Per worker: ``thread``, ``alive``, ``restarts``, ``exit_code``, ``error`` (the
         last error text, at most 1 KiB) and ``last_failure`` (``Failure.to_dict`` or ``None``), plus the fields
         of its latest ``WorkerStatus``. ``last_failure`` at the top: why the instance gave up (phase
-        ``failed``), else ``None``."""
+        ``failed``), else ``None``; ``missing_topics``: while preparing, the source and sink topics that do not
+        exist yet (``{"sources": [...], "sinks": [...], "since": epoch s}``), else ``None``."""
         ready, reason = self.readiness()
         failure = self._failure
         return {
@@ -197,6 +209,7 @@ class KafkaStreams:
             "ready": ready,
             "reason": reason,
             "last_failure": failure.to_dict() if failure else None,
+            "missing_topics": self._missing.to_dict() if self._missing else None,
             "workers": [_worker_status(view) for view in self.worker_views()],
         }
 
@@ -231,15 +244,21 @@ class KafkaStreams:
         the missing internal topics. False if stopped or fatal."""
         admin = TopicAdmin(admin_config(self.config))
         sources = self.topology.external_source_topics()
-        external = sources + [t for t in self.topology.sink_topics() if t not in sources]
+        sinks = self.topology.sink_topics()
+        external = sources + [t for t in sinks if t not in sources]
+        started, logged_at = time.time(), None
         while not self._stop.is_set():
             self._heartbeat = time.time()
             try:
                 counts = admin.partition_counts(external)
-                missing = [t for t in external if t not in counts]
-                if missing:
-                    log.warning("Waiting for topics to exist: %s", ", ".join(missing))
-                else:
+                missing = find_missing(sources, sinks, counts, started)
+                if missing_topics_due(self._missing, missing, logged_at, self._heartbeat):
+                    log.warning("Not ready: %s", missing.reason(self._heartbeat))
+                    logged_at = self._heartbeat
+                self._missing = missing
+                if not missing:
+                    if logged_at is not None:
+                        log.info("The source and sink topics exist now")
                     internal = self.topology.internal_topics(
                         self.config.application_id, {t: counts[t] for t in sources}
                     )

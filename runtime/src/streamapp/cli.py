@@ -8,6 +8,11 @@
 - ``streamapp run --topology FILE|module:fn --config FILE [--set key=value ...]``: run the application until
   SIGTERM/SIGINT; the exit code is the runtime's. The working folder is importable; when ``http.port`` is left at
   its default and that port is taken (a second local app), the server takes a free port.
+- ``streamapp reset --application-id ID (--bootstrap-server HOST:PORT | --config FILE) (--input-topics T,... |
+  --topology FILE|module:fn) [--to-earliest | --to-datetime RFC3339 | --to-offsets topic:partition=offset,...]
+  [--state-dir DIR] [--dry-run]``: Kafka's ``kafka-streams-application-reset`` for a stopped application
+  (docs/reset.md): resets the group's committed offsets of the input topics, deletes the internal topics and,
+  with ``--state-dir``, the local state ``<DIR>/<application.id>``.
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
   batch job (extra ``streamapp-runtime[replay]``, docs/replay.md) and print what it read and wrote as JSON.
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import shutil
 import socket
 import sys
 from collections.abc import Mapping
@@ -30,6 +36,7 @@ import yaml
 
 from streamapp.dsl import StreamsBuilder
 from streamapp.dsl.builder import with_default_serdes
+from streamapp.kafka.reset_plan import ResetError, ResetTarget, ToEarliest, parse_datetime, parse_offsets, plan_reset
 from streamapp.topology import TopologyDescription, TopologyError, resolve_function
 from streamapp.topology.render import describe as describe_text
 
@@ -180,6 +187,128 @@ def _with_a_free_http_port(config: Any) -> Any:
 def _import_from_working_folder() -> None:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+
+
+@main.command()
+@click.option("--application-id", help="The application (and consumer group) to reset; default: the config's.")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", help="Kafka brokers; default: the config's.")
+@click.option("--config", "config_file", type=_FILE, help="Streams config (YAML map): brokers, security, ids.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one config key.")
+@click.option("--input-topics", "input_topics", multiple=True, metavar="TOPIC[,TOPIC...]", help="Input topics.")
+@click.option(
+    "--topology",
+    "topology_ref",
+    metavar="FILE|MODULE:FUNCTION",
+    help="Take the input topics from this topology's source nodes.",
+)
+@click.option("--to-earliest", is_flag=True, help="Reset to the earliest offsets (the default).")
+@click.option("--to-datetime", metavar="RFC3339", help="Reset to the first offset at or after this time.")
+@click.option("--to-offsets", metavar="TOPIC:PARTITION=OFFSET,...", help="Reset to these offsets (others: earliest).")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also delete the local state <DIR>/<application.id> (KafkaStreams.cleanUp()).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+def reset(
+    application_id: str | None,
+    bootstrap: str | None,
+    config_file: Path | None,
+    overrides: tuple[str, ...],
+    input_topics: tuple[str, ...],
+    topology_ref: str | None,
+    to_earliest: bool,
+    to_datetime: str | None,
+    to_offsets: str | None,
+    state_dir: Path | None,
+    dry_run: bool,
+) -> None:
+    """Reset a stopped application so it reprocesses its input (Kafka's kafka-streams-application-reset).
+
+    Refuses while the consumer group has members. Resets the group's committed offsets of the input topics,
+    deletes the application's repartition and changelog topics (and no other topic), and with --state-dir
+    deletes its local state. --dry-run prints what it would do.
+    """
+    try:
+        from streamapp.config import ConfigError, StreamsConfig
+        from streamapp.kafka.admin import TopicAdmin
+        from streamapp.kafka.clients import admin_config
+        from streamapp.kafka.types import KafkaClientError
+    except ImportError as exc:
+        raise click.ClickException(f"the Kafka client cannot be imported: {exc}") from exc
+
+    settings = dict(_pairs("--set", overrides))
+    settings.update({k: v for k, v in (("application.id", application_id), ("bootstrap.servers", bootstrap)) if v})
+    try:
+        config = StreamsConfig.load(config_file, settings)
+    except ConfigError as exc:
+        raise click.ClickException(
+            f"{config_file or 'options'}: {exc} (give --application-id and --bootstrap-server, or --config)"
+        ) from exc
+    try:
+        target = _reset_target(to_earliest, to_datetime, to_offsets)
+    except ResetError as exc:
+        raise click.ClickException(str(exc)) from exc
+    topics = [t.strip() for spec in input_topics for t in spec.split(",") if t.strip()]
+    if topology_ref is not None:
+        topics += _input_topics_of(topology_ref, config.to_mapping())
+    admin = TopicAdmin(admin_config(config))
+    try:
+        group = admin.describe_group(config.application_id)
+        plan = plan_reset(
+            config.application_id,
+            topics,
+            target,
+            topics=admin.all_partition_counts(),
+            members=[member.client_id for member in group.members],
+            state_dir=state_dir,
+        )
+        click.echo(plan.describe(), nl=False)
+        if dry_run:
+            click.echo("Dry run: nothing changed.")
+            return
+        offsets = admin.execute_reset(plan)
+    except (ResetError, KafkaClientError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if plan.state_dir is not None and plan.state_dir.exists():
+        shutil.rmtree(plan.state_dir)
+    click.echo(
+        f"Done: committed {len(offsets)} offset(s), deleted {len(plan.internal_topics)} internal topic(s)"
+        + (f" and {plan.state_dir}" if plan.state_dir is not None else "")
+        + "."
+    )
+
+
+def _reset_target(to_earliest: bool, to_datetime: str | None, to_offsets: str | None) -> ResetTarget:
+    """The one target the options name (``ToEarliest`` when none); ResetError for more than one."""
+    given = [
+        name
+        for name, value in (
+            ("--to-earliest", to_earliest),
+            ("--to-datetime", to_datetime),
+            ("--to-offsets", to_offsets),
+        )
+        if value
+    ]
+    if len(given) > 1:
+        raise ResetError(f"give one of {', '.join(given)}, not several")
+    if to_datetime:
+        return parse_datetime(to_datetime)
+    if to_offsets:
+        return parse_offsets(to_offsets)
+    return ToEarliest()
+
+
+def _input_topics_of(topology_ref: str, defaults: Mapping[str, Any]) -> list[str]:
+    """The topics the group consumes: those of the source nodes (not global tables, which have no offsets)."""
+    _import_from_working_folder()
+    if Path(topology_ref).is_file():
+        description, _ = load_description(Path(topology_ref), defaults)
+    elif ":" in topology_ref:
+        description = export_description(topology_ref, defaults)
+    else:
+        raise click.BadParameter(f"'{topology_ref}' is neither a file nor 'module:function'", param_hint="--topology")
+    return [ref.name for sub in description.subtopologies() for ref in sub.source_topics if not ref.internal]
 
 
 @main.group()

@@ -196,3 +196,24 @@ def test_table_table_outer_join_of_source_tables_retracts_deleted_rows(engine: E
         ("alice", [None, "a@x"], 3_000),
         ("alice", None, 4_000),
     ]
+
+
+def test_an_unmatched_record_comes_out_once_stream_time_is_past_its_close_and_a_later_partner_still_joins(
+    engine: Engine,
+) -> None:
+    inputs = [
+        ("clicks", "a", "click-a", 100_000),  # closes at 100 000 + 10 000 + 5 000 = 115 000
+        ("clicks", "b", "click-b", 100_500),  # closes at 115 500
+        ("views", "z", "tick", 115_000),  # stream time at a's close, not past it: a still waits
+        ("views", "a", "view-a", 105_000),  # within grace: joins, so a never comes out unmatched
+        ("views", "z", "tick", 115_501),  # past b's close: b comes out unmatched
+        ("views", "b", "view-b", 106_000),  # beyond b's grace, b still in the window store: joins too
+    ]
+
+    out = engine.run(clicks_and_views("left"), inputs, ["joined"], one_at_a_time=True)
+
+    assert out["joined"] == [
+        ("a", ["click-a", "view-a"], 105_000),
+        ("b", ["click-b", None], 100_500),
+        ("b", ["click-b", "view-b"], 106_000),
+    ]

@@ -136,3 +136,16 @@ def test_a_topic_extractor_sends_each_record_to_the_topic_it_names() -> None:
             1,
             3,
         ]
+
+
+def test_a_sink_writes_with_its_own_serdes_whatever_the_upstream_serdes(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    lines = builder.stream("lines", key_serde=S, value_serde=S, name="lines")
+    lines.map_values(fn.split_words, name="split").to("word-lists", name="lists-out", value_serde="json")
+    lines.to("lines-as-is", name="raw-out")
+    inputs = [("lines", "l1", "a b", 1_000), ("lines", "l2", "c", 2_000)]
+
+    out = engine.run(builder, inputs, ["word-lists", "lines-as-is"])
+
+    assert out["word-lists"] == [("l1", ["a", "b"], 1_000), ("l2", ["c"], 2_000)]
+    assert out["lines-as-is"] == [("l1", "a b", 1_000), ("l2", "c", 2_000)]

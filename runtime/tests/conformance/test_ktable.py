@@ -118,3 +118,25 @@ def test_group_by_aggregate_adds_new_and_subtracts_old_values(engine: Engine) ->
         ("eu", 7, 4_000),
         ("us", 5, 4_000),
     ]
+
+
+def test_to_stream_with_a_mapper_rekeys_the_updates_and_a_grouping_repartitions_them(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    changes = builder.table("stock", key_serde=S, value_serde=L, name="stock").to_stream(
+        fn.first_letter, name="changes"
+    )
+    changes.to("stock-by-letter", name="out")
+    changes.group_by_key(name="by-letter").count(name="per-letter", store="per-letter-store").to_stream(
+        name="counts"
+    ).to("updates-per-letter", name="counts-out", value_serde=L)
+    inputs = [
+        ("stock", "apple", 3, 1_000),
+        ("stock", "avocado", 5, 2_000),
+        ("stock", "banana", 1, 3_000),
+        ("stock", "apple", 4, 4_000),
+    ]
+
+    out = engine.run(builder, inputs, ["stock-by-letter", "updates-per-letter"])
+
+    assert out["stock-by-letter"] == [("a", 3, 1_000), ("a", 5, 2_000), ("b", 1, 3_000), ("a", 4, 4_000)]
+    assert final_values(out["updates-per-letter"]) == {"a": 3, "b": 1}

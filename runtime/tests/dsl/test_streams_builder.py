@@ -221,3 +221,18 @@ def test_a_step_of_an_unknown_node_type_is_refused_naming_the_node() -> None:
     builder = StreamsBuilder()
     with pytest.raises(TopologyError, match="node 'x': unknown type 'fiter'; allowed types: source, table, "):
         builder._add("fiter", "x", "")
+
+
+def test_table_to_stream_with_a_mapper_is_to_stream_then_select_key_as_in_kafka() -> None:
+    builder = StreamsBuilder()
+    builder.table("users", key_serde="string", value_serde="json").to_stream(region, key_serde="bytes").to("out")
+
+    description = builder.build()
+
+    assert _types_and_names(description) == [
+        ("table", "KTABLE-SOURCE-0000000000"),
+        ("to_stream", "KTABLE-TOSTREAM-0000000002"),
+        ("select_key", "KSTREAM-KEY-SELECT-0000000003"),
+        ("sink", "KSTREAM-SINK-0000000004"),
+    ]
+    assert description.node("KSTREAM-SINK-0000000004").key_serde == "bytes"

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from streamapp.monitoring.health import WorkerView, liveness, readiness
+from streamapp.monitoring.health import (
+    MISSING_TOPICS_LOG_EVERY_S,
+    MissingTopics,
+    WorkerView,
+    find_missing,
+    liveness,
+    missing_topics_due,
+    readiness,
+)
 from streamapp.processing.status import TaskStatus, WorkerStatus
 
 NOW = 1_000_000.0
@@ -57,3 +65,29 @@ def test_not_live_when_a_running_thread_stopped_reporting() -> None:
 
 def test_not_live_when_the_supervisor_loop_stalls() -> None:
     assert not liveness(NOW, NOW - 120, [view(status())])[0]
+
+
+def test_readiness_names_the_missing_source_and_sink_topics_while_preparing() -> None:
+    missing = find_missing(["flights", "airports"], ["counts", "flights"], ["airports"], since=NOW - 12)
+
+    ok, reason = readiness(NOW, "preparing", [], missing)
+
+    assert not ok
+    assert reason.startswith("INCOMPLETE_SOURCE_TOPIC_METADATA: source topics missing: flights; ")
+    assert "sink topics missing: counts (waiting for 12s" in reason
+    assert readiness(NOW, "preparing", [], find_missing(["flights"], [], ["flights"], NOW)) == (
+        False,
+        "instance is preparing",
+    )
+
+
+def test_the_missing_topics_warning_repeats_only_when_the_set_changes_or_after_the_interval() -> None:
+    none, flights = MissingTopics(), MissingTopics(("flights",), (), NOW)
+    both = MissingTopics(("flights", "airports"), (), NOW)
+
+    assert missing_topics_due(none, flights, None, NOW)
+    assert not missing_topics_due(flights, flights, NOW, NOW + 5)
+    assert not missing_topics_due(flights, flights, NOW, NOW + MISSING_TOPICS_LOG_EVERY_S - 1)
+    assert missing_topics_due(flights, flights, NOW, NOW + MISSING_TOPICS_LOG_EVERY_S)
+    assert missing_topics_due(flights, both, NOW, NOW + 5)
+    assert not missing_topics_due(flights, none, NOW, NOW + 5)

@@ -148,7 +148,7 @@ def test_restored_changelog_records_are_readable_through_a_new_view(logged: Logg
     source.put("b", 2, 10, 14)
     logged.commit()
     target = LoggedStore("memory", tmp_path, name="restored")
-    target.logged.restore({key: value for key, value, _ in logged.producer.sent if key is not None}, 1)
+    target.logged.restore({key: (value, ts) for key, value, ts in logged.producer.sent if key is not None}, 1)
     restored = window_store(target)
     assert restored.all() == [
         (Windowed("a", 0, 10), WindowValue(1, 3)),

@@ -78,12 +78,21 @@ class KTable:
             value_serde=value_serde or self.value_serde,
         )
 
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's updates as a KStream of ``(key, new value)`` records (``(key, None)`` for a delete)."""
+    def to_stream(
+        self, mapper: UserFunction | None = None, *, name: str | None = None, key_serde: str | None = None
+    ) -> KStream:
+        """The table's updates as a KStream of ``(key, new value)`` records (``(key, None)`` for a delete).
+
+        With ``mapper`` (Kafka's ``toStream(KeyValueMapper)``) each record's key becomes
+        ``mapper(key, new value)``: as in Kafka's ``KTableImpl``, that is ``to_stream`` then ``select_key``
+        (a ``KSTREAM-KEY-SELECT-`` node), so a later grouping or join repartitions; ``key_serde`` is the new
+        key's serde (default: the table's).
+        """
         from streamapp.dsl.streams import KStream
 
         node = self._builder._add("to_stream", name, "KTABLE-TOSTREAM-", input=self.node)
-        return KStream(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde, key_changed=False)
+        stream = KStream(self._builder, node, key_serde=self.key_serde, value_serde=self.value_serde, key_changed=False)
+        return stream if mapper is None else stream.select_key(mapper, key_serde=key_serde)
 
     def join(
         self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None

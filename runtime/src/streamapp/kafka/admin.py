@@ -1,5 +1,6 @@
-"""Topic administration: partition counts of existing topics, idempotent topic creation, group descriptions
-and record deletion (the purge of consumed repartition records)."""
+"""Topic administration: partition counts of existing topics, idempotent topic creation, group descriptions,
+record deletion (the purge of consumed repartition records), and the application reset
+(``TopicAdmin.execute_reset`` of a ``streamapp.kafka.reset_plan.ResetPlan``)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from streamapp.kafka.reset_plan import ActiveMembersError, ResetPlan, ToDatetime, offsets_to_commit
 from streamapp.kafka.types import KafkaAuthenticationError, KafkaClientError, TopicPartition
 
 __all__ = [
@@ -99,6 +101,11 @@ class TopicAdmin:
         cluster cannot be reached.
         """
         wanted = set(topics)
+        return {name: count for name, count in self.all_partition_counts().items() if name in wanted}
+
+    def all_partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic of the cluster (Kafka's own ``__`` topics included); errors as
+        ``partition_counts``."""
         try:
             metadata = self._admin.list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
@@ -106,11 +113,7 @@ class TopicAdmin:
             if self._authentication_error is not None:
                 raise KafkaAuthenticationError(f"cannot read cluster metadata: {self._authentication_error}") from exc
             raise KafkaClientError(f"cannot read cluster metadata: {exc.args[0].str()}") from exc
-        return {
-            name: len(topic.partitions)
-            for name, topic in metadata.topics.items()
-            if name in wanted and topic.error is None
-        }
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
     def ensure_topics(self, specs: Sequence[TopicSpec], replication_factor: int = -1) -> list[str]:
         """Create the topics that do not exist; returns the names created.
@@ -200,6 +203,83 @@ class TopicAdmin:
             for member in description.members
         )
         return GroupDescription(state, members)
+
+    def list_offsets(self, partitions: Iterable[TopicPartition], at: str | int) -> dict[TopicPartition, int]:
+        """Offsets of ``partitions`` (``Admin.listOffsets``): ``at`` = ``"earliest"``, ``"latest"`` (the end
+        offset), or a timestamp in ms (the first offset whose record timestamp is at or after it; -1 when there
+        is none). Raises KafkaClientError naming the partition when the broker cannot answer."""
+        spec = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest()}.get(str(at))
+        if spec is None:
+            spec = OffsetSpec.for_timestamp(int(at))
+        request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+        if not request:
+            return {}
+        try:
+            futures = self._admin.list_offsets(request, request_timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise KafkaClientError(f"cannot list offsets: {_error_text(exc)}") from exc
+        offsets: dict[TopicPartition, int] = {}
+        for ktp, future in futures.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            try:
+                offsets[tp] = int(future.result().offset)
+            except KafkaException as exc:
+                raise KafkaClientError(f"cannot list offsets of {tp.topic}:{tp.partition}: {_error_text(exc)}") from exc
+        return offsets
+
+    def committed_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets of ``partitions`` (``None`` where none is committed). Raises
+        KafkaClientError when the broker cannot answer."""
+        request = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        answer = self._group_offsets(self._admin.list_consumer_group_offsets, group_id, request, "read committed")
+        return {
+            TopicPartition(ktp.topic, ktp.partition): ktp.offset if ktp.offset >= 0 else None
+            for ktp in answer.topic_partitions
+        }
+
+    def execute_reset(self, plan: ResetPlan) -> dict[TopicPartition, int]:
+        """Carry out ``plan`` on the cluster (Kafka's ``StreamsResetter``): check again that the group has no
+        member, commit the target offsets of the input partitions for the group (``alterConsumerGroupOffsets``),
+        then delete the internal topics. Returns the committed offsets. The local state directory is the
+        caller's.
+
+        Raises ActiveMembersError when a member joined since the plan was made (nothing changed then),
+        KafkaClientError when the broker refuses a step (the steps before it stay done; running the reset
+        again is safe: every step is idempotent).
+        """
+        group = self.describe_group(plan.group_id)
+        if group.members:
+            raise ActiveMembersError(plan.group_id, [member.client_id for member in group.members])
+        earliest = self.list_offsets(plan.partitions, "earliest")
+        end = self.list_offsets(plan.partitions, "latest")
+        by_time = (
+            dict(self.list_offsets(plan.partitions, plan.target.timestamp_ms))
+            if isinstance(plan.target, ToDatetime)
+            else None
+        )
+        offsets = offsets_to_commit(plan, earliest=earliest, end=end, by_time=by_time)
+        if offsets:
+            self._alter_group_offsets(plan.group_id, offsets)
+        self.delete_topics(plan.internal_topics)
+        return offsets
+
+    def _alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        request = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        answer = self._group_offsets(self._admin.alter_consumer_group_offsets, group_id, request, "reset the")
+        failed = [f"{t.topic}:{t.partition} ({t.error.str()})" for t in answer.topic_partitions if t.error is not None]
+        if failed:
+            raise KafkaClientError(f"cannot reset the offsets of group {group_id}: {', '.join(failed)}")
+
+    def _group_offsets(self, call: Any, group_id: str, request: list[KafkaTopicPartition], what: str) -> Any:
+        """One group-offsets request (list or alter) for ``group_id``; its ConsumerGroupTopicPartitions."""
+        try:
+            return call([ConsumerGroupTopicPartitions(group_id, request)], request_timeout=self._timeout_s)[
+                group_id
+            ].result()
+        except KafkaException as exc:
+            raise KafkaClientError(f"cannot {what} offsets of group {group_id}: {_error_text(exc)}") from exc
 
 
 def _error_text(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -238,14 +238,37 @@ def _tps(partitions: Sequence[Any]) -> list[TopicPartition]:
     return [TopicPartition(p.topic, p.partition) for p in partitions]
 
 
-class KafkaConsumer:
-    """The stream thread's group consumer (implements ``ConsumerClient``)."""
+OffsetResetListener = Callable[[str, int], None]
+"""Told ``(topic-partition, records skipped)`` when an offset reset skipped records."""
 
-    def __init__(self, settings: Mapping[str, Any]) -> None:
+
+def records_skipped(expected: int, log_start: int) -> int:
+    """How many records a consumer expecting to read at ``expected`` loses when the partition's earliest
+    available offset is ``log_start``: the ones deleted in between (0 when none)."""
+    return max(0, log_start - expected)
+
+
+class KafkaConsumer:
+    """The stream thread's group consumer (implements ``ConsumerClient``).
+
+    Offset resets that skip records are reported loudly: when the group's committed offset of a partition (or 0,
+    without one) lies below the partition's earliest available offset, the records in between were deleted
+    (``retention.ms``, ``retention.bytes``, ``delete_records``) before the application read them, and
+    ``auto.offset.reset=earliest`` resumes after the gap. Kafka's consumer logs that reset at INFO; here it is a
+    WARN naming the partition, both offsets and the number of records skipped, and ``on_offset_reset`` counts
+    it (the ``streamapp_offset_reset_skipped_records_total`` metric). Checked when the committed offsets are read
+    (a task is created) and when librdkafka reports an automatic reset (``_AUTO_OFFSET_RESET``, a position that
+    fell out of range while running).
+    """
+
+    def __init__(self, settings: Mapping[str, Any], *, on_offset_reset: OffsetResetListener | None = None) -> None:
         self._incremental = settings.get("group.protocol", "classic") == "consumer"
         self._group_state = "init"
         self._lags: dict[TopicPartition, int] = {}
         self._authentication_error: str | None = None
+        self._on_offset_reset = on_offset_reset
+        self._reported_gaps: dict[TopicPartition, int] = {}
+        """Per partition, the expected offset of the last gap reported (a reset is reported once)."""
         self._consumer = confluent_kafka.Consumer({"error_cb": self._on_error, **settings, "stats_cb": self._on_stats})
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
@@ -278,6 +301,8 @@ class KafkaConsumer:
                 records.append(to_record(message))
             elif error.fatal() or error.code() in (KafkaError._FATAL, _UNRELEASED_INSTANCE_ID):
                 raise _consumer_error(error)
+            elif error.code() == KafkaError._AUTO_OFFSET_RESET:
+                self._on_auto_reset(message, error)
             else:
                 log.warning("Consumer reported an error: %s", error)
         return records
@@ -303,7 +328,10 @@ class KafkaConsumer:
             result = self._consumer.committed(parts, timeout=30)
         except KafkaException as exc:
             raise KafkaClientError(f"cannot read committed offsets: {exc.args[0].str()}") from exc
-        return {TopicPartition(p.topic, p.partition): (p.offset if p.offset >= 0 else None) for p in result}
+        offsets = {TopicPartition(p.topic, p.partition): (p.offset if p.offset >= 0 else None) for p in result}
+        for tp, offset in offsets.items():
+            self._check_gap(tp, offset if offset is not None else 0)
+        return offsets
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
@@ -337,6 +365,43 @@ class KafkaConsumer:
 
     def close(self) -> None:
         self._consumer.close()
+
+    def _on_auto_reset(self, message: Any, error: KafkaError) -> None:
+        """librdkafka reset a position that was out of range; the message names the partition and the offset."""
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if topic is None or partition is None or offset is None or offset < 0:
+            log.warning("Consumer reset an offset: %s", error)
+            return
+        self._check_gap(TopicPartition(topic, partition), offset)
+
+    def _check_gap(self, tp: TopicPartition, expected: int) -> None:
+        """WARN and count when records between ``expected`` and the earliest available offset of ``tp`` are gone."""
+        if self._reported_gaps.get(tp) == expected:
+            return
+        try:
+            log_start, _ = self._consumer.get_watermark_offsets(
+                confluent_kafka.TopicPartition(tp.topic, tp.partition), timeout=10, cached=False
+            )
+        except KafkaException as exc:
+            log.debug("Cannot read the earliest offset of %s: %s", tp, exc)
+            return
+        skipped = records_skipped(expected, int(log_start))
+        if not skipped:
+            return
+        self._reported_gaps[tp] = expected
+        log.warning(
+            "Offset reset on %s skips %d records: the application's position is offset %d but the earliest "
+            "available offset is %d (records deleted by retention.ms / retention.bytes or delete_records before "
+            "they were processed); processing resumes at %d. Historical input needs a topic with retention.ms=-1 "
+            "or long enough.",
+            tp,
+            skipped,
+            expected,
+            log_start,
+            log_start,
+        )
+        if self._on_offset_reset is not None:
+            self._on_offset_reset(str(tp), skipped)
 
     def _on_error(self, error: KafkaError) -> None:
         # rejected credentials reach the application only through error_cb (the consumer would retry for ever)

@@ -4,7 +4,9 @@
   for longer than ``HUNG_AFTER_S``). A crashed worker being restarted is still live: restarting is the
   supervisor's job, a pod restart would not help.
 - Ready (``/readyz``): not shutting down, the application's topics are prepared, and every worker is
-  alive, reported recently and is ready (in the group, all its assigned tasks restored and running).
+  alive, reported recently and is ready (in the group, all its assigned tasks restored and running). While
+  source or sink topics do not exist the reason names them (``MISSING_TOPICS_REASON``; Kafka Streams' assignor
+  reports ``INCOMPLETE_SOURCE_TOPIC_METADATA`` and its threads throw ``MissingSourceTopicException``).
 - Give up (``restart_allowed``): a stream thread that failed is replaced at most ``MAX_THREAD_RESTARTS`` (5) times
   within ``RESTART_WINDOW_S`` (10 minutes); its next failure in that window shuts the whole instance down, which
   exits non-zero, so that Kubernetes sees the crash loop (restart count, ``CrashLoopBackOff``) instead of a pod
@@ -15,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from streamapp.processing.status import Failure, WorkerStatus
@@ -23,10 +25,15 @@ from streamapp.processing.status import Failure, WorkerStatus
 __all__ = [
     "HUNG_AFTER_S",
     "MAX_THREAD_RESTARTS",
+    "MISSING_TOPICS_LOG_EVERY_S",
+    "MISSING_TOPICS_REASON",
     "RESTART_WINDOW_S",
     "STALE_AFTER_S",
+    "MissingTopics",
     "WorkerView",
+    "find_missing",
     "liveness",
+    "missing_topics_due",
     "readiness",
     "restart_allowed",
 ]
@@ -40,6 +47,57 @@ MAX_THREAD_RESTARTS = 5
 """Replacements of one failed stream thread allowed within ``RESTART_WINDOW_S``."""
 RESTART_WINDOW_S = 600.0
 """The window (seconds) over which a stream thread's failures count against ``MAX_THREAD_RESTARTS``."""
+MISSING_TOPICS_REASON = "INCOMPLETE_SOURCE_TOPIC_METADATA"
+"""The readiness reason's prefix while topics the topology reads or writes do not exist (Kafka's assignor error)."""
+MISSING_TOPICS_LOG_EVERY_S = 300.0
+"""While the same topics stay missing, the WARN naming them is repeated at most this often (seconds)."""
+
+
+@dataclass(frozen=True)
+class MissingTopics:
+    """External topics of the topology that do not exist yet: ``sources`` it reads, ``sinks`` it writes, and
+    since when (epoch seconds) the instance has waited for them."""
+
+    sources: tuple[str, ...] = ()
+    sinks: tuple[str, ...] = ()
+    since: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.sources or self.sinks)
+
+    def reason(self, now: float) -> str:
+        """The readiness reason, e.g. ``INCOMPLETE_SOURCE_TOPIC_METADATA: source topics missing: a, b (waiting
+        for 12s; an application never creates its source and sink topics)``."""
+        parts = []
+        if self.sources:
+            parts.append(f"source topics missing: {', '.join(self.sources)}")
+        if self.sinks:
+            parts.append(f"sink topics missing: {', '.join(self.sinks)}")
+        waited = max(0.0, now - self.since)
+        return (
+            f"{MISSING_TOPICS_REASON}: {'; '.join(parts)} (waiting for {waited:.0f}s; an application never "
+            "creates its source and sink topics)"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sources": list(self.sources), "sinks": list(self.sinks), "since": self.since}
+
+
+def missing_topics_due(previous: MissingTopics, current: MissingTopics, last_logged: float | None, now: float) -> bool:
+    """Whether the WARN about missing topics is due: the set changed (or is new), or the same set was last
+    logged ``MISSING_TOPICS_LOG_EVERY_S`` ago or more. Never when nothing is missing."""
+    if not current:
+        return False
+    changed = (previous.sources, previous.sinks) != (current.sources, current.sinks)
+    return changed or last_logged is None or now - last_logged >= MISSING_TOPICS_LOG_EVERY_S
+
+
+def find_missing(sources: Sequence[str], sinks: Sequence[str], existing: Iterable[str], since: float) -> MissingTopics:
+    """The ``MissingTopics`` among ``sources`` and ``sinks`` (a topic both read and written counts as a source)."""
+    present = set(existing)
+    missing_sources = tuple(t for t in sources if t not in present)
+    missing_sinks = tuple(t for t in sinks if t not in present and t not in sources)
+    return MissingTopics(missing_sources, missing_sinks, since)
 
 
 @dataclass(frozen=True)
@@ -66,8 +124,13 @@ def liveness(now: float, supervisor_heartbeat: float, workers: list[WorkerView])
     return True, "ok"
 
 
-def readiness(now: float, phase: str, workers: list[WorkerView]) -> tuple[bool, str]:
-    """(ready, reason). ``phase`` is the supervisor's phase: preparing | running | stopping | failed | stopped."""
+def readiness(
+    now: float, phase: str, workers: list[WorkerView], missing: MissingTopics | None = None
+) -> tuple[bool, str]:
+    """(ready, reason). ``phase`` is the supervisor's phase: preparing | running | stopping | failed | stopped.
+    ``missing``: the external topics the instance waits for while preparing (the reason names them)."""
+    if phase == "preparing" and missing:
+        return False, missing.reason(now)
     if phase != "running":
         return False, f"instance is {phase}"
     if not workers:

@@ -8,7 +8,8 @@ Metric names (all prefixed ``streamapp_``): ``records_processed_total``, ``dropp
 ``commit_latency_seconds`` (histogram), ``restore_records_total``, ``restore_remaining_records`` (per task),
 ``tasks`` (per state), ``consumer_lag_records`` (per topic partition), ``worker_up``,
 ``worker_restarts_total``, ``ready``, ``standby_records_total``, ``dead_letter_records_total``,
-``transactions_aborted_total``.
+``transactions_aborted_total``, ``offset_reset_skipped_records_total`` (per topic partition: records deleted
+before the application read them, skipped by an offset reset).
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ class WorkerMetricsCollector(Collector):
         aborted = CounterMetricFamily(
             "streamapp_transactions_aborted", "Transactions aborted (exactly_once_v2)", labels=["thread"]
         )
+        reset_skipped = CounterMetricFamily(
+            "streamapp_offset_reset_skipped_records",
+            "Records an offset reset skipped: deleted (retention, delete_records) before the application read them",
+            labels=["thread", "topic", "partition"],
+        )
         for worker in workers:
             thread = str(worker.thread)
             up.add_metric([thread], 1.0 if worker.alive else 0.0)
@@ -89,6 +95,9 @@ class WorkerMetricsCollector(Collector):
             for tp, records in status.consumer_lag.items():
                 topic, _, partition = tp.rpartition("-")
                 lag.add_metric([thread, topic, partition], records)
+            for tp, records in m.offset_reset_skipped_records.items():
+                topic, _, partition = tp.rpartition("-")
+                reset_skipped.add_metric([thread, topic, partition], records)
             buckets: list[tuple[str, float]] = []
             cumulative = 0
             for bound, count in zip(COMMIT_LATENCY_BUCKETS, m.commit_seconds_buckets, strict=True):
@@ -99,4 +108,4 @@ class WorkerMetricsCollector(Collector):
         ready = GaugeMetricFamily("streamapp_ready", "1 when the instance is ready (all tasks running)")
         ready.add_metric([], 1.0 if self._ready() else 0.0)
         yield from (up, restarts, processed, dropped, restored, remaining, tasks, lag, commit, ready)
-        yield from (standby, dead_letters, aborted)
+        yield from (standby, dead_letters, aborted, reset_skipped)

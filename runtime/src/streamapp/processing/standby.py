@@ -38,7 +38,9 @@ from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import StateDirectory, TaskDirectoryLock, TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.rocksdb import StoreLockedError
+from streamapp.state.timestamped import logged_store
 from streamapp.topology import Subtopology, TopologyDescription
+from streamapp.topology.stores import timestamped_stores
 
 __all__ = ["MemberRef", "StandbyManager", "StandbyTask", "plan_standbys"]
 
@@ -114,13 +116,14 @@ class StandbyTask:
 
     def open(self) -> None:
         self._lock = TaskDirectoryLock(self.task_dir)
+        timestamped = timestamped_stores(self._description.nodes, self._description.stores)
         try:
             for name in self._subtopology.stores:
                 changelog = TopicPartition(
                     self._description.changelog_topic(self._application_id, name), self.id.partition
                 )
                 inner = self._factory(name, self.task_dir / "rocksdb" / name)
-                self.stores[name] = ChangeLoggingKeyValueStore(inner, changelog, lambda: -1)
+                self.stores[name] = logged_store(name in timestamped, inner, changelog, lambda: -1)
         except Exception:
             self.close()
             raise

@@ -58,6 +58,13 @@ class ThreadMetrics:
     commit_seconds_sum: float = 0.0
     commit_seconds_buckets: list[int] = field(default_factory=lambda: [0] * len(COMMIT_LATENCY_BUCKETS))
     """Non-cumulative counts per bucket of ``COMMIT_LATENCY_BUCKETS`` (the +Inf bucket is the rest)."""
+    offset_reset_skipped_records: dict[str, int] = field(default_factory=dict)
+    """Per input partition (``topic-partition``), records an offset reset skipped: deleted (retention,
+    ``delete_records``) before the thread read them (``streamapp.kafka.clients.KafkaConsumer``)."""
+
+    def observe_offset_reset(self, partition: str, records: int) -> None:
+        """``records`` of ``partition`` (``topic-partition``) were skipped by an offset reset."""
+        self.offset_reset_skipped_records[partition] = self.offset_reset_skipped_records.get(partition, 0) + records
 
     def observe_commit(self, seconds: float) -> None:
         self.commits_total += 1

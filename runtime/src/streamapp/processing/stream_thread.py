@@ -110,6 +110,7 @@ class StreamThread:
         instance: str | None = None,
         describe_group: GroupDescriber | None = None,
         records_deleter: RecordsDeleter | None = None,
+        metrics: ThreadMetrics | None = None,
     ) -> None:
         """``producer`` is the thread's producer client (transactional under exactly-once);
         ``producer_factory`` creates a replacement after fencing (default: fencing is fatal for the thread).
@@ -117,7 +118,8 @@ class StreamThread:
         ``instance`` (the name in the consumer's client id) and ``describe_group`` enable standby tasks
         (``num.standby.replicas``, ``streamapp.processing.standby``); without them there are none.
         ``records_deleter`` (the admin client) enables the purge of committed repartition records every
-        ``repartition.purge.interval.ms`` of ``clock_ms``; without it repartition topics are never purged."""
+        ``repartition.purge.interval.ms`` of ``clock_ms``; without it repartition topics are never purged.
+        ``metrics``: the thread's counters when its clients count into them too (the consumer's offset resets)."""
         self.index = index
         self._config = config
         self._consumer = consumer
@@ -188,7 +190,7 @@ class StreamThread:
             )
             self.tasks.on_task_created = self.standbys.release
         self._cleaner = StateCleaner(StateDirectory(state_dir), config.state_cleanup_delay_ms, self._owned_task_ids)
-        self.metrics = ThreadMetrics()
+        self.metrics = metrics if metrics is not None else ThreadMetrics()
         self.state = "starting"
         self._last_commit = time.monotonic()
         self._last_purge_ms = 0

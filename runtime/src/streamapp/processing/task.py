@@ -38,8 +38,10 @@ from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import TaskDirectoryLock
 from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
+from streamapp.state.timestamped import logged_store
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import SourceNode, Subtopology, TopologyDescription
+from streamapp.topology.stores import timestamped_stores
 
 __all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
 
@@ -163,13 +165,14 @@ class StreamTask:
         """
         if self._dir_lock is None:
             self._dir_lock = TaskDirectoryLock(self.task_dir)
+        timestamped = timestamped_stores(self.description.nodes, self.description.stores)
         try:
             for name in self.subtopology.stores:
                 changelog = TopicPartition(
                     self.description.changelog_topic(self.application_id, name), self.id.partition
                 )
                 inner = self._store_factory(name, self.task_dir / "rocksdb" / name)
-                self.stores[name] = ChangeLoggingKeyValueStore(inner, changelog, self._current_timestamp)
+                self.stores[name] = logged_store(name in timestamped, inner, changelog, self._current_timestamp)
         except Exception:
             self._close_stores()
             raise

@@ -4,7 +4,9 @@
 when it reaches the head of its partition queue (``streamapp.processing.partition_group``), as Kafka's
 ``RecordQueue`` does. ``partition_time`` is the highest timestamp extracted so far in that partition (-1 before
 the first). Invalid results (negative, missing or unparseable field, a custom function returning a non-int) are
-handled by the spec's ``onInvalid``; see ``streamapp.topology.timestamps``.
+handled by the spec's ``onInvalid``; see ``streamapp.topology.timestamps``. A skipped record counts in the task's
+dropped-records metric, and its WARN is rate-limited per extractor description (``streamapp.skips``: one line per
+10 s with the count, not one per record).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from streamapp.skips import SkipLog, skip_log
 from streamapp.topology.functions import resolve_function
 from streamapp.topology.timestamps import TimestampExtractorSpec
 
@@ -29,11 +32,13 @@ class InvalidTimestampError(ValueError):
 
 
 class TimestampExtractor:
-    """One source node's extractor (see the module docstring). ``clock_ms`` serves ``type: wall_clock``."""
+    """One source node's extractor (see the module docstring). ``clock_ms`` serves ``type: wall_clock``;
+    ``skips``: where skipped records are logged (default: this module's process-wide ``SkipLog``)."""
 
-    def __init__(self, spec: TimestampExtractorSpec, clock_ms: Callable[[], int]) -> None:
+    def __init__(self, spec: TimestampExtractorSpec, clock_ms: Callable[[], int], skips: SkipLog | None = None) -> None:
         self.spec = spec
         self._clock_ms = clock_ms
+        self._skips = skips if skips is not None else skip_log(log)
         self._path = spec.field.split(".") if spec.field else []
         self._function = resolve_function(spec.function) if spec.function else None
         self.uses_value = spec.type in ("field", "custom")
@@ -66,7 +71,7 @@ class TimestampExtractor:
             raise InvalidTimestampError(f"invalid timestamp ({self._describe()}): {problem}")
         if self.spec.on_invalid == "partition_time" and partition_time >= 0:
             return partition_time
-        log.warning("Skipped a record without a valid timestamp (%s): %s", self._describe(), problem)
+        self._skips.skipped(f"no valid timestamp ({self._describe()})", problem)
         return None
 
     def _from_field(self, value: Any) -> int:

@@ -51,7 +51,7 @@ from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import UnreleasedInstanceIdError
 from streamapp.processing.errors import failure_of
 from streamapp.processing.global_thread import global_store_specs
-from streamapp.processing.status import ThreadFailed, WorkerStatus
+from streamapp.processing.status import ThreadFailed, ThreadMetrics, WorkerStatus
 from streamapp.processing.stream_thread import StreamThread
 from streamapp.state.directory import StateDirectory
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
@@ -153,12 +153,17 @@ def _build(spec: WorkerSpec, report: Any) -> StreamThread:
     def new_producer() -> KafkaProducer:
         return KafkaProducer(settings, on_delivery_error=delivery_failed)
 
+    metrics = ThreadMetrics()
+    consumer = KafkaConsumer(
+        consumer_config(config, index, instance, process_id), on_offset_reset=metrics.observe_offset_reset
+    )
     thread = StreamThread(
         index=index,
         config=config,
         description=description,
         functions=functions,
-        consumer=KafkaConsumer(consumer_config(config, index, instance, process_id)),
+        consumer=consumer,
+        metrics=metrics,
         producer=new_producer(),
         restore_consumer=KafkaRestoreConsumer(restore_consumer_config(config, index, instance)),
         store_factory=lambda name, path: RocksDBStore(name, path, memory),

@@ -14,8 +14,11 @@ repartition upstream when the key changed), so each key's aggregate lives in exa
   table's ``group_by``; the old value is subtracted first (when there is an aggregate), then the new value
   added. A null key is an error (a table key is never null).
 
-The forwarded timestamp is the input record's (Kafka forwards the larger of it and the stored aggregate's
-timestamp; our key-value stores keep no timestamps).
+Timestamps (KIP-258): the stores are timestamped, and an aggregate's timestamp is the later of the input
+record's and the current aggregate's (Kafka's ``KStreamAggregate`` / ``KStreamReduce``: ``max(record.timestamp,
+oldAgg.timestamp)`` when there is an aggregate, else the record's; ``KTableAggregate`` / ``KTableReduce``: the
+same whenever the existing aggregate is subtracted from or added to). The result is stored with that timestamp
+and forwarded at it, so out-of-order input gives Kafka Streams' output timestamps.
 """
 
 from __future__ import annotations
@@ -73,9 +76,16 @@ class StreamAggregateProcessor:
             self._metrics.dropped_records += 1
             log.debug("Skipped record with null key or value in aggregation on store %s", self._store.name)
             return
-        old = self._store.get(key)
-        new = self._aggregator(key, value, self._initializer() if old is None else old)
-        self._store.put(key, new)
+        found = self._store.get_with_timestamp(key)
+        if found is None:
+            old = None
+            new = self._aggregator(key, value, self._initializer())
+        else:
+            old, old_timestamp = found
+            new = self._aggregator(key, value, old)
+            if old_timestamp > timestamp:
+                timestamp = old_timestamp
+        self._store.put(key, new, timestamp)
         change = Change(new, old)
         for child in self._children:
             child.process(key, change, timestamp)
@@ -93,9 +103,15 @@ class CountProcessor(StreamAggregateProcessor):
             self._metrics.dropped_records += 1
             return
         store = self._store
-        old = store.get(key)
-        change = Change(1 if old is None else old + 1, old)
-        store.put(key, change.new_value)
+        found = store.get_with_timestamp(key)
+        if found is None:
+            change = Change(1, None)
+        else:
+            old, old_timestamp = found
+            change = Change(old + 1, old)
+            if old_timestamp > timestamp:
+                timestamp = old_timestamp
+        store.put(key, change.new_value, timestamp)
         for child in self._children:
             child.process(key, change, timestamp)
 
@@ -119,7 +135,8 @@ class TableAggregateProcessor:
 
     For ``Change(new, old)``: with an old value and an existing aggregate, ``subtractor(key, old, agg)``;
     then with a new value ``adder(key, new, agg or initializer())``. The result (possibly ``None`` when
-    nothing was ever added) is stored and forwarded as ``Change(result, previous aggregate)``.
+    nothing was ever added) is stored and forwarded as ``Change(result, previous aggregate)``, at the later of
+    the record's and the previous aggregate's timestamps when that aggregate was subtracted from or added to.
     Raises ValueError for a null key.
     """
 
@@ -140,13 +157,19 @@ class TableAggregateProcessor:
     def process(self, key: Any, value: Change, timestamp: int) -> None:
         if key is None:
             raise ValueError(f"record key for the table aggregation on store {self._store.name} must not be null")
-        old_agg = self._store.get(key)
+        found = self._store.get_with_timestamp(key)
+        old_agg, old_timestamp = (None, timestamp) if found is None else found
         agg = old_agg
+        touched = False
         if value.old_value is not None and old_agg is not None:
             agg = self._subtractor(key, value.old_value, old_agg)
+            touched = True
         if value.new_value is not None:
             agg = self._adder(key, value.new_value, self._initializer() if agg is None else agg)
-        self._store.put(key, agg)
+            touched = touched or old_agg is not None
+        if touched and old_timestamp > timestamp:
+            timestamp = old_timestamp
+        self._store.put(key, agg, timestamp)
         change = Change(agg, old_agg)
         for child in self._children:
             child.process(key, change, timestamp)

@@ -70,20 +70,53 @@ class RecordSerializationError(ValueError):
 
 
 class SinkProcessor:
-    """Serializes a record and sends it to ``topic``, partitioned by murmur2 of the serialized key."""
+    """Serializes a record with the sink's own serdes (Kafka's ``Produced``, whatever types flow upstream) and
+    sends it to ``topic``, partitioned by murmur2 of the serialized key.
 
-    def __init__(self, topic: str, key_serde: Serde, value_serde: Serde, send: RecordSender) -> None:
+    ``node`` / ``parent``: the sink's name and the node whose output it writes, named by a serialization error.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        key_serde: Serde,
+        value_serde: Serde,
+        send: RecordSender,
+        *,
+        node: str | None = None,
+        parent: str | None = None,
+    ) -> None:
         self.topic = topic
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._send = send
+        self._node = node
+        self._parent = parent
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         try:
             raw_key, raw_value = self._key_serde.serialize(key), self._value_serde.serialize(value)
         except Exception as exc:
-            raise RecordSerializationError(f"cannot serialize a record for topic {self.topic}: {exc}") from exc
+            raise RecordSerializationError(self._mismatch(key, value, exc)) from exc
         self._send(self.topic, raw_key, raw_value, timestamp)
+
+    def _mismatch(self, key: Any, value: Any, exc: Exception) -> str:
+        """Kafka's ``SinkNode`` ClassCastException message: the topic, the serdes, the actual types, which
+        part failed, the node that produced the record, and where to put the right serde."""
+        try:
+            self._key_serde.serialize(key)
+            part = "value"
+        except Exception:
+            part = "key"
+        where = f"sink '{self._node}' " if self._node else ""
+        producer = f" produced by node '{self._parent}'" if self._parent else ""
+        return (
+            f"{where}cannot serialize the {part} of a record{producer} for topic {self.topic}: a serializer "
+            f"(key: {self._key_serde.name} / value: {self._value_serde.name}) is not compatible with the actual "
+            f"key or value type (key type: {type(key).__name__} / value type: {type(value).__name__}): {exc}. "
+            "Give the sink its serdes (to(..., key_serde=..., value_serde=...), Kafka's Produced), or the step "
+            "that changed the type its key_serde= / value_serde="
+        )
 
 
 class TopicExtractorSinkProcessor(SinkProcessor):
@@ -93,9 +126,16 @@ class TopicExtractorSinkProcessor(SinkProcessor):
     """
 
     def __init__(
-        self, extractor: Callable[[Any, Any], Any], key_serde: Serde, value_serde: Serde, send: RecordSender
+        self,
+        extractor: Callable[[Any, Any], Any],
+        key_serde: Serde,
+        value_serde: Serde,
+        send: RecordSender,
+        *,
+        node: str | None = None,
+        parent: str | None = None,
     ) -> None:
-        super().__init__("", key_serde, value_serde, send)
+        super().__init__("", key_serde, value_serde, send, node=node, parent=parent)
         self._extractor = extractor
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
@@ -131,7 +171,7 @@ class TableSourceProcessor(SourceProcessor):
             log.warning("Skipping record due to null key (table store %s)", self._store.name)
             return
         old = self._store.get(key)
-        self._store.put(key, value)
+        self._store.put(key, value, timestamp)
         change = Change(value, old)
         for child in self._children:
             child.process(key, change, timestamp)
@@ -219,11 +259,16 @@ def build_sink(node: SinkNode, children: Sequence[Processor], ctx: BuildContext)
     """A sink to a fixed topic, or to the topic its extractor picks per record."""
     if node.topic_extractor is not None:
         return TopicExtractorSinkProcessor(
-            ctx.function(node.name, "topic_extractor"), serde_for(node.key_serde), serde_for(node.value_serde), ctx.send
+            ctx.function(node.name, "topic_extractor"),
+            serde_for(node.key_serde),
+            serde_for(node.value_serde),
+            ctx.send,
+            node=node.name,
+            parent=node.input,
         )
     assert node.topic is not None  # exactly one of topic and topicExtractor is set (SinkNode)
     key_serde, value_serde = serde_for(node.key_serde, node.topic, is_key=True), serde_for(node.value_serde, node.topic)
-    return SinkProcessor(node.topic, key_serde, value_serde, ctx.send)
+    return SinkProcessor(node.topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input)
 
 
 @BUILDERS.builds(RepartitionNode)
@@ -237,7 +282,7 @@ def build_repartition(node: RepartitionNode, children: Sequence[Processor], ctx:
         value_serde = ChangeSerde(value_serde)
     if node.name in ctx.source_nodes:
         return SourceProcessor(key_serde, value_serde, children)
-    return SinkProcessor(topic, key_serde, value_serde, ctx.send)
+    return SinkProcessor(topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input)
 
 
 @BUILDERS.builds(GlobalTableNode)

@@ -13,7 +13,7 @@ task that lost its partitions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from streamapp.kafka.types import ProducerClient, TopicPartition
 from streamapp.state.stores import PersistentKeyValueStore
@@ -31,8 +31,12 @@ class ChangeLoggingKeyValueStore:
     """A bytes store whose writes are buffered, logged to ``changelog`` at commit and applied after it.
 
     ``timestamp`` returns the timestamp (epoch ms) of the record being processed; a changelog record
-    carries the timestamp of the write it logs.
+    carries the timestamp of the write it logs. Values are stored as given (``timestamped`` False); the
+    timestamped variant is ``streamapp.state.timestamped.TimestampedChangeLoggingKeyValueStore``.
     """
+
+    timestamped = False
+    """Whether values are ``streamapp.state.timestamped.encode(value, timestamp)`` bytes (KIP-258)."""
 
     def __init__(
         self,
@@ -57,9 +61,18 @@ class ChangeLoggingKeyValueStore:
     def put(self, key: bytes, value: bytes | None) -> None:
         pending = self._pending
         size = len(pending)
-        pending[key] = (value, self._timestamp())
+        pending[key] = (value, self._log_timestamp(value))
         if len(pending) != size:  # a new key; an overwrite keeps the entry (its value size is not re-counted)
             self._pending_bytes += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD_BYTES
+
+    @staticmethod
+    def _logged_value(value: bytes | None) -> bytes | None:
+        """The changelog record's value for a stored ``value``: the same bytes."""
+        return value
+
+    def _log_timestamp(self, value: bytes | None) -> int:
+        """The timestamp of the changelog record that will log ``value``: the record being processed."""
+        return self._timestamp()
 
     @property
     def pending_bytes(self) -> int:
@@ -73,11 +86,12 @@ class ChangeLoggingKeyValueStore:
 
     def send_changelog(self, producer: ProducerClient) -> None:
         """Queue one changelog record per buffered key (latest value; ``None`` = tombstone)."""
+        logged_value = self._logged_value
         for key, (value, timestamp) in self._pending.items():
             producer.send(
                 self.changelog.topic,
                 key,
-                value,
+                logged_value(value),
                 timestamp,
                 partition=self.changelog.partition,
                 on_delivery=self._delivered,
@@ -105,9 +119,10 @@ class ChangeLoggingKeyValueStore:
         """Offset of the last changelog record applied to the persistent store."""
         return self.inner.changelog_offset()
 
-    def restore(self, batch: dict[bytes, bytes | None], last_offset: int) -> None:
-        """Apply changelog records read during restore, with the offset of the last one."""
-        self.inner.write(batch, last_offset)
+    def restore(self, batch: Mapping[bytes, tuple[bytes | None, int]], last_offset: int) -> None:
+        """Apply changelog records ``{key: (value, record timestamp)}`` read during restore, with the offset of
+        the last one (the timestamps are dropped: this store keeps values only)."""
+        self.inner.write({key: value for key, (value, _) in batch.items()}, last_offset)
 
     def close(self) -> None:
         self.discard()

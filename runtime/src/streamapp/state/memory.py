@@ -19,12 +19,20 @@ class InMemoryKeyValueStore:
         self.name = name
         self._data: dict[bytes, bytes] = {}
         self._changelog_offset: int | None = None
+        self._metadata: dict[bytes, bytes] = {}
         self.closed = False
 
     def get(self, key: bytes) -> bytes | None:
         return self._data.get(key)
 
-    def write(self, batch: Mapping[bytes, bytes | None], changelog_offset: int | None) -> None:
+    def write(
+        self,
+        batch: Mapping[bytes, bytes | None],
+        changelog_offset: int | None,
+        metadata: Mapping[bytes, bytes] | None = None,
+    ) -> None:
+        if metadata:
+            self._metadata.update(metadata)
         for key, value in batch.items():
             if value is None:
                 self._data.pop(key, None)
@@ -35,6 +43,9 @@ class InMemoryKeyValueStore:
 
     def changelog_offset(self) -> int | None:
         return self._changelog_offset
+
+    def get_metadata(self, key: bytes) -> bytes | None:
+        return self._metadata.get(key)
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         yield from sorted(self._data.items())

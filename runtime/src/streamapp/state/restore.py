@@ -163,7 +163,7 @@ class ChangelogReader:
         if not self._restoring:
             return []
         records, reached_end = self._consumer.poll(self._batch_size, timeout_s)
-        batches: dict[TopicPartition, dict[bytes, bytes | None]] = {}
+        batches: dict[TopicPartition, dict[bytes, tuple[bytes | None, int]]] = {}
         last_offsets: dict[TopicPartition, int] = {}
         counts: dict[TopicPartition, int] = {}
         for record in records:
@@ -171,7 +171,7 @@ class ChangelogReader:
             entry = self._restoring.get(tp)
             if entry is None or record.offset < entry.next_offset or record.key is None:
                 continue
-            batches.setdefault(tp, {})[record.key] = record.value
+            batches.setdefault(tp, {})[record.key] = (record.value, record.timestamp)
             last_offsets[tp] = record.offset
             counts[tp] = counts.get(tp, 0) + 1
         for tp, batch in batches.items():

@@ -92,8 +92,14 @@ class RocksDBStore:
         value = self._db.get(key)
         return None if value is None else bytes(value)
 
-    def write(self, batch: Mapping[bytes, bytes | None], changelog_offset: int | None) -> None:
-        """Apply puts (value bytes) and deletes (``None``) with the changelog offset, atomically."""
+    def write(
+        self,
+        batch: Mapping[bytes, bytes | None],
+        changelog_offset: int | None,
+        metadata: Mapping[bytes, bytes] | None = None,
+    ) -> None:
+        """Apply puts (value bytes) and deletes (``None``) with the changelog offset and ``metadata`` entries
+        (column family ``streamapp.metadata``), atomically."""
         write_batch = rocksdict.WriteBatch(raw_mode=True)
         for key, value in batch.items():
             if value is None:
@@ -102,6 +108,8 @@ class RocksDBStore:
                 write_batch.put(key, value)
         if changelog_offset is not None:
             write_batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(changelog_offset), self._metadata_handle)
+        for key, value in (metadata or {}).items():
+            write_batch.put(key, value, self._metadata_handle)
         self._db.write(write_batch)
 
     def changelog_offset(self) -> int | None:
@@ -110,6 +118,11 @@ class RocksDBStore:
             return None
         offset: int = _OFFSET.unpack(cast(bytes, raw))[0]
         return offset
+
+    def get_metadata(self, key: bytes) -> bytes | None:
+        """A metadata entry (column family ``streamapp.metadata``), or ``None``."""
+        raw = self._metadata.get(key)
+        return None if raw is None else bytes(raw)
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         for key, value in self._db.items():

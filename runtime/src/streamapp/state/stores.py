@@ -6,17 +6,27 @@ Layers, innermost first (Kafka Streams' store builder stacks them the same way):
   of writes atomically *together with* the changelog offset the batch corresponds to;
 - ``ChangeLoggingKeyValueStore`` (``streamapp.state.changelogging``): buffers a task's writes between
   commits, sends them to the changelog at commit and applies them to the persistent store after it;
+- ``TimestampedChangeLoggingKeyValueStore`` (``streamapp.state.timestamped``) in place of the former for the DSL's
+  key-value stores (KIP-258): values kept with their timestamps;
 - ``TypedKeyValueStore``: serdes on top, the view processors use.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from streamapp.serdes import Serde
 
-__all__ = ["BytesKeyValueStore", "PersistentKeyValueStore", "TypedKeyValueStore"]
+__all__ = ["NO_TIMESTAMP", "VALUE_TIMESTAMP", "BytesKeyValueStore", "PersistentKeyValueStore", "TypedKeyValueStore"]
+
+VALUE_TIMESTAMP = struct.Struct(">q")
+"""The 8-byte big-endian timestamp (epoch ms) in front of a timestamped store's value (Kafka's
+``ValueAndTimestampSerializer``; ``streamapp.state.timestamped``)."""
+
+NO_TIMESTAMP = -1
+"""The timestamp of an entry that has none (Kafka's ``ConsumerRecord.NO_TIMESTAMP``)."""
 
 
 class BytesKeyValueStore(Protocol):
@@ -40,11 +50,21 @@ class PersistentKeyValueStore(Protocol):
 
     def get(self, key: bytes) -> bytes | None: ...
 
-    def write(self, batch: Mapping[bytes, bytes | None], changelog_offset: int | None) -> None:
-        """Apply every put/delete in ``batch`` and record ``changelog_offset`` in one atomic step."""
+    def write(
+        self,
+        batch: Mapping[bytes, bytes | None],
+        changelog_offset: int | None,
+        metadata: Mapping[bytes, bytes] | None = None,
+    ) -> None:
+        """Apply every put/delete in ``batch``, record ``changelog_offset`` and set the ``metadata`` entries
+        (outside the data's key space, e.g. the value format) in one atomic step."""
         ...
 
     def changelog_offset(self) -> int | None: ...
+
+    def get_metadata(self, key: bytes) -> bytes | None:
+        """A metadata entry written by ``write(..., metadata=...)``, or ``None``."""
+        ...
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every key and value, in key order."""
@@ -54,24 +74,46 @@ class PersistentKeyValueStore(Protocol):
 
 
 class TypedKeyValueStore:
-    """A bytes store seen through key and value serdes: what processors read and write."""
+    """A bytes store seen through key and value serdes: what processors read and write.
+
+    Over a timestamped bytes store (``inner.timestamped``, ``streamapp.state.timestamped``) it is Kafka's
+    ``TimestampedKeyValueStore``: ``get_with_timestamp`` returns ``(value, timestamp)`` and ``put`` stores the
+    given timestamp (epoch ms) next to the value; ``get`` still returns the value alone. Over a plain store
+    timestamps are not kept: ``get_with_timestamp`` reports ``NO_TIMESTAMP`` (-1), like Kafka's adapter of a
+    plain store.
+    """
 
     def __init__(self, inner: BytesKeyValueStore, key_serde: Serde, value_serde: Serde) -> None:
         self.name = inner.name
         self._inner = inner
         self._key_serde = key_serde
         self._value_serde = value_serde
+        self.timestamped: bool = getattr(inner, "timestamped", False)
 
     def get(self, key: Any) -> Any:
         """The value stored for ``key``, or ``None``."""
-        raw_key = self._key_serde.serialize(key)
-        if raw_key is None:
-            raise ValueError(f"store '{self.name}': keys must not be null")
-        return self._value_serde.deserialize(self._inner.get(raw_key))
+        found = self.get_with_timestamp(key)
+        return None if found is None else found[0]
 
-    def put(self, key: Any, value: Any) -> None:
-        """Store ``value`` for ``key``; ``None`` deletes it."""
+    def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
+        """``(value, timestamp)`` stored for ``key`` (timestamp -1 when the store keeps none), or ``None``."""
         raw_key = self._key_serde.serialize(key)
         if raw_key is None:
             raise ValueError(f"store '{self.name}': keys must not be null")
-        self._inner.put(raw_key, self._value_serde.serialize(value))
+        raw = self._inner.get(raw_key)
+        if raw is None:
+            return None
+        if self.timestamped:
+            timestamp: int = VALUE_TIMESTAMP.unpack_from(raw)[0]
+            return self._value_serde.deserialize(raw[8:]), timestamp
+        return self._value_serde.deserialize(raw), NO_TIMESTAMP
+
+    def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
+        """Store ``value`` for ``key`` (with ``timestamp``, epoch ms, in a timestamped store); ``None`` deletes it."""
+        raw_key = self._key_serde.serialize(key)
+        if raw_key is None:
+            raise ValueError(f"store '{self.name}': keys must not be null")
+        raw = self._value_serde.serialize(value)
+        if raw is not None and self.timestamped:
+            raw = VALUE_TIMESTAMP.pack(timestamp) + raw
+        self._inner.put(raw_key, raw)

@@ -16,6 +16,7 @@ over in-memory topics; see ``streamapp.testing.driver``.
 """
 
 from streamapp.testing.driver import DEFAULT_APPLICATION_ID, TopologyTestDriver
+from streamapp.testing.metrics import MetricName
 from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
 from streamapp.testing.topics import EmptyTopicError, TestInputTopic, TestOutputTopic, TestRecord
 
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_APPLICATION_ID",
     "EmptyTopicError",
     "KeyValueStoreView",
+    "MetricName",
     "SessionStoreView",
     "TestInputTopic",
     "TestOutputTopic",

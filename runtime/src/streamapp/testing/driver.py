@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -34,10 +35,11 @@ from streamapp.config import StreamsConfig
 from streamapp.dsl import StreamsBuilder
 from streamapp.dsl.builder import with_default_serdes
 from streamapp.kafka.schema_registry import configure_registry_serdes
-from streamapp.kafka.types import ConsumerRecord
+from streamapp.kafka.types import ConsumerRecord, Headers
 from streamapp.processing.status import ThreadMetrics
 from streamapp.processing.stream_thread import StreamThread, source_topic_subtopologies
 from streamapp.processing.task import StoreFactory, StreamTask
+from streamapp.processors import source_node_names
 from streamapp.serdes import Serde, serde_for
 from streamapp.state.checkpoint import release_scratch_state_dir, scratch_state_dir
 from streamapp.state.memory import InMemoryKeyValueStore
@@ -50,9 +52,17 @@ from streamapp.testing.cluster import (
     InMemoryProducer,
     InMemoryRestoreConsumer,
 )
+from streamapp.testing.metrics import MetricName, NodeCount, TaskCounts, driver_metrics
 from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
-from streamapp.topology import GlobalTableNode, RepartitionNode, StoreSpec, TopologyDescription, TopologyError
+from streamapp.topology import (
+    GlobalTableNode,
+    RepartitionNode,
+    SinkNode,
+    StoreSpec,
+    TopologyDescription,
+    TopologyError,
+)
 
 __all__ = ["DEFAULT_APPLICATION_ID", "TopologyTestDriver", "declared_serdes"]
 
@@ -98,6 +108,7 @@ class TopologyTestDriver:
         settings.update(config or {})
         self.description = _description_of(topology, settings)
         self._wall_clock_ms = initial_wall_clock_ms
+        self._initial_wall_clock_ms = initial_wall_clock_ms
         self._closed = False
         self._failed = False
         self._read_positions: dict[str, int] = {}
@@ -206,10 +217,12 @@ class TopologyTestDriver:
     def create_output_topic(
         self, topic: str, key_serde: SerdeArg = None, value_serde: SerdeArg = None
     ) -> TestOutputTopic:
-        """A handle to read what the topology produced to ``topic`` (sink, repartition or changelog topic).
+        """A handle to read what the topology produced to ``topic``: any topic name (a sink's, a repartition or
+        changelog topic, a topic a ``topic_extractor`` picks, or one nothing writes: reading it finds it empty).
 
         Serdes default to the ones the topology declares for writing ``topic`` (sink node, repartition
-        node or store). Raises ValueError when they cannot be inferred.
+        node or store); for a topic no node writes, to those of the source reading it, else to those of the
+        topology's ``topic_extractor`` sinks, else to ``bytes``. Raises ValueError when the declared serdes disagree.
         """
         self._check_open()
         key, value = self._serdes(topic, key_serde, value_serde, reading=False)
@@ -274,11 +287,41 @@ class TopologyTestDriver:
         """The stream thread's counters (records processed, dropped records, commits, ...)."""
         return self._thread.status().metrics
 
+    def kafka_metrics(self) -> dict[MetricName, float]:
+        """The metrics under Kafka Streams' names and tags, as Kafka's ``TopologyTestDriver.metrics()``:
+        ``process-total`` / ``process-rate`` per thread, task and source node, ``dropped-records-total`` /
+        ``-rate`` per task, ``commit-total`` per thread (``streamapp.testing.metrics``)."""
+        thread = self.metrics()
+        tasks = [
+            TaskCounts(str(task.id), task.records_processed, task.metrics.dropped_records, self._source_counts(task))
+            for task in self.tasks()
+        ]
+        elapsed_ms = self._wall_clock_ms - self._initial_wall_clock_ms
+        return driver_metrics(
+            threading.current_thread().name, thread.records_processed_total, thread.commits_total, tasks, elapsed_ms
+        )
+
+    def _source_counts(self, task: StreamTask) -> tuple[NodeCount, ...]:
+        """Per source node of ``task``, the records it consumed from the node's topics (its consumed offsets:
+        the driver's topics start at offset 0 and lose no record)."""
+        out = []
+        for name in sorted(source_node_names(self.description, task.subtopology)):
+            node = self.description.node(name)
+            if isinstance(node, RepartitionNode):
+                topics = [self.description.repartition_topic(self.application_id, name)]
+            else:
+                topics = list(getattr(node, "topics", []))
+            consumed = sum(offset for tp, offset in task.consumed_offsets.items() if tp.topic in topics)
+            out.append(NodeCount(name, consumed))
+        return tuple(out)
+
     # -- used by the test topics -------------------------------------------------------------------
 
-    def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int) -> None:
+    def _pipe(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int, headers: Headers | None = None
+    ) -> None:
         self._check_open()
-        self._input_producer.send(topic, key, value, timestamp_ms)
+        self._input_producer.send(topic, key, value, timestamp_ms, headers=headers)
         self._run_until_idle()
 
     def _read(self, topic: str) -> ConsumerRecord | None:
@@ -351,6 +394,12 @@ class TopologyTestDriver:
 
     def _serdes(self, topic: str, key_serde: SerdeArg, value_serde: SerdeArg, reading: bool) -> tuple[Serde, Serde]:
         declared = declared_serdes(self.description, self.application_id, topic, reading)
+        if not declared and not reading:  # read back an input topic, or a topic only an extractor may pick
+            declared = (
+                declared_serdes(self.description, self.application_id, topic, reading=True)
+                or _extractor_sink_serdes(self.description)
+                or {("bytes", "bytes")}
+            )
         resolved: list[Serde] = []
         for role, given, index in (("key", key_serde, 0), ("value", value_serde, 1)):
             if given is None:
@@ -397,6 +446,15 @@ def _description_of(topology: TopologyArg, config: Mapping[str, Any]) -> Topolog
         except yaml.YAMLError as exc:
             raise TopologyError(f"topology description is not valid YAML: {exc}") from exc
     return TopologyDescription.from_dict(with_default_serdes(topology, config))
+
+
+def _extractor_sink_serdes(description: TopologyDescription) -> set[tuple[str, str]]:
+    """The ``(key serde, value serde)`` pairs of the sinks whose topic a ``topic_extractor`` picks per record."""
+    return {
+        (node.key_serde, node.value_serde)
+        for node in description.nodes
+        if isinstance(node, SinkNode) and node.topic_extractor is not None
+    }
 
 
 def declared_serdes(

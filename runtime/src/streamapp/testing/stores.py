@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from streamapp.serdes import Serde
-from streamapp.state.stores import PersistentKeyValueStore
+from streamapp.state.stores import VALUE_TIMESTAMP, PersistentKeyValueStore
 
 __all__ = ["KeyValueStoreView", "SessionStoreView", "WindowStoreView"]
 
@@ -48,12 +48,15 @@ class KeyValueStoreView:
         for read_store, _ in self._instances():
             value = read_store.get(raw)
             if value is not None:
-                return self._value_serde.deserialize(value)
+                return self._value_serde.deserialize(_plain(read_store, value))
         return None
 
     def all(self) -> Iterator[tuple[Any, Any]]:
         """Every ``(key, value)``, ordered by serialized key (as a RocksDB iterator returns them)."""
-        merged = heapq.merge(*(persistent.items() for _, persistent in self._instances()), key=lambda kv: kv[0])
+        merged = heapq.merge(
+            *(_plain_items(read_store, persistent) for read_store, persistent in self._instances()),
+            key=lambda kv: kv[0],
+        )
         for raw_key, raw_value in merged:
             yield self._key_serde.deserialize(raw_key), self._value_serde.deserialize(raw_value)
 
@@ -66,6 +69,16 @@ class KeyValueStoreView:
 
     def __len__(self) -> int:
         return self.approximate_num_entries()
+
+
+def _plain(read_store: Any, raw: bytes) -> bytes:
+    """The value bytes of a stored entry: without the timestamp of a timestamped store (KIP-258)."""
+    return raw[VALUE_TIMESTAMP.size :] if getattr(read_store, "timestamped", False) else raw
+
+
+def _plain_items(read_store: Any, persistent: PersistentKeyValueStore) -> Iterator[tuple[bytes, bytes]]:
+    for raw_key, raw_value in persistent.items():
+        yield raw_key, _plain(read_store, raw_value)
 
 
 class WindowStoreView:

@@ -8,11 +8,12 @@ output topics of the same topic name share one read position, as in Kafka's driv
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from streamapp.kafka.types import ConsumerRecord
+from streamapp.kafka.types import ConsumerRecord, Headers
 from streamapp.serdes import Serde
 
 __all__ = ["EmptyTopicError", "TestInputTopic", "TestOutputTopic", "TestRecord"]
@@ -24,10 +25,13 @@ class EmptyTopicError(LookupError):
 
 @dataclass(frozen=True)
 class TestRecord:
-    """A typed record: key, value, timestamp (epoch ms).
+    """A typed record: key, value, timestamp (epoch ms) and headers (Kafka's ``test.TestRecord``).
 
-    Records read from an output topic also carry the ``partition`` and ``offset`` they were written to;
-    those two do not take part in equality, so ``TestRecord("a", 1, 5)`` equals a record read back.
+    ``headers``: ``(name, bytes value)`` pairs in order, a name may repeat (Kafka's ``Headers``); a list or
+    any sequence of pairs is accepted and kept as a tuple. ``record_time`` is the timestamp as an aware UTC
+    ``datetime`` (Kafka's ``getRecordTime()``), ``None`` without one. Records read from an output topic also
+    carry the ``partition`` and ``offset`` they were written to; those two do not take part in equality, so
+    ``TestRecord("a", 1, 5)`` equals a record read back (key, value, timestamp and headers do, as in Kafka).
     """
 
     __test__ = False  # not a pytest test class
@@ -35,12 +39,51 @@ class TestRecord:
     key: Any
     value: Any
     timestamp_ms: int | None = None
+    headers: Sequence[tuple[str, bytes]] = ()
     partition: int | None = field(default=None, compare=False)
     offset: int | None = field(default=None, compare=False)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, tuple) or any(not isinstance(h, tuple) for h in self.headers):
+            object.__setattr__(self, "headers", _header_tuple(self.headers))
+
+    @property
+    def record_time(self) -> datetime | None:
+        """The timestamp as a UTC ``datetime`` (Kafka's ``getRecordTime()``), ``None`` without one."""
+        return None if self.timestamp_ms is None else datetime.fromtimestamp(self.timestamp_ms / 1000, UTC)
+
+    def header(self, name: str) -> bytes | None:
+        """The value of the last header called ``name`` (Kafka's ``Headers.lastHeader``), ``None`` if absent."""
+        return next((value for key, value in reversed(self.headers) if key == name), None)
+
+
+HeadersArg = Sequence[tuple[str, bytes]] | None
+"""Record headers as ``(name, bytes value)`` pairs, or ``None`` for none."""
+
+
+def _header_tuple(headers: HeadersArg) -> tuple[tuple[str, bytes], ...]:
+    """The headers as a tuple of pairs; TypeError for a name that is not a string or a value not bytes."""
+    out = []
+    for name, value in headers or ():
+        if not isinstance(name, str) or not isinstance(value, bytes | bytearray):
+            raise TypeError(f"a header is a (str, bytes) pair, got ({name!r}, {value!r})")
+        out.append((name, bytes(value)))
+    return tuple(out)
+
+
+def _epoch_ms(timestamp: int | datetime | None) -> int | None:
+    """Epoch ms of a timestamp given as epoch ms or as an aware ``datetime`` (Kafka's ``Instant``)."""
+    if isinstance(timestamp, datetime):
+        if timestamp.tzinfo is None:
+            raise ValueError(f"record time {timestamp} has no time zone (pass an aware datetime)")
+        return int(timestamp.timestamp() * 1000)
+    return timestamp
+
 
 class _Piping(Protocol):
-    def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int) -> None: ...
+    def _pipe(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int, headers: Headers | None
+    ) -> None: ...
 
 
 class TestInputTopic:
@@ -79,24 +122,38 @@ class TestInputTopic:
             raise ValueError(f"advance must not be negative, got {ms}")
         self.current_time_ms += ms
 
-    def pipe_input(self, key: Any = None, value: Any = None, timestamp_ms: int | None = None) -> None:
+    def pipe_input(
+        self,
+        key: Any = None,
+        value: Any = None,
+        timestamp_ms: int | datetime | None = None,
+        *,
+        headers: HeadersArg = None,
+    ) -> None:
         """Serialize one record, pipe it in and process it (and everything it causes) to completion.
 
-        Raises SerdeError when a serde rejects the key or value, and the ``ProcessingError`` of the stream
+        ``pipe_input(TestRecord(...))`` pipes a test record with its timestamp and headers (Kafka's
+        ``pipeInput(TestRecord)``); ``timestamp_ms`` may be an aware ``datetime`` (Kafka's ``Instant``);
+        ``headers`` are ``(name, bytes)`` pairs stored with the input record. Raises SerdeError when a serde
+        rejects the key or value, TypeError for a malformed header, and the ``ProcessingError`` of the stream
         task when processing fails.
         """
-        if timestamp_ms is None:
-            timestamp_ms = self.current_time_ms
+        if isinstance(key, TestRecord) and value is None and timestamp_ms is None and headers is None:
+            key, value, timestamp_ms, headers = key.key, key.value, key.timestamp_ms, key.headers
+        header_pairs = list(_header_tuple(headers)) or None
+        timestamp = _epoch_ms(timestamp_ms)
+        if timestamp is None:
+            timestamp = self.current_time_ms
             self.current_time_ms += self._auto_advance_ms
         raw_key = self.key_serde.serialize(key)
         raw_value = self.value_serde.serialize(value)
-        self._driver._pipe(self.topic, raw_key, raw_value, timestamp_ms)
+        self._driver._pipe(self.topic, raw_key, raw_value, timestamp, header_pairs)
 
     def pipe_records(self, records: Iterable[TestRecord | tuple[Any, Any] | tuple[Any, Any, int | None]]) -> None:
         """Pipe records one after the other: ``TestRecord``s or ``(key, value[, timestamp_ms])`` tuples."""
         for record in records:
             if isinstance(record, TestRecord):
-                self.pipe_input(record.key, record.value, record.timestamp_ms)
+                self.pipe_input(record)
             elif len(record) == 2:
                 self.pipe_input(record[0], record[1])
             else:
@@ -132,7 +189,8 @@ class TestOutputTopic:
         )
 
     def read_record(self) -> TestRecord:
-        """The next unread record. Raises EmptyTopicError when there is none, SerdeError on bad bytes."""
+        """The next unread record, with its timestamp and headers. Raises EmptyTopicError when there is none,
+        SerdeError on bad bytes."""
         record = self._driver._read(self.topic)
         if record is None:
             raise EmptyTopicError(f"no unread record in output topic '{self.topic}'")
@@ -140,6 +198,7 @@ class TestOutputTopic:
             key=self.key_serde.deserialize(record.key),
             value=self.value_serde.deserialize(record.value),
             timestamp_ms=record.timestamp,
+            headers=tuple(record.headers or ()),
             partition=record.partition,
             offset=record.offset,
         )

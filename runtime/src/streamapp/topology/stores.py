@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from streamapp.topology.document import DescriptionModel, SerdeName, check_serde
 
-__all__ = ["StoreSpec"]
+__all__ = ["TIMESTAMPED_NODE_TYPES", "StoreSpec", "timestamped_stores"]
+
+TIMESTAMPED_NODE_TYPES = frozenset({"table", "count", "reduce", "aggregate", "stream_table_join", "table_table_join"})
+"""Node types whose ``key_value`` stores keep each value's timestamp (Kafka's DSL materializes KTables and
+aggregations in timestamped key-value stores, KIP-258)."""
 
 
 class StoreSpec(DescriptionModel):
@@ -47,3 +52,13 @@ class StoreSpec(DescriptionModel):
         if self.type == "session" and (self.window_size_ms is not None or self.retain_duplicates is not None):
             raise ValueError("'windowSizeMs' and 'retainDuplicates' apply only to window stores")
         return self
+
+
+def timestamped_stores(nodes: Iterable[Any], stores: Iterable[StoreSpec]) -> frozenset[str]:
+    """Names of the ``key_value`` stores kept in the timestamped format (``streamapp.state.timestamped``): those
+    of a node in ``TIMESTAMPED_NODE_TYPES``. Other ``key_value`` stores (suppression buffers, join buffers,
+    Processor API stores: Kafka's plain ``KeyValueStore``) keep their own value layout."""
+    key_value = {spec.name for spec in stores if spec.type == "key_value"}
+    return frozenset(
+        name for node in nodes if node.type in TIMESTAMPED_NODE_TYPES for name in node.stores() if name in key_value
+    )

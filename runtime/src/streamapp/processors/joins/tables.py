@@ -121,7 +121,7 @@ class StreamTableJoinProcessor(JoinProcessor):
         if key is None:
             self._drop("a null key", key)
             return
-        self._table.put(key, _new_value(value))
+        self._table.put(key, _new_value(value), timestamp)
 
 
 class StreamGlobalJoinProcessor:
@@ -178,7 +178,9 @@ class TableTableJoinProcessor(JoinProcessor):
     - outer, either side: nothing when all three are absent; else a result wherever ``other`` or the
       changed side's value is present (see ``_join_change``).
 
-    ``j`` is the joiner with (left, right) argument order. Null keys are dropped.
+    ``j`` is the joiner with (left, right) argument order. Null keys are dropped. The result's timestamp is
+    the later of the update's and the other side's value's (the update's when the other side is absent), as
+    in Kafka (KIP-258): each side's store keeps its values' timestamps.
     """
 
     def __init__(
@@ -201,8 +203,8 @@ class TableTableJoinProcessor(JoinProcessor):
             self._drop("a null key", key)
             return
         change = _as_change(value)
-        self._left_store.put(key, change.new_value)
-        other = self._right_store.get(key)
+        self._left_store.put(key, change.new_value, timestamp)
+        other, timestamp = _other_side(self._right_store, key, timestamp)
         mode = {"inner": "inner", "left": "preserved_this", "outer": "outer"}[self._join]
         result = _join_change(change, other, mode, self._joiner)
         if result is not None:
@@ -213,8 +215,8 @@ class TableTableJoinProcessor(JoinProcessor):
             self._drop("a null key", key)
             return
         change = _as_change(value)
-        self._right_store.put(key, change.new_value)
-        other = self._left_store.get(key)
+        self._right_store.put(key, change.new_value, timestamp)
+        other, timestamp = _other_side(self._left_store, key, timestamp)
         mode = {"inner": "inner", "left": "preserved_other", "outer": "outer"}[self._join]
         result = _join_change(change, other, mode, _reversed(self._joiner))
         if result is not None:
@@ -248,6 +250,17 @@ def _join_change(change: Change, other: Any, mode: str, joiner: Joiner) -> Chang
             joiner(old, other) if old is not None or other is not None else None,
         )
     return Change(None if new is None else joiner(new, other), None if old is None else joiner(old, other))
+
+
+def _other_side(store: TypedKeyValueStore, key: Any, timestamp: int) -> tuple[Any, int]:
+    """The other side's current value (``None``: absent) and the result timestamp: the later of the update's
+    and that value's (Kafka's ``KTableKTable*Join``: ``max(record.timestamp, other.timestamp)``), or the
+    update's when the other side is absent."""
+    found = store.get_with_timestamp(key)
+    if found is None:
+        return None, timestamp
+    other, other_timestamp = found
+    return other, max(timestamp, other_timestamp)
 
 
 def _reversed(joiner: Joiner) -> Joiner:

@@ -1,0 +1,166 @@
+"""Result timestamps of KTables and aggregations on out-of-order input, on both engines (KIP-258 timestamped
+key-value stores).
+
+Kafka's rule: an aggregate's timestamp is the later of the input record's and the current aggregate's
+(``KStreamReduce`` / ``KStreamAggregate``; ``KTableAggregate`` when the aggregate is subtracted from or added
+to), a table-table join result's the later of the update's and the other side's value's
+(``KTableKTable{Inner,Left,Outer}Join``), and a table read from a topic keeps each record's own timestamp
+(``KTableSource``). The changelog carries the same timestamps as the record timestamps of its values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from streamapp import StreamsBuilder
+
+from conformance import dsl_functions as fn
+from conformance.harness import Engine, OutputRecord
+from conformance.join_functions import pair
+from conformance.test_aggregations import sums
+from conformance.test_ktable import users_per_region
+
+S, L, J = "string", "long", "json"
+
+REPLAY_GAPS = {
+    "test_an_out_of_order_count_forwards_and_logs_the_latest_timestamp_seen_per_key": (
+        "the replay's vectorized keyed count stamps each count with its record's timestamp, not the running "
+        "maximum per key (streamapp.replay.engine)"
+    ),
+    "test_table_table_join_results_carry_the_later_of_both_sides_timestamps": (
+        "the replay merges the two tables' topics by timestamp, not in the order the test produces them"
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def _replay_gaps(request: pytest.FixtureRequest) -> None:
+    """The Spark runs of ``REPLAY_GAPS`` are strict expected failures (the replay is another module's work)."""
+    callspec = getattr(request.node, "callspec", None)
+    reason = REPLAY_GAPS.get(request.node.originalname)
+    if callspec is not None and callspec.params.get("engine") == "spark" and reason is not None:
+        request.applymarker(pytest.mark.xfail(reason=f"replay: {reason}", strict=True))
+
+
+def latest_per_key(records: Sequence[OutputRecord]) -> dict[object, tuple[object, int]]:
+    """``{key: (value, timestamp)}`` of each key's last record (a changelog's order across keys is the
+    write buffer's, not the input's)."""
+    return {key: (value, timestamp) for key, value, timestamp in records}
+
+
+LATE_AMOUNTS = [
+    ("amounts", "a", 1, 5_000),
+    ("amounts", "a", 2, 3_000),  # older than the aggregate: the sum keeps 5,000
+    ("amounts", "b", 4, 2_000),
+    ("amounts", "a", 3, 7_000),  # newer: the sum moves to 7,000
+    ("amounts", "a", 4, 6_000),
+]
+
+
+def test_an_out_of_order_reduce_result_keeps_the_later_of_the_record_and_aggregate_timestamps(engine: Engine) -> None:
+    out = engine.run(sums(), LATE_AMOUNTS, ["sums", "{application_id}-sums-changelog"])
+
+    assert out["sums"] == [("a", 1, 5_000), ("a", 3, 5_000), ("b", 4, 2_000), ("a", 6, 7_000), ("a", 10, 7_000)]
+    assert latest_per_key(out["{application_id}-sums-changelog"]) == {"a": (10, 7_000), "b": (4, 2_000)}
+
+
+def test_an_out_of_order_count_forwards_and_logs_the_latest_timestamp_seen_per_key(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", key_serde=S, value_serde=S, name="events")
+        .group_by_key()
+        .count(name="count", store="counts")
+        .to_stream(name="changes")
+        .to("counts", name="out", value_serde=L)
+    )
+    inputs = [("events", "k", "x", 9_000), ("events", "k", "x", 1_000), ("events", "k", "x", 2_000)]
+
+    out = engine.run(builder, inputs, ["counts", "{application_id}-counts-changelog"])
+
+    assert out["counts"] == [("k", 1, 9_000), ("k", 2, 9_000), ("k", 3, 9_000)]
+    assert latest_per_key(out["{application_id}-counts-changelog"]) == {"k": (3, 9_000)}
+
+
+OUT_OF_ORDER_USERS = [
+    ("users", "alice", {"region": "eu"}, 5_000),
+    ("users", "bob", {"region": "eu"}, 2_000),  # older than eu's count: stays at 5,000
+    ("users", "carol", {"region": "us"}, 1_000),
+    ("users", "alice", {"region": "us"}, 3_000),  # moves: eu -1 at max(3,000, 5,000), us +1 at 3,000
+    ("users", "bob", None, 4_000),  # deleted: eu -1 at max(4,000, 5,000)
+]
+
+
+def test_a_grouped_table_count_on_out_of_order_rows_keeps_the_later_timestamp(engine: Engine) -> None:
+    out = engine.run(users_per_region(), OUT_OF_ORDER_USERS, ["users-per-region"], compare=True)
+
+    assert out["users-per-region"] == [
+        ("eu", 1, 5_000),
+        ("eu", 2, 5_000),
+        ("us", 1, 1_000),
+        ("eu", 1, 5_000),
+        ("us", 2, 3_000),
+        ("eu", 0, 5_000),
+    ]
+
+
+def test_a_table_read_from_a_topic_forwards_each_rows_own_timestamp_even_when_older(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.table("prices", key_serde=S, value_serde=L, store="prices-store", name="prices")
+        .to_stream(name="changes")
+        .to("price-changes", name="out")
+    )
+    inputs = [("prices", "apple", 3, 5_000), ("prices", "apple", 4, 1_000)]
+
+    out = engine.run(builder, inputs, ["price-changes", "{application_id}-prices-store-changelog"])
+
+    assert out["price-changes"] == [("apple", 3, 5_000), ("apple", 4, 1_000)]
+    assert latest_per_key(out["{application_id}-prices-store-changelog"]) == {"apple": (4, 1_000)}
+
+
+def latest_values_join(join: str) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    left = builder.table("left", key_serde=S, value_serde=L, name="left")
+    right = builder.table("right", key_serde=S, value_serde=L, name="right")
+    joined = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[join](
+        right, pair, name="both", value_serde=J
+    )
+    joined.to_stream(name="changes").to("joined", name="out")
+    return builder
+
+
+LATE_TABLE_INPUTS = [
+    ("left", "k", 1, 5_000),  # no right value: left/outer results at the update's 5,000
+    ("right", "k", 10, 2_000),  # joined with a newer left value: max = 5,000
+    ("left", "k", 2, 3_000),  # joined with the right value of 2,000: max = 3,000
+    ("right", "k", 20, 8_000),  # the newer update wins: 8,000
+]
+
+
+def test_table_table_join_results_carry_the_later_of_both_sides_timestamps(engine: Engine) -> None:
+    inner = engine.run(latest_values_join("inner"), LATE_TABLE_INPUTS, ["joined"], one_at_a_time=True)["joined"]
+    left = engine.run(latest_values_join("left"), LATE_TABLE_INPUTS, ["joined"], one_at_a_time=True)["joined"]
+
+    assert inner == [("k", [1, 10], 5_000), ("k", [2, 10], 3_000), ("k", [2, 20], 8_000)]
+    assert left == [("k", [1, None], 5_000), ("k", [1, 10], 5_000), ("k", [2, 10], 3_000), ("k", [2, 20], 8_000)]
+
+
+def test_a_grouped_table_aggregate_moves_to_the_newest_row_timestamp(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.table("accounts", key_serde=S, value_serde=J, name="accounts")
+        .group_by(fn.amount_by_region, name="by-region")
+        .aggregate(fn.zero, fn.add_amount, fn.sub_amount, name="total", store="totals", value_serde=L)
+        .to_stream(name="changes")
+        .to("totals", name="out")
+    )
+    inputs = [
+        ("accounts", "x", {"region": "eu", "amount": 5}, 4_000),
+        ("accounts", "y", {"region": "eu", "amount": 7}, 1_000),
+        ("accounts", "x", {"region": "eu", "amount": 6}, 2_000),  # one group: subtract 5, add 6 at 4,000
+    ]
+
+    out = engine.run(builder, inputs, ["totals"])
+
+    assert out["totals"] == [("eu", 5, 4_000), ("eu", 12, 4_000), ("eu", 13, 4_000)]
