@@ -133,6 +133,27 @@ class TestingCluster:
             if kind == "PodDisruptionBudget" and ns == namespace
         ]
 
+    def list_claims(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        wanted = dict(term.split("=", 1) for term in selector.split(","))
+        return [
+            copy.deepcopy(obj)
+            for (kind, ns, _), obj in sorted(self.objects.items())
+            if kind == "PersistentVolumeClaim" and ns == namespace
+            and wanted.items() <= obj["metadata"].get("labels", {}).items()
+        ]  # fmt: skip
+
+    def annotate_claim(self, namespace: str, name: str, uid: str, annotations: dict[str, str | None]) -> None:
+        claim = self.objects.get(("PersistentVolumeClaim", namespace, name))
+        if claim is None or claim["metadata"].get("uid") != uid:
+            return
+        self.journal.append("annotate PersistentVolumeClaim")
+        current = claim["metadata"].setdefault("annotations", {})
+        for key, value in annotations.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+
     def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
         return [
             copy.deepcopy(obj)

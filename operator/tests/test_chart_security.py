@@ -42,6 +42,8 @@ APP_RIGHTS = {
         for verb in ("get", "list", "watch", "create", "patch", "update", "delete")
     },
     *{("", "pods", v) for v in ("get", "list", "watch")},
+    # state volumes of scaled-away pods: marked, then deleted after spec.state.retainAfterScaleDown
+    *{("", "persistentvolumeclaims", v) for v in ("list", "patch", "delete")},
     *{("", "secrets", v) for v in ("get", "list", "watch")},
     *{("", "events", v) for v in ("list", "create", "patch")},
     # StreamReplays: their status, their Job (and ConfigMap, above), the pod's log, the Job's ServiceAccount;
@@ -251,7 +253,8 @@ class Kubectl:
                 key, _, value = line.partition("=")
                 env[key] = os.path.expandvars(value.strip().strip('"'))
         env["PATH"] = f"{env['STACK_BIN']}:{os.environ.get('PATH', '')}"
-        assert env["KUBECONFIG"].startswith(str(ROOT / ".cache")), "refusing a kubeconfig outside .cache/run"
+        cache = (ROOT / ".cache").resolve()  # a worktree's .cache may be a link to the main tree's
+        assert Path(env["KUBECONFIG"]).resolve().is_relative_to(cache), "refusing a kubeconfig outside .cache/run"
         self.env = env
 
     def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -82,9 +82,14 @@ ClusterRole (every namespace) or of the Role in each watched namespace. Nothing 
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "list", "watch"]
+# State volumes of scaled-away pods: listed, marked with the time of the scale-down (patch), deleted after
+# spec.state.retainAfterScaleDown (docs/operator.md "Scaling and state volumes"). Deleting the app removes them
+# through the StatefulSet's persistentVolumeClaimRetentionPolicy (whenDeleted: Delete under cleanupPolicy Delete).
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["list", "patch", "delete"]
 # Events: written about StreamApps; a StatefulSet's FailedCreate events are listed (PodsFailing: a quota or an
-# admission webhook refused its pods). State volumes need no rights: the StatefulSet's
-# persistentVolumeClaimRetentionPolicy (whenDeleted: Delete under spec.cleanupPolicy Delete) has them removed.
+# admission webhook refused its pods).
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["list", "create", "patch"]

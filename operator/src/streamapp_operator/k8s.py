@@ -62,6 +62,14 @@ class Cluster(Protocol):
         """Every PodDisruptionBudget of ``namespace`` (ours and anyone else's)."""
         ...
 
+    def list_claims(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """PersistentVolumeClaims of ``namespace`` matching the label ``selector``."""
+        ...
+
+    def annotate_claim(self, namespace: str, name: str, uid: str, annotations: dict[str, str | None]) -> None:
+        """Merge ``annotations`` (None removes one) into PersistentVolumeClaim ``name`` if it still has ``uid``."""
+        ...
+
     def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
         """The events with ``reason`` about object ``kind``/``name`` of ``namespace`` (e.g. a StatefulSet's
         ``FailedCreate``)."""
@@ -151,6 +159,7 @@ class KubernetesCluster:
                 "PodDisruptionBudget": self._policy.delete_namespaced_pod_disruption_budget,
                 "StatefulSet": self._apps.delete_namespaced_stateful_set,
                 "Job": self._batch.delete_namespaced_job,
+                "PersistentVolumeClaim": self._core.delete_namespaced_persistent_volume_claim,
             }[kind]
             remove = functools.partial(remove, namespace=namespace)
         # Background: a Job's pods go with it (the API's default for Jobs orphans them)
@@ -165,41 +174,35 @@ class KubernetesCluster:
             raise KubernetesUnavailable(f"deleting {kind} {namespace}/{name}: {exc}") from exc
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        try:
-            response = self._core.list_namespaced_pod(
-                namespace, label_selector=selector, _preload_content=False, _request_timeout=_TIMEOUT
-            )
-        except ApiException as exc:
-            raise _unavailable(exc, f"listing pods in {namespace}") from exc
-        except OSError as exc:
-            raise KubernetesUnavailable(f"listing pods in {namespace}: {exc}") from exc
-        items: list[dict[str, Any]] = _json(response).get("items", [])
-        return items
+        return _items(self._core.list_namespaced_pod, f"pods in {namespace}", namespace, label_selector=selector)
 
     def list_disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        return _items(
+            self._policy.list_namespaced_pod_disruption_budget, f"PodDisruptionBudgets in {namespace}", namespace
+        )
+
+    def list_claims(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        what = f"PersistentVolumeClaims in {namespace}"
+        return _items(self._core.list_namespaced_persistent_volume_claim, what, namespace, label_selector=selector)
+
+    def annotate_claim(self, namespace: str, name: str, uid: str, annotations: dict[str, str | None]) -> None:
+        body = {"metadata": {"uid": uid, "annotations": annotations}}  # the uid makes it fail on another claim
         try:
-            response = self._policy.list_namespaced_pod_disruption_budget(
-                namespace, _preload_content=False, _request_timeout=_TIMEOUT
-            )
+            self._core.patch_namespaced_persistent_volume_claim(
+                name, namespace, body, field_manager=FIELD_MANAGER, _content_type="application/merge-patch+json",
+                _preload_content=False, _request_timeout=_TIMEOUT,
+            )  # fmt: skip
         except ApiException as exc:
-            raise _unavailable(exc, f"listing PodDisruptionBudgets in {namespace}") from exc
+            if exc.status == 404:
+                return
+            raise _translate(exc, f"annotating PersistentVolumeClaim {namespace}/{name}") from exc
         except OSError as exc:
-            raise KubernetesUnavailable(f"listing PodDisruptionBudgets in {namespace}: {exc}") from exc
-        items: list[dict[str, Any]] = _json(response).get("items", [])
-        return items
+            raise KubernetesUnavailable(f"annotating PersistentVolumeClaim {namespace}/{name}: {exc}") from exc
 
     def list_events(self, namespace: str, kind: str, name: str, reason: str) -> list[dict[str, Any]]:
         selector = f"involvedObject.kind={kind},involvedObject.name={name},reason={reason}"
-        try:
-            response = self._core.list_namespaced_event(
-                namespace, field_selector=selector, _preload_content=False, _request_timeout=_TIMEOUT
-            )
-        except ApiException as exc:
-            raise _unavailable(exc, f"listing events of {kind} {namespace}/{name}") from exc
-        except OSError as exc:
-            raise KubernetesUnavailable(f"listing events of {kind} {namespace}/{name}: {exc}") from exc
-        items: list[dict[str, Any]] = _json(response).get("items", [])
-        return items
+        what = f"events of {kind} {namespace}/{name}"
+        return _items(self._core.list_namespaced_event, what, namespace, field_selector=selector)
 
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         try:
@@ -287,6 +290,18 @@ def _default_api_client() -> client.ApiClient:
     else:
         config.load_kube_config()
     return client.ApiClient()
+
+
+def _items(list_call: Any, what: str, namespace: str, **selectors: str) -> list[dict[str, Any]]:
+    """The ``items`` of one namespaced list call; any failure is ``KubernetesUnavailable`` naming ``what``."""
+    try:
+        response = list_call(namespace, **selectors, _preload_content=False, _request_timeout=_TIMEOUT)
+    except ApiException as exc:
+        raise _unavailable(exc, f"listing {what}") from exc
+    except OSError as exc:
+        raise KubernetesUnavailable(f"listing {what}: {exc}") from exc
+    items: list[dict[str, Any]] = _json(response).get("items", [])
+    return items
 
 
 def _json(response: Any) -> dict[str, Any]:

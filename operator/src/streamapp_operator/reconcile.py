@@ -18,7 +18,9 @@ every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.
 6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none;
 7. ``roll_pods``: a rollout hands the next pod to the StatefulSet controller (its partition lowered by one)
    when the previous one is back, Ready, restored and the consumer group Stable (``rollout.plan_rollout``);
-   ``status.rollout`` is written before (ADR 0008).
+   ``status.rollout`` is written before (ADR 0008);
+8. ``retain_state_volumes``: the state volumes of scaled-away pods are marked with the time, reused by a
+   scale-up, and deleted after ``spec.state.retainAfterScaleDown`` (``volumes.plan_claims``).
 
 An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised: the
 result is a status and events, which ``main.py`` writes through kopf. Only a failed read of the API server
@@ -73,6 +75,7 @@ from streamapp_operator.validate import (
     parse_topology,
     plan_topics,
 )
+from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, parse_duration, plan_claims
 
 PAUSED_ANNOTATION = "streamapp.io/paused"
 SECRET_MISSING = "SecretMissing"
@@ -229,6 +232,32 @@ def apply_disruption_budget(ctx: StreamAppContext) -> StepOutcome:
     return StepOutcome(events=events, status=status)
 
 
+def retain_state_volumes(ctx: StreamAppContext) -> StepOutcome:
+    """Mark, unmark or delete the state volumes of pods a scale-down removed (``volumes.plan_claims``);
+    ``status.retainedVolumes`` lists the claims kept for a scale-up, with when their pod went away."""
+    app, cluster = ctx.app, ctx.world.cluster
+    current = ctx.observation.stateful_set
+    plan = plan_claims(
+        cluster.list_claims(app.namespace, desired.selector(app.name)),
+        app=app.name,
+        replicas=ctx.spec.replicas,
+        stateful_set_uid=current["metadata"].get("uid") if current is not None else None,
+        retain_seconds=parse_duration(ctx.spec.state.retain_after_scale_down),
+        now=ctx.now,
+    )
+    events = []
+    for action in plan.actions:
+        if action.action == "delete":
+            cluster.delete("PersistentVolumeClaim", app.namespace, action.name, action.uid)
+            why = f"kept {ctx.spec.state.retain_after_scale_down} after its pod was scaled away"
+            events.append(Event("Normal", "StateVolumeDeleted", f"Deleted PersistentVolumeClaim {action.name}: {why}"))
+        else:
+            mark = action.at if action.action == "mark" else None
+            cluster.annotate_claim(app.namespace, action.name, action.uid, {SCALED_DOWN_ANNOTATION: mark})
+    retained = [{"name": name, "since": since} for name, since in sorted(plan.retained.items())]
+    return StepOutcome(events=events, status={"retainedVolumes": retained or None})
+
+
 #: The StreamApp's reconcile, in order (``steps.run_steps``).
 STEPS = (
     dry_run_children,
@@ -238,6 +267,7 @@ STEPS = (
     apply_stateful_set,
     apply_disruption_budget,
     roll_pods,
+    retain_state_volumes,
 )
 
 

@@ -195,6 +195,15 @@ class StateSpec(_Model):
     storage_class_name: str | None = Field(
         default=None, description="StorageClass of the state volume; the cluster default when unset."
     )
+    retain_after_scale_down: str = Field(
+        default="1h",
+        pattern=r"^([0-9]+(h|m|s))+$",
+        max_length=32,
+        description=(
+            "How long the state volume of a pod removed by a scale-down is kept (e.g. 1h, 30m, 1h30m, 45s), so that "
+            "a scale-up within that time restores only the changelog tail; then it is deleted."
+        ),
+    )
 
 
 class ResourceRequirements(_Model):
@@ -343,6 +352,13 @@ class RolloutStatus(_Model):
     waiting_for: str | None = Field(default=None, description="Why the next pod is not replaced yet.")
 
 
+class RetainedVolume(_Model):
+    """A state volume kept after its pod was scaled away."""
+
+    name: str = Field(description="The PersistentVolumeClaim.")
+    since: str = Field(description="When its pod was scaled away (RFC 3339).")
+
+
 class StreamAppStatus(_Model):
     """Observed state of a StreamApp, written only by the operator."""
 
@@ -373,6 +389,10 @@ class StreamAppStatus(_Model):
     )
     paused: bool | None = Field(
         default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
+    )
+    retained_volumes: list[RetainedVolume] | None = Field(
+        default=None,
+        description="State volumes of scaled-away pods kept for spec.state.retainAfterScaleDown (then deleted).",
     )
     rollout: RolloutStatus | None = Field(
         default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0008)."
