@@ -271,3 +271,22 @@ def test_the_processing_rate_comes_from_the_pods_counters() -> None:
     assert processing_rate(400, 100.0, total, 110.0) == pytest.approx(60.0)
     assert processing_rate(2000, 100.0, total, 110.0) == 0.0  # a pod restarted: its counter began again
     assert processing_rate(None, None, total, 110.0) == 0.0
+
+
+def test_the_app_scales_back_only_once_its_old_state_volumes_are_gone(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    driver = Driver(cluster, kafka)
+    driver.reconcile(flights_spec(replicas=0))  # stopped by the reset so far
+    held = _claim(0)
+    held["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # a finalizer keeps it a while
+    cluster.add(held)
+    driver.status["reset"] = {"nonce": "r1", "step": "deleteLocalState", "replicasBefore": 2}
+    cluster.journal.clear()
+    driver.reconcile(flights_spec(reset={"nonce": "r1"}))
+    driver.reconcile(flights_spec(reset={"nonce": "r1"}))
+    assert driver.status["reset"]["step"] == "deleteLocalState" and driver.replicas() == 0
+    assert "delete PersistentVolumeClaim" not in cluster.journal  # asked once already: not deleted again
+    del cluster.objects[("PersistentVolumeClaim", NAMESPACE, held["metadata"]["name"])]
+    driver.reconcile(flights_spec(reset={"nonce": "r1"}))
+    assert driver.replicas() == 2

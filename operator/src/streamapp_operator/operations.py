@@ -265,15 +265,15 @@ def _reset_status(raw: Any) -> ResetStatus | None:
 
 def _state_claims(name: str, claims: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
     """(name, uid) of the claims of the StatefulSet's ``state`` volumeClaimTemplate: ``state-<name>-<n>``,
-    labelled with the app's selector labels (listed by them), not being deleted."""
+    labelled with the app's selector labels (listed by them). A claim being deleted (``deletionTimestamp``,
+    held by a finalizer) gets uid ``""``: it still counts, so that no pod starts on it, but is not deleted again."""
     prefix = f"{STATE_CLAIM}-{name}-"
     found = []
     for claim in claims:
         metadata = claim.get("metadata") or {}
         claim_name = str(metadata.get("name", ""))
-        ordinal = claim_name.removeprefix(prefix)
-        if claim_name.startswith(prefix) and ordinal.isdigit() and not metadata.get("deletionTimestamp"):
-            found.append((claim_name, str(metadata.get("uid", ""))))
+        if claim_name.startswith(prefix) and claim_name.removeprefix(prefix).isdigit():
+            found.append((claim_name, "" if metadata.get("deletionTimestamp") else str(metadata.get("uid", ""))))
     return tuple(sorted(found))
 
 
@@ -378,10 +378,12 @@ def run_operations(
         deleted = kafka.delete_topics(kafka.internal_topics(app_id))
         events.append(Event("Normal", "ResetTopicsDeleted", f"Deleted internal topics: {', '.join(deleted) or 'none'}"))
     elif step.action == "deleteLocalState":
-        for claim, uid in operations.claims:
+        deleting = [(claim, uid) for claim, uid in operations.claims if uid]
+        for claim, uid in deleting:
             cluster.delete("PersistentVolumeClaim", namespace, claim, uid)
-        listed = ", ".join(claim for claim, _ in operations.claims)
-        events.append(Event("Normal", "ResetStateDeleted", f"Deleted state volumes {listed}"))
+        if deleting:
+            listed = ", ".join(claim for claim, _ in deleting)
+            events.append(Event("Normal", "ResetStateDeleted", f"Deleted state volumes {listed}"))
     elif step.action in ("scaleToZero", "scaleBack"):
         events.append(Event("Normal", "Reset", f"reset {step.status.nonce}: {step.message}"))
     if step.after is not None:
