@@ -290,3 +290,41 @@ def test_the_app_scales_back_only_once_its_old_state_volumes_are_gone(
     del cluster.objects[("PersistentVolumeClaim", NAMESPACE, held["metadata"]["name"])]
     driver.reconcile(flights_spec(reset={"nonce": "r1"}))
     assert driver.replicas() == 2
+
+
+def test_a_streamapp_created_with_a_reset_in_its_spec_does_not_run_it(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    driver = Driver(cluster, kafka)
+    spec = flights_spec(reset={"nonce": "from-git"})
+    driver.reconcile(spec)
+    driver.reconcile(spec)
+    assert driver.status["reset"]["step"] == "done" and "not run" in driver.status["reset"]["message"]
+    assert driver.replicas() == 2 and not kafka.resets
+    driver.reconcile(flights_spec(reset={"nonce": "next"}))
+    assert driver.status["reset"]["step"] == "scaleToZero"  # a new nonce runs
+
+
+def test_a_reset_deletes_only_this_apps_internal_topics_not_those_of_an_app_with_a_longer_id(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    driver = Driver(cluster, kafka)
+    driver.reconcile(flights_spec(replicas=0))
+    neighbour = f"{NAME}-eu-departures-per-carrier-store-changelog"  # application.id "flights-per-carrier-eu"
+    kafka.topics[neighbour] = 4
+    spec = flights_spec(replicas=0, reset={"nonce": "r1"})
+    driver.reconcile(spec)  # resetOffsets
+    driver.reconcile(spec)  # deleteInternalTopics
+    assert driver.status["reset"]["step"] == "deleteLocalState"
+    assert f"{NAME}-departures-per-carrier-store-changelog" not in kafka.topics
+    assert neighbour in kafka.topics
+
+
+def test_a_changed_application_id_is_a_new_application_and_not_compared(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    driver = Driver(cluster, kafka)
+    driver.reconcile(flights_spec())
+    driver.reconcile(_renamed_store(flights_spec(applicationId="carriers-v2")), generation=2)
+    assert _running(cluster) == (["carrier-counts"], "carriers-v2")
+    assert driver.condition("UpgradeCompatible") is None

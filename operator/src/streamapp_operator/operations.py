@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 from streamapp.kafka.reset_plan import is_internal_topic
 from streamapp.topology import TopologyDescription, TopologyError
@@ -71,20 +72,24 @@ def running_application_id(spec_application_id: str, previous_status: Mapping[st
     return spec_application_id
 
 
-def running_topology(config_map: Mapping[str, Any] | None) -> TopologyDescription | None:
-    """The topology in the ConfigMap the operator wrote (None: none yet, or unreadable)."""
-    text = ((config_map or {}).get("data") or {}).get(desired.TOPOLOGY_FILE)
-    if not text:
-        return None
+def running_topology(config_map: Mapping[str, Any] | None, uid: str) -> tuple[TopologyDescription | None, str]:
+    """The topology and ``application.id`` in the ConfigMap the operator wrote for the StreamApp with ``uid``
+    (None and "": none yet, someone else's, or unreadable)."""
+    if config_map is None or not desired.owned_by(config_map, uid):
+        return None, ""
+    data = config_map.get("data") or {}
     try:
-        return TopologyDescription.from_yaml(text)
-    except TopologyError:
-        return None
+        streams = yaml.safe_load(data.get(desired.STREAMS_FILE) or "") or {}
+        topology = TopologyDescription.from_yaml(data[desired.TOPOLOGY_FILE])
+    except (KeyError, TopologyError, yaml.YAMLError):
+        return None, ""
+    return topology, str(streams.get("application.id", "")) if isinstance(streams, dict) else ""
 
 
 def check_upgrade(
     name: str,
     namespace: str,
+    uid: str,
     generation: int,
     spec: StreamAppSpec,
     topology: TopologyDescription | None,
@@ -94,13 +99,14 @@ def check_upgrade(
     """Compare the running topology with ``topology`` (the spec's) and decide by ``spec.upgradePolicy``.
 
     ``UpgradeCompatible`` appears with the first topology change (none before: nothing was compared), and
-    stays, updated, from then on."""
+    stays, updated, from then on. A running topology of another ``application.id`` (``spec.applicationId``
+    changed) is not compared: a new application starts without state."""
     spec_id = spec.effective_application_id(name)
     running_id = running_application_id(spec_id, previous_status)
     if topology is None:
         return Upgrade(running_id)
-    running = running_topology(cluster.get("ConfigMap", namespace, desired.config_map_name(name)))
-    if running is None:
+    running, running_as = running_topology(cluster.get("ConfigMap", namespace, desired.config_map_name(name)), uid)
+    if running is None or running_as != running_id:
         return Upgrade(running_id)
     report = compare(running, topology)
     decision = decide_upgrade(
@@ -175,6 +181,7 @@ class Operations:
     application_id: str = ""
     input_topics: tuple[str, ...] = ()
     claims: tuple[tuple[str, str], ...] = ()
+    owned_topics: frozenset[str] = frozenset()
 
     @property
     def resetting(self) -> bool:
@@ -201,8 +208,9 @@ def plan_operations(
     stateful_set = observation.stateful_set
     current = int(stateful_set["spec"].get("replicas", 0)) if stateful_set is not None else spec.replicas
     application_id = upgrade.application_id
-    _, consumed = topology_topics(topology, application_id)
+    every, consumed = topology_topics(topology, application_id)
     inputs = tuple(t for t in consumed if not is_internal_topic(application_id, t))
+    owned = frozenset([*every, *(previous_status.get("createdTopics") or [])]) - set(inputs)
     step, claims = _reset_step(name, namespace, spec, upgrade, observation, cluster, previous_status, current)
     status: dict[str, Any] = {}
     events: list[Event] = []
@@ -210,18 +218,18 @@ def plan_operations(
         status["reset"] = step.status.model_dump(mode="json", by_alias=True)
     if upgrade.status is not None:
         status["upgrade"] = upgrade.status
-    operations = Operations(current, step, None, status, events, application_id, inputs, claims)
+    operations = Operations(current, step, None, status, events, application_id, inputs, claims, owned)
     if operations.resetting or (step is not None and step.replicas is not None):
         replicas = step.replicas if step is not None and step.replicas is not None else 0
-        return Operations(replicas, step, None, status, events, application_id, inputs, claims)
+        return replace(operations, replicas=replicas)
     if spec.autoscaling is None:
-        return Operations(spec.replicas, step, None, status, events, application_id, inputs, claims)
+        return replace(operations, replicas=spec.replicas)
     decision, autoscaling = _autoscale(spec, tasks, observation, instances, previous_status, current, now)
     status["autoscaling"] = autoscaling
     if decision.replicas != current:
         kind = "ScaledUp" if decision.replicas > current else "ScaledDown"
         events.append(Event("Normal", kind, f"{current} -> {decision.replicas} replicas: {decision.reason}"))
-    return Operations(decision.replicas, step, decision, status, events, application_id, inputs, claims)
+    return replace(operations, replicas=decision.replicas, autoscaling=decision)
 
 
 def _reset_step(
@@ -243,6 +251,13 @@ def _reset_step(
     asked = upgrade.reset or asked
     if asked is None and (before is None or before.step == "done"):
         return None, ()
+    if before is None and asked is spec.reset and asked is not None and "observedGeneration" not in previous_status:
+        # a new StreamApp (or one re-created from Git) that already carries spec.reset: its nonce is taken as
+        # done, not run, so re-creating an app never resets its group by surprise
+        message = f"reset {asked.nonce} was in spec.reset when the StreamApp was created: not run (change the nonce)"
+        adopted = ResetStatus(nonce=asked.nonce, to=asked.to, offsets=asked.offsets, step="done",
+                              replicas_before=replicas, message=message)  # fmt: skip
+        return Step("none", adopted, message), ()
     group = observation.group
     claims = _state_claims(name, cluster.list_claims(namespace, desired.selector(name)))
     observed = ResetObserved(
@@ -375,7 +390,9 @@ def run_operations(
         message = f"Reset {committed} partition(s) of {app_id} to {step.status.to}"
         events.append(Event("Normal", "ResetOffsets", message))
     elif step.action == "deleteInternalTopics":
-        deleted = kafka.delete_topics(kafka.internal_topics(app_id))
+        # Kafka's rule (the name) and ours (the topology's, or created by this operator for this app): a prefix
+        # alone would also match another application whose id starts with this one's
+        deleted = kafka.delete_topics([t for t in kafka.internal_topics(app_id) if t in operations.owned_topics])
         events.append(Event("Normal", "ResetTopicsDeleted", f"Deleted internal topics: {', '.join(deleted) or 'none'}"))
     elif step.action == "deleteLocalState":
         deleting = [(claim, uid) for claim, uid in operations.claims if uid]

@@ -294,7 +294,8 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
         observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
         return _result(app, None, None, problems, None, observation, previous_status, now)
     topology, topology_problems = parse_topology(spec)
-    upgrade = check_upgrade(app.name, app.namespace, app.generation, spec, topology, world.cluster, previous_status)
+    upgrade = check_upgrade(app.name, app.namespace, app.uid, app.generation, spec, topology, world.cluster,
+                            previous_status)  # fmt: skip
     application_id = upgrade.application_id
     problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
     problems += [upgrade.problem] if upgrade.problem is not None else []
