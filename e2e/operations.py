@@ -143,6 +143,11 @@ def wait_settled(namespace: str, name: str, replicas: int, timeout_s: float = 24
     cluster.wait_until(settled, timeout_s, f"{replicas} pods of {name} settled", describe=describe(namespace, name))
 
 
+def ready_replicas_are(namespace: str, name: str, replicas: int) -> bool:
+    """Whether the StreamApp's status counts ``replicas`` ready pods (under load: the lag need not be 0)."""
+    return (cluster.get_json("streamapp", name, namespace).get("status") or {}).get("readyReplicas") == replicas
+
+
 def pods(namespace: str, name: str) -> list[dict[str, Any]]:
     selector = f"app.kubernetes.io/instance={name}"
     return list(json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json"))["items"])

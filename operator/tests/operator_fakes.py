@@ -218,6 +218,7 @@ class TestingKafka:
         self.groups: set[str] = set()
         self.lag_requests: list[tuple[str, list[str]]] = []
         self.resets: list[tuple[str, list[str], Any]] = []
+        self.removed_members: list[str] = []
 
     def _check(self) -> None:
         if self.unavailable is not None:
@@ -250,6 +251,13 @@ class TestingKafka:
         for topic in deleted:
             del self.topics[topic]
         return deleted
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
+        self._check()
+        removed = [m.instance_id for m in self.members if m.instance_id in instance_ids]
+        self.members = [m for m in self.members if m.instance_id not in instance_ids]
+        self.removed_members.extend(i for i in removed if i is not None)
+        return [i for i in removed if i is not None]
 
     def delete_group(self, group_id: str) -> bool:
         self._check()

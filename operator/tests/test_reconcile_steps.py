@@ -79,6 +79,7 @@ def test_status_reports_generation_tasks_selector_lag_and_ready_count(
         "Degraded": "False",
         "TopologyValid": "True",
         "Restoring": "False",
+        "ScalingLimited": "False",
     }
     group, topics = kafka.lag_requests[-1]
     assert group == "flights-per-carrier"
@@ -231,5 +232,6 @@ def test_intent_is_written_to_status_before_pods_are_replaced(cluster: TestingCl
         "Degraded",
         "TopologyValid",
         "Restoring",
+        "ScalingLimited",
     ]
     assert _conditions(result)["Progressing"]["status"] == "True"

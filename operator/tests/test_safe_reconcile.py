@@ -49,6 +49,7 @@ def test_reconcile_is_the_named_step_table() -> None:
         "apply_disruption_budget",
         "roll_pods",
         "retain_state_volumes",
+        "release_departed_members",
     ]
 
 

@@ -15,6 +15,10 @@ the ``observedGeneration`` it was computed for.
 - ``Restoring``: some pod's tasks are restoring their state stores from the changelogs (read from the
   ``/status`` of the pods that are not ready, see :func:`restore_view`); the message names the pods, tasks
   and records left. ``Unknown`` when a pod that is not ready cannot be asked.
+- ``ScalingLimited`` (as the HorizontalPodAutoscaler's condition of that name): ``True`` with reason
+  ``IdleThreads`` when ``replicas x threads`` exceeds the topology's task count, so that some stream threads get
+  no task and scaling further out adds nothing (Kafka Streams assigns at most one thread per task);
+  ``Unknown`` while the task count is not known.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 TOPOLOGY_VALID = "TopologyValid"
 RESTORING = "Restoring"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID, RESTORING)
+SCALING_LIMITED = "ScalingLimited"
+IDLE_THREADS = "IdleThreads"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID, RESTORING, SCALING_LIMITED)
 
 
 @dataclass(frozen=True)
@@ -346,8 +352,11 @@ def conditions(
     failing: Sequence[str] = (),
     restore: RestoreView | None = None,
     threads: Sequence[str] = (),
+    capacity: Capacity | None = None,
 ) -> list[dict[str, Any]]:
     """The conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
+
+    ``capacity`` (None: the task count is not known) decides ``ScalingLimited``.
 
     ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) and ``threads`` (from
     :func:`failing_threads`) degrade the app without blocking;
@@ -373,7 +382,33 @@ def conditions(
         make(DEGRADED, *_degraded(problems, failing, threads)),
         make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
         make(RESTORING, *_restoring(restore)),
+        make(SCALING_LIMITED, *_scaling_limited(capacity)),
     ]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Stream threads the spec runs (``replicas`` x ``threads``) against the topology's ``tasks``."""
+
+    replicas: int
+    threads: int
+    tasks: int
+
+    @property
+    def idle(self) -> int:
+        """Stream threads that can get no task."""
+        return max(0, self.replicas * self.threads - self.tasks)
+
+
+def _scaling_limited(capacity: Capacity | None) -> tuple[str, str, str]:
+    if capacity is None:
+        return "Unknown", "TasksUnknown", "the topology's task count is not known"
+    threads = capacity.replicas * capacity.threads
+    counts = f"{capacity.replicas} replicas x {capacity.threads} threads = {threads} stream threads"
+    counts += f" for {capacity.tasks} tasks"
+    if capacity.idle:
+        return "True", IDLE_THREADS, f"{counts}: {capacity.idle} stream threads idle; scale in or add partitions"
+    return "False", "WithinTaskCount", counts
 
 
 def announce_rollout(
@@ -487,6 +522,9 @@ def condition_events(previous: Sequence[dict[str, Any]], current: Sequence[dict[
     old, new = before.get(READY, {}), after[READY]
     if new["status"] == "True" and old.get("status") != "True":
         events.append(Event("Normal", "Ready", new["message"]))
+    old, new = before.get(SCALING_LIMITED, {}), after[SCALING_LIMITED]
+    if new["status"] == "True" and (old.get("status") != "True" or old.get("message") != new["message"]):
+        events.append(Event("Warning", new["reason"], new["message"]))
     old, new = before.get(RESTORING, {}), after[RESTORING]
     if new["status"] == "True" and old.get("status") in (None, "False"):  # not Unknown -> True (flapping)
         events.append(Event("Normal", "RestoreStarted", new["message"]))

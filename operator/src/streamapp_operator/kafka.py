@@ -21,6 +21,8 @@ from streamapp.kafka.admin import TopicAdmin
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, is_internal_topic, plan_reset
 from streamapp.kafka.types import KafkaClientError
 
+from streamapp_operator.kafka_wire import LeaveGroupFailed, remove_static_members
+
 
 class KafkaUnavailable(Exception):
     """Kafka did not answer an admin request in time, or refused it; the message says which and why."""
@@ -125,6 +127,11 @@ class KafkaAdmin(Protocol):
     def internal_topics(self, application_id: str) -> list[str]:
         """The cluster's ``<application_id>-*-repartition`` and ``-changelog`` topics (Kafka's
         ``StreamsResetter`` rule: by name)."""
+        ...
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
+        """Remove the static members ``instance_ids`` (``group.instance.id``) from ``group_id`` now, so that their
+        partitions move at once (Kafka's ``RemoveMembersFromConsumerGroup``); returns those that were members."""
         ...
 
 
@@ -249,6 +256,24 @@ class ConfluentKafkaAdmin:
         except KafkaException as exc:
             raise KafkaUnavailable(f"listing topics failed: {_describe(exc)}{self._cause()}") from exc
         return sorted(name for name in metadata.topics if is_internal_topic(application_id, name))
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
+        """Through the group's coordinator (from ``describe_consumer_groups``) with a hand-sent ``LeaveGroup``
+        (``kafka_wire``: confluent-kafka does not expose it). PLAINTEXT only: on a secured connection nothing is
+        removed and the members leave after the broker's session timeout instead (docs/operator.md)."""
+        protocol = self._settings.get("security.protocol", "PLAINTEXT").upper()
+        if not instance_ids or protocol != "PLAINTEXT":
+            return []
+        future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
+        try:
+            coordinator = future.result().coordinator
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"describing consumer group {group_id!r} failed: {_describe(exc)}") from exc
+        try:
+            answers = remove_static_members(coordinator.host, coordinator.port, group_id, instance_ids, self._timeout)
+        except LeaveGroupFailed as exc:
+            raise KafkaUnavailable(str(exc)) from exc
+        return [instance for instance in instance_ids if answers.get(instance) == 0]
 
     def _group_state(self, group_id: str) -> tuple[str, tuple[GroupMember, ...]]:
         future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]

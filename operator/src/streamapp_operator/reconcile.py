@@ -20,7 +20,10 @@ every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.
    when the previous one is back, Ready, restored and the consumer group Stable (``rollout.plan_rollout``);
    ``status.rollout`` is written before (ADR 0008);
 8. ``retain_state_volumes``: the state volumes of scaled-away pods are marked with the time, reused by a
-   scale-up, and deleted after ``spec.state.retainAfterScaleDown`` (``volumes.plan_claims``).
+   scale-up, and deleted after ``spec.state.retainAfterScaleDown`` (``volumes.plan_claims``);
+9. ``release_departed_members``: the static group members of pods a scale-down removed leave the consumer group
+   now (``rollout.departed_members``), so their partitions move without waiting for the session timeout; a pod
+   restarted by a rollout keeps its membership.
 
 An invalid StreamApp leaves its running workload untouched and is reported (``Degraded``), never raised: the
 result is a status and events, which ``main.py`` writes through kopf. Only a failed read of the API server
@@ -40,6 +43,7 @@ from streamapp.topology import TopologyDescription
 from streamapp_operator import desired
 from streamapp_operator.conditions import (
     PROGRESSING,
+    Capacity,
     Event,
     condition_events,
     condition_order,
@@ -55,7 +59,7 @@ from streamapp_operator.observe import Observation, observe
 from streamapp_operator.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
 from streamapp_operator.operations import with_upgrade_condition as _with_upgrade
 from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
-from streamapp_operator.rollout import RolloutPlan, plan_rollout, pod_states, with_partition
+from streamapp_operator.rollout import RolloutPlan, departed_members, plan_rollout, pod_states, with_partition
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
     Intent,
@@ -142,6 +146,7 @@ class StreamAppContext:
     previous_status: dict[str, Any]
     now: str
     operations: Operations | None = None
+    application_id: str = ""
 
     def children(self) -> list[dict[str, Any]]:
         budget = [self.budget.manifest] if self.budget.manifest is not None else []
@@ -271,6 +276,20 @@ def retain_state_volumes(ctx: StreamAppContext) -> StepOutcome:
     return StepOutcome(events=events, status={"retainedVolumes": retained or None})
 
 
+def release_departed_members(ctx: StreamAppContext) -> StepOutcome:
+    """Remove from the consumer group the static members of pods a scale-down removed (once their pods are gone)."""
+    group = ctx.observation.group
+    if group is None:
+        return StepOutcome()
+    instance_ids = [member.instance_id for member in group.members]
+    departed = departed_members(instance_ids, ctx.app.name, ctx.spec.replicas, pod_states(ctx.observation.pods))
+    removed = ctx.kafka.remove_static_members(ctx.application_id, departed) if departed else []
+    if not removed:
+        return StepOutcome()
+    message = f"Removed the static members {', '.join(removed)} of scaled-away pods: their partitions move now"
+    return StepOutcome(events=[Event("Normal", "MembersRemoved", message)])
+
+
 #: The StreamApp's reconcile, in order (``steps.run_steps``).
 STEPS = (
     operate,
@@ -282,6 +301,7 @@ STEPS = (
     apply_disruption_budget,
     roll_pods,
     retain_state_volumes,
+    release_departed_members,
 )
 
 
@@ -363,6 +383,7 @@ def _context(
         stateful_set=desired.stateful_set(app.owner, spec, digest, rolling.hold),
         budget=desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels),
         rollout=rolling,
+        application_id=application_id,
         previous_status=previous_status,
         now=now,
     )
@@ -477,6 +498,7 @@ def _result(
         failing=[*failing_pods(observation.pods), *observation.creation],
         restore=observation.restore,
         threads=observation.threads,
+        capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,
     )
     ready = progress.ready if progress else 0
     group = observation.group

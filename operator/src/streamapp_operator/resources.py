@@ -345,7 +345,7 @@ class StreamAppSpec(_Model):
 class Condition(_Model):
     """A status condition, after the Kubernetes API conventions (``metav1.Condition``)."""
 
-    type: str = Field(description="Ready, Progressing, Degraded, TopologyValid or Restoring.")
+    type: str = Field(description="Ready, Progressing, Degraded, TopologyValid, Restoring or ScalingLimited.")
     status: Literal["True", "False", "Unknown"]
     reason: str = Field(default="", description="CamelCase machine-readable reason.")
     message: str = Field(default="", description="Human-readable detail.")
@@ -413,7 +413,7 @@ class StreamAppStatus(_Model):
     observed_generation: int | None = Field(default=None, description="Last metadata.generation reconciled.")
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Progressing, Degraded, TopologyValid, Restoring; one per type.",
+        description="Ready, Progressing, Degraded, TopologyValid, Restoring, ScalingLimited; one per type.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     replicas: int | None = Field(default=None, description="Pods of the StatefulSet (the /scale status).")

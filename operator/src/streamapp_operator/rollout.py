@@ -18,12 +18,15 @@ mid-rollout reads it back and goes on, and because a pod is handed over only whe
 the revision its ordinal calls for, it can never hand over a second pod while the first is still down.
 Static membership (``group.instance.id`` = pod name) keeps the replaced pod's partitions assigned to it while
 it restarts, for the broker's ``group.consumer.session.timeout.ms`` (45 s by default), so the other pods do not
-rebalance. Everything here is pure; ``reconcile.roll_pods`` does the one side effect.
+rebalance. A pod removed by a scale-down, on the other hand, must leave at once: :func:`departed_members` names
+the static members whose pods a scale-down removed, which ``reconcile.release_departed_members`` removes from
+the group. Everything here is pure; the steps do the side effects.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,3 +188,23 @@ def _status(
         "since": since,
         "waitingFor": waiting,
     }
+
+
+def departed_members(
+    instance_ids: Sequence[str | None], name: str, replicas: int, pods: Sequence[PodState]
+) -> list[str]:
+    """The ``group.instance.id``\\ s (``<pod>-<thread index>``, the runtime's static membership) of pods a scale-down
+    removed for good: their ordinal is at or above ``replicas`` and the pod no longer exists (it has closed its
+    clients). Their partitions must move now, not after the session timeout (``remove_static_members``). A pod
+    below ``replicas`` that is away (a rollout or a crash restarts it) keeps its membership: its partitions wait
+    for it."""
+    pattern = re.compile(rf"{re.escape(name)}-(\d+)-\d+")
+    present = {pod.name for pod in pods}
+    departed = []
+    for instance in instance_ids:
+        match = pattern.fullmatch(instance or "")
+        if match is None or int(match.group(1)) < replicas:
+            continue
+        if f"{name}-{match.group(1)}" not in present:
+            departed.append(str(instance))
+    return sorted(departed)
