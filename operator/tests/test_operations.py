@@ -62,7 +62,7 @@ class Driver:
             self.cluster.add_pod(NAMESPACE, f"{NAME}-{i}", dict(LABELS), READY)
             self.cluster.add(_claim(i))
         client = f"{NAME}-{NAME}-{{}}-StreamThread-1-consumer"
-        self.kafka.members = [GroupMember(client.format(i), f"{NAME}-{i}", "/10.0.0.1") for i in range(pods)]
+        self.kafka.members = [GroupMember(client.format(i), f"{NAME}-{i}-1", "/10.0.0.1") for i in range(pods)]
 
 
 def _claim(ordinal: int) -> dict[str, Any]:
@@ -328,3 +328,20 @@ def test_a_changed_application_id_is_a_new_application_and_not_compared(
     driver.reconcile(_renamed_store(flights_spec(applicationId="carriers-v2")), generation=2)
     assert _running(cluster) == (["carrier-counts"], "carriers-v2")
     assert driver.condition("UpgradeCompatible") is None
+
+
+def test_a_reset_removes_the_static_members_of_its_stopped_pods_instead_of_waiting_out_their_session(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    driver = Driver(cluster, kafka)
+    driver.reconcile(flights_spec())
+    driver.running(2)
+    spec = flights_spec(reset={"nonce": "r1"})
+    driver.reconcile(spec)
+    members = list(kafka.members)
+    driver.running(0)
+    kafka.members = members  # the pods are gone, their static members stay until session.timeout.ms
+    driver.reconcile(spec)
+    assert sorted(kafka.removed_members) == [f"{NAME}-0-1", f"{NAME}-1-1"]
+    driver.reconcile(spec)
+    assert len(kafka.resets) == 1
