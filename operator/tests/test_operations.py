@@ -212,6 +212,7 @@ def test_upgrade_policy_reset_resets_the_application_then_runs_the_new_topology(
     spec = _renamed_store(flights_spec(upgradePolicy="reset"))
     driver.reconcile(spec, generation=2)
     assert driver.status["reset"]["nonce"] == "upgrade-2" and driver.replicas() == 0
+    assert _running(cluster)[0] == ["departures-per-carrier-store"]  # the old pods never see the new topology
     driver.running(0)
     for _ in range(5):
         driver.reconcile(spec, generation=2)

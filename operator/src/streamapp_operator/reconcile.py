@@ -6,6 +6,9 @@ triggered it. It reads the world (``observe``), decides what is wrong (``validat
 StreamApp, children someone else owns, the topology against Kafka, strangers in the consumer group), builds
 every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.run_steps``):
 
+0. ``operate``: the declarative reset's action, its step written to status first, and the autoscaler's
+   decision (``operations``; they set the replicas the StatefulSet is built with, never ``spec``); while a
+   reset stops the app, its internal topics and ConfigMap are not applied;
 1. ``dry_run_children``: the API server validates and admits every child without storing any, so a child
    it refuses never leaves a half-applied app (a new ConfigMap beside an old StatefulSet);
 2. ``create_internal_topics``: repartition and changelog topics with the partition counts the topology
@@ -185,6 +188,9 @@ def create_internal_topics(ctx: StreamAppContext) -> StepOutcome:
 
 
 def apply_config_map(ctx: StreamAppContext) -> StepOutcome:
+    """Apply the ConfigMap; not while a reset stops the app (an upgrade's new topology waits for its reset)."""
+    if ctx.operations is not None and ctx.operations.resetting:
+        return StepOutcome()
     return apply_child(ctx.world.cluster, ctx.config_map, ctx.observation.config_map)
 
 
