@@ -5,7 +5,7 @@ On the real stack: a backlog waits on a 3-partition topic (3 tasks) before a cou
 per pod starts with ``autoscaling: {minReplicas: 1, maxReplicas: 8, target: {lagPerTask: 100}}``. The lag asks
 for far more threads than tasks, so the operator scales the StatefulSet to 3 pods (a fourth would idle), never
 more. Once the backlog is processed the lag is 0 and, after the 20 s stabilization window, the app goes back to
-1 pod. The replica counts seen go up once and down once (no flapping), each change with an event, and
+1 pod. The replica counts seen go up, then only down (no flapping), each change with an event, and
 ``spec.replicas`` stays what Git says.
 """
 
@@ -52,9 +52,11 @@ def test_lag_scales_out_to_the_task_count_and_back_in_after_the_window(namespace
                                                    "--ignore-not-found") != "", 60, "the StatefulSet")  # fmt: skip
         describe = operations.describe(namespace, name)
         cluster.wait_until(lambda: replicas() == 3, 60, "a scale-out to 3 pods", 1, describe)
-        cluster.wait_until(lambda: replicas() == 1 and seen[-2:] == [3, 1], 150, "a scale-in to 1 pod", 1, describe)
+        cluster.wait_until(lambda: replicas() == 1, 150, "a scale-in to 1 pod", 1, describe)
         assert max(seen) == 3, seen  # never past the task count
-        assert seen in ([1, 3, 1], [3, 1]), seen  # up once, down once
+        peak = seen.index(3)
+        assert seen[: peak + 1] == sorted(seen[: peak + 1]), seen  # up, then only down: no flapping
+        assert seen[peak:] == sorted(seen[peak:], reverse=True), seen
         assert operations.latest_counts(f"{name}-out", load.sent) == dict(load.sent)
         reasons = [e["reason"] for e in cluster.events(name, namespace)]
         assert "ScaledUp" in reasons and "ScaledDown" in reasons, reasons
