@@ -249,6 +249,8 @@ def test_autoscaling_scales_out_on_lag_but_never_past_the_task_count_and_leaves_
     kafka.lag = 0
     driver.reconcile(spec)
     assert driver.replicas() == 1 and driver.status["autoscaling"]["lastScaleDownAt"] is not None
+    driver.reconcile(flights_spec())  # autoscaling off: spec.replicas again, its status gone
+    assert driver.replicas() == 2 and "autoscaling" not in driver.status
 
 
 def test_autoscaling_is_paused_while_a_reset_runs(cluster: TestingCluster, kafka: TestingKafka) -> None:

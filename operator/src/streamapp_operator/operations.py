@@ -223,6 +223,8 @@ def plan_operations(
         replicas = step.replicas if step is not None and step.replicas is not None else 0
         return replace(operations, replicas=replicas)
     if spec.autoscaling is None:
+        if previous_status.get("autoscaling") is not None:
+            status["autoscaling"] = None  # turned off: spec.replicas applies again
         return replace(operations, replicas=spec.replicas)
     decision, autoscaling = _autoscale(spec, tasks, observation, instances, previous_status, current, now)
     status["autoscaling"] = autoscaling
