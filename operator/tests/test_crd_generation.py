@@ -125,6 +125,7 @@ def test_printer_columns_show_ready_lag_and_age(crd: dict[str, Any]) -> None:
         "Threads": ".spec.threads",
         "Tasks": ".status.tasks",
         "Lag": ".status.lag",
+        "Restore": ".status.restoreProgress",
         "Age": ".metadata.creationTimestamp",
     }
 

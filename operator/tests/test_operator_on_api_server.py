@@ -264,7 +264,7 @@ def test_operator_reconciles_a_streamapp_on_the_api_server(
 
     table = kube.run("get", "streamapps", "-n", kube.namespace)
     header, row = table.splitlines()[:2]
-    assert header.split() == ["NAME", "READY", "THREADS", "TASKS", "LAG", "AGE"]
+    assert header.split() == ["NAME", "READY", "THREADS", "TASKS", "LAG", "RESTORE", "AGE"]
     assert row.split()[:5] == ["flights", "0/0", "2", "6", "0"]
 
     kube.run("scale", "streamapp", "flights", "-n", kube.namespace, "--replicas=1")
@@ -619,6 +619,7 @@ def test_restoring_condition_reports_a_pod_restoring_its_store_from_the_changelo
         condition = _condition(app, "Restoring")
         if condition.get("status") == "True" and app:
             seen.update(condition=condition, remaining=app["status"].get("restoreRemaining"))
+            seen.setdefault("progress", []).append(app["status"].get("restore"))
             return condition
         time.sleep(1.0)
         return None
@@ -636,6 +637,9 @@ def test_restoring_condition_reports_a_pod_restoring_its_store_from_the_changelo
     assert seen["condition"]["reason"] == "RestoringState"
     assert seen["condition"]["message"].startswith("pod restored-0 restores tasks 1_0 ("), seen["condition"]
     assert 0 < seen["remaining"] <= RESTORE_RECORDS
+    progress = [p for p in seen["progress"] if p]
+    assert progress and progress[-1][0]["stores"] == ["departures-per-carrier-store"], seen["progress"]
+    assert progress[-1][0]["restored"] + progress[-1][0]["remaining"] <= RESTORE_RECORDS + 1
     done = wait_for(
         lambda: (a := kube.get("streamapp", "restored")) and _condition(a, "Ready").get("status") == "True" and a,
         "the pod to finish restoring and be ready",

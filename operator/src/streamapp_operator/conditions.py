@@ -178,6 +178,8 @@ class RestoringTask:
     task_id: str
     remaining: int
     """Changelog records left to restore (0 when not known yet)."""
+    restored: int = 0
+    """Changelog records restored so far."""
 
 
 @dataclass(frozen=True)
@@ -323,9 +325,10 @@ def restore_view(documents: Mapping[str, dict[str, Any] | str]) -> RestoreView:
             continue
         for task in _tasks(document):
             if task.get("state") != "running":
-                remaining = task.get("restore_remaining")
+                remaining, restored = task.get("restore_remaining"), task.get("restored_records")
                 count = remaining if type(remaining) is int and remaining > 0 else 0
-                tasks.append(RestoringTask(pod, str(task.get("task_id")), count))
+                done = restored if type(restored) is int and restored > 0 else 0
+                tasks.append(RestoringTask(pod, str(task.get("task_id")), count, done))
     return RestoreView(tuple(tasks), unreadable)
 
 

@@ -52,6 +52,12 @@ PRINTER_COLUMNS = [
     {"name": "Threads", "type": "integer", "jsonPath": ".spec.threads", "description": "Stream threads per pod"},
     {"name": "Tasks", "type": "integer", "jsonPath": ".status.tasks", "description": "Kafka Streams tasks"},
     {"name": "Lag", "type": "integer", "jsonPath": ".status.lag", "description": "Total consumer lag (records)"},
+    {
+        "name": "Restore",
+        "type": "string",
+        "jsonPath": ".status.restoreProgress",
+        "description": "Restoring tasks, records left, rate, estimated time left",
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

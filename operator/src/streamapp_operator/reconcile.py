@@ -62,6 +62,8 @@ from streamapp_operator.observe import Observation, observe
 from streamapp_operator.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
 from streamapp_operator.operations import with_upgrade_condition as _with_upgrade
 from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
+from streamapp_operator.restore_progress import restore_progress
+from streamapp_operator.restore_progress import summary as restore_summary
 from streamapp_operator.rollout import RolloutPlan, departed_members, plan_rollout, pod_states, with_partition
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
@@ -341,6 +343,9 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
         problems += [run.problem] if run.problem is not None else []
     stateful_set = run.stored("StatefulSet") or observation.stateful_set
     result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
+    stores_of = {sub.id: sub.stores for sub in topology.subtopologies()} if topology is not None else {}
+    progress = restore_progress(observation.restore, stores_of, previous_status.get("restore"), now)
+    result.status.update({"restore": progress, "restoreProgress": restore_summary(progress)})
     result.status.update(run.status)
     result.status.update({"upgrade": upgrade.status} if upgrade.status is not None else {})
     conditions_before = previous_status.get("conditions") or []

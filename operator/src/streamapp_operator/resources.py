@@ -407,6 +407,19 @@ class UpgradeStatus(_Model):
     )
 
 
+class StoreRestore(_Model):
+    """Restore progress of one restoring task: the stores of its sub-topology, from its changelog partitions."""
+
+    pod: str = Field(description="The pod restoring.")
+    task: str = Field(description="The task id, <sub-topology>_<partition>.")
+    stores: list[str] = Field(default_factory=list, description="The stores the task restores.")
+    restored: int = Field(description="Changelog records restored so far.")
+    remaining: int = Field(description="Changelog records (offsets) left to restore.")
+    rate_per_second: float | None = Field(default=None, description="Records restored per second since the last look.")
+    seconds_left: int | None = Field(default=None, description="Estimated seconds left (remaining / rate).")
+    observed_at: str = Field(description="When this was read (RFC 3339).")
+
+
 class StreamAppStatus(_Model):
     """Observed state of a StreamApp, written only by the operator."""
 
@@ -437,6 +450,12 @@ class StreamAppStatus(_Model):
     )
     paused: bool | None = Field(
         default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
+    )
+    restore: list[StoreRestore] | None = Field(
+        default=None, description="Restore progress per restoring task and its stores (absent when nothing restores)."
+    )
+    restore_progress: str | None = Field(
+        default=None, description='The RESTORE column: e.g. "2 tasks, 120400 left, 4100/s, ~29s".'
     )
     retained_volumes: list[RetainedVolume] | None = Field(
         default=None,
