@@ -348,3 +348,22 @@ def test_a_reset_removes_the_static_members_of_its_stopped_pods_instead_of_waiti
     assert sorted(kafka.removed_members) == [f"{NAME}-0-1", f"{NAME}-1-1"]
     driver.reconcile(spec)
     assert len(kafka.resets) == 1
+
+
+def test_a_rate_target_scales_on_the_processing_rate_read_from_the_pods(
+    cluster: TestingCluster, kafka: TestingKafka, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instances = TestingInstances()
+    driver = Driver(cluster, kafka, instances)
+    spec = _autoscaled(target={"recordsPerSecondPerThread": 100})
+    for i in range(2):
+        status = {**READY, "podIP": f"10.0.0.{i + 1}"}
+        cluster.add_pod(NAMESPACE, f"{NAME}-{i}", dict(LABELS), status)
+    clock = iter([1000.0, 1010.0])
+    monkeypatch.setattr("streamapp_operator.reconcile.epoch", lambda: next(clock))
+    for processed in (0, 3000):  # per pod: 2 pods x 3000 records in 10 s = 600 records/s
+        worker = {"metrics": {"records_processed_total": processed}}
+        instances.documents.update({"10.0.0.1": {"workers": [worker]}, "10.0.0.2": {"workers": [worker]}})
+        driver.reconcile(spec)
+    assert driver.status["autoscaling"]["recordsPerSecond"] == pytest.approx(600.0)
+    assert driver.replicas() == 3  # 600 / 100 = 6 threads, 2 per pod
