@@ -20,6 +20,7 @@ the first of ``reconcile.STEPS``:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -309,20 +310,29 @@ def _autoscale(
     history = _history(before)
     target = spec.autoscaling.target
     sample: dict[str, Any] = {}
-    rate = 0.0
-    if target.lag_per_task is None and instances is not None:
-        processed = processed_total(observation.pods, instances)
+    rate: float | None = 0.0
+    if target.lag_per_task is None:
+        processed = processed_total(observation.pods, instances) if instances is not None else None
         rate = processing_rate(before.get("processedTotal"), before.get("sampledAt"), processed, now)
-        sample = {"processedTotal": processed, "sampledAt": now, "recordsPerSecond": round(rate, 3)}
+        sample = {"processedTotal": processed, "sampledAt": now,
+                  "recordsPerSecond": round(rate, 3) if rate is not None else None}  # fmt: skip
     group = observation.group
     observed = Observed(
         replicas=current,
         threads_per_pod=spec.threads,
         tasks=tasks,
         total_lag=group.lag if group is not None else 0,
-        records_per_second=rate,
+        records_per_second=rate or 0.0,
     )
-    decision = decide(spec.autoscaling, observed, history, now)
+    if rate is None:  # a rate target without two samples: hold (within the bounds), as an HPA without metrics
+        ceiling = spec.autoscaling.max_replicas
+        if tasks > 0:
+            ceiling = min(ceiling, math.ceil(tasks / max(1, spec.threads)))
+        held = max(min(current, ceiling), min(spec.autoscaling.min_replicas, ceiling))
+        reason = f"no processing rate yet (two samples of the pods' processed-records counters): {held} pod(s)"
+        decision = Decision(held, reason, held, history)
+    else:
+        decision = decide(spec.autoscaling, observed, history, now)
     status = {
         "replicas": decision.replicas,
         "reason": decision.reason,
@@ -359,13 +369,13 @@ def processed_total(pods: Sequence[Mapping[str, Any]], instances: InstanceReader
     return total if answered else None
 
 
-def processing_rate(before: Any, before_at: Any, total: int | None, now: float) -> float:
-    """Records per second between two samples of the processed-records counter; 0 when unknown (first
-    sample, no pod answered, or the counter went down: a pod restarted)."""
+def processing_rate(before: Any, before_at: Any, total: int | None, now: float) -> float | None:
+    """Records per second between two samples of the processed-records counter; None when unknown (first
+    sample, no pod answered, or the counter went down: a pod restarted or was scaled away)."""
     if total is None or not isinstance(before, int) or not isinstance(before_at, int | float) or now <= before_at:
-        return 0.0
+        return None
     if total < before:
-        return 0.0
+        return None
     return (total - before) / (now - before_at)
 
 
