@@ -13,7 +13,12 @@ import pytest
 import yaml
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import GroupMember, KafkaUnavailable
-from streamapp_operator.operations import processed_total, processing_rate, running_application_id
+from streamapp_operator.operations import (
+    processed_total,
+    processing_rate,
+    running_application_id,
+    with_upgrade_condition,
+)
 from streamapp_operator.reconcile import App, Result, World, reconcile
 
 NAME, NAMESPACE = "flights-per-carrier", "apps"
@@ -369,3 +374,12 @@ def test_a_rate_target_scales_on_the_processing_rate_read_from_the_pods(
             assert driver.replicas() == 2  # one sample is no rate: held, not scaled to minReplicas
     assert driver.status["autoscaling"]["recordsPerSecond"] == pytest.approx(600.0)
     assert driver.replicas() == 3  # 600 / 100 = 6 threads, 2 per pod
+
+
+def test_upgrade_compatible_keeps_its_transition_time_while_its_status_stays() -> None:
+    first = with_upgrade_condition([], [], ("False", "IncompatibleTopologyChange", "a"), 2, "2026-01-01T00:00:00Z")
+    again = with_upgrade_condition([], first, ("False", "IncompatibleTopologyChange", "b"), 2, "2026-01-01T00:05:00Z")
+    assert again[0]["lastTransitionTime"] == "2026-01-01T00:00:00Z" and again[0]["message"] == "b"
+    fixed = with_upgrade_condition([], again, ("True", "Compatible", "c"), 3, "2026-01-01T00:09:00Z")
+    assert fixed[0]["lastTransitionTime"] == "2026-01-01T00:09:00Z"
+    assert with_upgrade_condition([], fixed, None, 3, "2026-01-01T00:10:00Z") == fixed  # nothing compared: kept
