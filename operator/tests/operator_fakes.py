@@ -217,6 +217,7 @@ class TestingKafka:
         self.members: list[GroupMember] = []
         self.groups: set[str] = set()
         self.lag_requests: list[tuple[str, list[str]]] = []
+        self.resets: list[tuple[str, list[str], Any]] = []
         self.removed_members: list[str] = []
 
     def _check(self) -> None:
@@ -264,3 +265,16 @@ class TestingKafka:
             return False
         self.groups.discard(group_id)
         return True
+
+    def reset_offsets(self, group_id: str, input_topics: Sequence[str], target: Any) -> int:
+        """Records the reset (group, topics, target); refuses as Kafka would while the group has members."""
+        self._check()
+        if self.members:
+            raise KafkaUnavailable(f"resetting the offsets of {group_id!r} failed: the group has members")
+        self.resets.append((group_id, list(input_topics), target))
+        return sum(self.topics.get(t, 0) for t in input_topics)
+
+    def internal_topics(self, application_id: str) -> list[str]:
+        self._check()
+        suffixes = ("-repartition", "-changelog")
+        return sorted(t for t in self.topics if t.startswith(f"{application_id}-") and t.endswith(suffixes))

@@ -40,6 +40,7 @@ def _degraded(result: Result) -> dict[str, Any]:
 
 def test_reconcile_is_the_named_step_table() -> None:
     assert [step.__name__ for step in STEPS] == [
+        "operate",
         "dry_run_children",
         "create_internal_topics",
         "apply_config_map",

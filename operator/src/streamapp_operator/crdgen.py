@@ -88,9 +88,15 @@ def _convert(node: dict[str, Any], definitions: dict[str, Any], *, keep_defaults
             out[key] = [_convert(choice, definitions, keep_defaults=keep_defaults) for choice in value]
         elif key == "description":
             out[key] = " ".join(value.replace("``", "").split())
+        elif key in _EXCLUSIVE and not isinstance(value, bool):  # JSON Schema's number; OpenAPI v3's boolean
+            out[_EXCLUSIVE[key]], out[key] = value, True
         else:
             out[key] = value
     return _ordered(out)
+
+
+#: ``exclusiveMinimum: 0`` (pydantic's ``gt``) as ``apiextensions.k8s.io/v1`` takes it: ``minimum`` and a flag.
+_EXCLUSIVE = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}
 
 
 def _ordered(schema: dict[str, Any]) -> dict[str, Any]:

@@ -12,11 +12,14 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from streamapp.kafka.admin import TopicAdmin
+from streamapp.kafka.reset_plan import ResetError, ResetTarget, is_internal_topic, plan_reset
+from streamapp.kafka.types import KafkaClientError
 
 from streamapp_operator.kafka_wire import LeaveGroupFailed, remove_static_members
 
@@ -112,6 +115,18 @@ class KafkaAdmin(Protocol):
 
     def delete_group(self, group_id: str) -> bool:
         """Delete consumer group ``group_id`` and its committed offsets; False when there was none."""
+        ...
+
+    def reset_offsets(self, group_id: str, input_topics: Sequence[str], target: ResetTarget) -> int:
+        """Commit ``target``'s offsets of every partition of ``input_topics`` for group ``group_id``, which
+        must have no member (the runtime's ``plan_reset`` + ``TopicAdmin.execute_reset``, internal topics
+        left alone); returns the partitions committed. Raises KafkaUnavailable, also when the reset is
+        refused (a member joined, an input topic is missing)."""
+        ...
+
+    def internal_topics(self, application_id: str) -> list[str]:
+        """The cluster's ``<application_id>-*-repartition`` and ``-changelog`` topics (Kafka's
+        ``StreamsResetter`` rule: by name)."""
         ...
 
     def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
@@ -226,6 +241,21 @@ class ConfluentKafkaAdmin:
                 return False
             raise KafkaUnavailable(f"deleting consumer group {group_id!r} failed: {_describe(exc)}") from exc
         return True
+
+    def reset_offsets(self, group_id: str, input_topics: Sequence[str], target: ResetTarget) -> int:
+        admin = TopicAdmin(self._settings, timeout_s=self._timeout)
+        try:
+            plan = plan_reset(group_id, input_topics, target, topics=admin.all_partition_counts())
+            return len(admin.execute_reset(replace(plan, internal_topics=())))
+        except (ResetError, KafkaClientError) as exc:
+            raise KafkaUnavailable(f"resetting the offsets of {group_id!r} failed: {exc}") from exc
+
+    def internal_topics(self, application_id: str) -> list[str]:
+        try:
+            metadata = self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"listing topics failed: {_describe(exc)}{self._cause()}") from exc
+        return sorted(name for name in metadata.topics if is_internal_topic(application_id, name))
 
     def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
         """Through the group's coordinator (from ``describe_consumer_groups``) with a hand-sent ``LeaveGroup``

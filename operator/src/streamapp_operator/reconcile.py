@@ -6,6 +6,9 @@ triggered it. It reads the world (``observe``), decides what is wrong (``validat
 StreamApp, children someone else owns, the topology against Kafka, strangers in the consumer group), builds
 every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.run_steps``):
 
+0. ``operate``: the declarative reset's action, its step written to status first, and the autoscaler's
+   decision (``operations``; they set the replicas the StatefulSet is built with, never ``spec``); while a
+   reset stops the app, its internal topics and ConfigMap are not applied;
 1. ``dry_run_children``: the API server validates and admits every child without storing any, so a child
    it refuses never leaves a half-applied app (a new ConfigMap beside an old StatefulSet);
 2. ``create_internal_topics``: repartition and changelog topics with the partition counts the topology
@@ -35,7 +38,7 @@ propagates (``k8s.KubernetesUnavailable``) so that kopf retries. The annotation 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamapp.topology import TopologyDescription
@@ -56,6 +59,8 @@ from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
 from streamapp_operator.observe import Observation, observe
+from streamapp_operator.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
+from streamapp_operator.operations import with_upgrade_condition as _with_upgrade
 from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
 from streamapp_operator.restore_progress import restore_progress
 from streamapp_operator.restore_progress import summary as restore_summary
@@ -145,6 +150,7 @@ class StreamAppContext:
     rollout: RolloutPlan
     previous_status: dict[str, Any]
     now: str
+    operations: Operations | None = None
     application_id: str = ""
 
     def children(self) -> list[dict[str, Any]]:
@@ -157,9 +163,19 @@ def dry_run_children(ctx: StreamAppContext) -> StepOutcome:
     return dry_run(ctx.world.cluster, ctx.children())
 
 
+def operate(ctx: StreamAppContext) -> StepOutcome:
+    """The reset's action, its step written to status first, and the autoscaler's status (``operations``)."""
+    if ctx.operations is None:
+        return StepOutcome()
+    events, status = run_operations(ctx.operations, ctx.world.cluster, ctx.kafka, ctx.app.namespace, ctx.app.name)
+    return StepOutcome(events=events, status=status)
+
+
 def create_internal_topics(ctx: StreamAppContext) -> StepOutcome:
     """Create the missing repartition and changelog topics (``replication.factor`` from spec.config) and
-    add the names created to ``status.createdTopics``."""
+    add the names created to ``status.createdTopics`` (not while a reset stops the app: it deletes them)."""
+    if ctx.operations is not None and ctx.operations.resetting:
+        return StepOutcome()
     topics = [TopicSpec(t.name, t.partitions, t.config) for t in ctx.plan.internal_topics]
     created = ctx.kafka.create_topics(topics, int(ctx.spec.config.get("replication.factor", "-1")))
     known = sorted(ctx.previous_status.get("createdTopics") or [])
@@ -174,6 +190,9 @@ def create_internal_topics(ctx: StreamAppContext) -> StepOutcome:
 
 
 def apply_config_map(ctx: StreamAppContext) -> StepOutcome:
+    """Apply the ConfigMap; not while a reset stops the app (an upgrade's new topology waits for its reset)."""
+    if ctx.operations is not None and ctx.operations.resetting:
+        return StepOutcome()
     return apply_child(ctx.world.cluster, ctx.config_map, ctx.observation.config_map)
 
 
@@ -281,6 +300,7 @@ def release_departed_members(ctx: StreamAppContext) -> StepOutcome:
 
 #: The StreamApp's reconcile, in order (``steps.run_steps``).
 STEPS = (
+    operate,
     dry_run_children,
     create_internal_topics,
     apply_config_map,
@@ -301,9 +321,12 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     if spec is None:
         observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
         return _result(app, None, None, problems, None, observation, previous_status, now)
-    application_id = spec.effective_application_id(app.name)
-    problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
     topology, topology_problems = parse_topology(spec)
+    upgrade = check_upgrade(app.name, app.namespace, app.uid, app.generation, spec, topology, world.cluster,
+                            previous_status)  # fmt: skip
+    application_id = upgrade.application_id
+    problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
+    problems += [upgrade.problem] if upgrade.problem is not None else []
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
     kafka = world.kafka_for(connection)
     observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances)
@@ -312,8 +335,11 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     problems += plan_problems
     run = StepsRun()
     if topology is not None and plan is not None and not problems:
+        operations = plan_operations(app.name, app.namespace, spec, upgrade, topology, plan.tasks, observation,
+                                     world.cluster, world.instances, previous_status, epoch())  # fmt: skip
+        spec = spec.model_copy(update={"replicas": operations.replicas})
         context = _context(app, spec, world, kafka, observation, topology, plan, application_id, previous_status, now)
-        run = run_steps(STEPS, context)
+        run = run_steps(STEPS, replace(context, operations=operations))
         problems += [run.problem] if run.problem is not None else []
     stateful_set = run.stored("StatefulSet") or observation.stateful_set
     result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
@@ -321,7 +347,11 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     progress = restore_progress(observation.restore, stores_of, previous_status.get("restore"), now)
     result.status.update({"restore": progress, "restoreProgress": restore_summary(progress)})
     result.status.update(run.status)
-    result.events[:0] = run.events
+    result.status.update({"upgrade": upgrade.status} if upgrade.status is not None else {})
+    conditions_before = previous_status.get("conditions") or []
+    result.status["conditions"] = _with_upgrade(result.status["conditions"], conditions_before, upgrade.condition,
+                                                app.generation, now)  # fmt: skip
+    result.events[:0] = run.events + upgrade.events
     return result
 
 

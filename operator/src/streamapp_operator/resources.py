@@ -21,6 +21,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic.alias_generators import to_camel
 from streamapp.config import StreamsConfig
 
+from streamapp_operator.autoscale import AutoscalingSpec
+from streamapp_operator.reset import ResetSpec, ResetStatus
+from streamapp_operator.upgrade import UpgradePolicy
+
 GROUP = "streamapp.io"
 VERSION = "v1alpha1"
 KIND = "StreamApp"
@@ -313,6 +317,21 @@ class StreamAppSpec(_Model):
         ),
     )
 
+    upgrade_policy: UpgradePolicy = Field(
+        default=UpgradePolicy.REFUSE,
+        description=(
+            "A topology change that breaks state: refuse keeps the running topology (condition UpgradeCompatible); "
+            "newApplicationId runs it as <applicationId>-g<generation>; reset resets the application first."
+        ),
+    )
+    reset: ResetSpec | None = Field(
+        default=None, description="A declarative application reset: a new nonce runs one (docs/operator-operations.md)."
+    )
+    autoscaling: AutoscalingSpec | None = Field(
+        default=None,
+        description="Replicas from consumer lag or processing rate; spec.replicas is then only the first size.",
+    )
+
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> StreamAppSpec:
         """Parse the ``spec`` of a StreamApp body; raises ``pydantic.ValidationError`` when invalid."""
@@ -357,6 +376,35 @@ class RetainedVolume(_Model):
 
     name: str = Field(description="The PersistentVolumeClaim.")
     since: str = Field(description="When its pod was scaled away (RFC 3339).")
+
+
+class AutoscalingStatus(_Model):
+    """``status.autoscaling``: the replicas the autoscaler set on the StatefulSet, why, and what it keeps
+    between reconciles (``autoscale.ScalingHistory``, the processed-records sample for the rate)."""
+
+    replicas: int | None = Field(default=None, description="Pods the autoscaler asks for.")
+    reason: str | None = Field(default=None, description="Why, with the metric and its target.")
+    recommendation: int | None = Field(default=None, description="This reconcile's recommendation (pods).")
+    recommendations: list[dict[str, float]] | None = Field(
+        default=None, description="Recommendations of the scale-down stabilization window ({at, replicas})."
+    )
+    last_scale_up_at: float | None = Field(default=None, description="Last scale-up (seconds since the epoch).")
+    last_scale_down_at: float | None = Field(default=None, description="Last scale-down (seconds since the epoch).")
+    records_per_second: float | None = Field(default=None, description="The pods' summed processing rate.")
+    processed_total: int | None = Field(default=None, description="Records processed by the pods at sampledAt.")
+    sampled_at: float | None = Field(default=None, description="When processedTotal was read (epoch seconds).")
+
+
+class UpgradeStatus(_Model):
+    """``status.upgrade``: what the operator did about the last topology change that broke state."""
+
+    generation: int = Field(description="The metadata.generation of the change.")
+    action: str = Field(description="refuse, newApplicationId or reset.")
+    application_id: str = Field(description="The application.id the app runs with afterwards.")
+    message: str = Field(default="", description="The changes found.")
+    spec_reset_nonce: str | None = Field(
+        default=None, description="spec.reset's nonce when the upgrade's reset began (that reset covers it)."
+    )
 
 
 class StoreRestore(_Model):
@@ -413,6 +461,9 @@ class StreamAppStatus(_Model):
         default=None,
         description="State volumes of scaled-away pods kept for spec.state.retainAfterScaleDown (then deleted).",
     )
+    reset: ResetStatus | None = Field(default=None, description="The declarative reset: its nonce, target and step.")
+    autoscaling: AutoscalingStatus | None = Field(default=None, description="The autoscaler's last decision.")
+    upgrade: UpgradeStatus | None = Field(default=None, description="The last topology change that broke state.")
     rollout: RolloutStatus | None = Field(
         default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0008)."
     )
