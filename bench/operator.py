@@ -1,5 +1,5 @@
 """Operator benchmark (issue 11): apply -> Ready, scale-out to a stable group, and the processing pause during a
-rolling update of 3 pods, operator-driven (one pod at a time, ADR 0008) against the plain StatefulSet rollout, in
+rolling update of 3 pods, operator-driven (one pod at a time, ADR 0009) against the plain StatefulSet rollout, in
 one run on the local stack.
 
 Run: ``hack/bin/uv run --frozen python -m bench.operator`` (stack up, operator installed). Per mode, a counting

@@ -134,7 +134,7 @@ def streams_config(spec: StreamAppSpec, application_id: str) -> dict[str, Any]:
 def security_config(kafka: KafkaSpec) -> dict[str, str]:
     """The non-secret connection settings of every Kafka client of the runtime (top-level
     ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``: ``streamapp.config`` hands them to all
-    its clients); the credentials themselves reach the pods from the Secret (``_credentials``), never here."""
+    its clients); the credentials themselves reach the pods from the Secret (``credentials_env``), never here."""
     if kafka.authentication is None and kafka.tls is None:
         return {}
     settings = {"security.protocol": kafka.security_protocol()}
@@ -195,7 +195,7 @@ def stateful_set(owner: Owner, spec: StreamAppSpec, config_digest: str, partitio
     """StatefulSet ``<name>``: ``spec.replicas`` pods of the runtime, each with its own state volume.
 
     A partitioned rolling update: the StatefulSet controller replaces only the pods whose ordinal is at least
-    ``partition``; the operator lowers it one pod at a time (``rollout.plan_rollout``, ADR 0008).
+    ``partition``; the operator lowers it one pod at a time (``rollout.plan_rollout``, ADR 0009).
 
     Pods start in parallel (no ordinal ordering is needed: Kafka's group protocol coordinates them), and
     each pod's name is its static group membership id (``STREAMAPP_INSTANCE_ID``). The StatefulSet carries
@@ -358,7 +358,7 @@ def selector_matches(selector: Mapping[str, Any] | None, pod_labels: Mapping[str
     return True
 
 
-def _credentials(spec: StreamAppSpec) -> list[dict[str, Any]]:
+def credentials_env(spec: StreamAppSpec) -> list[dict[str, Any]]:
     """The environment variables that hand the SASL credentials from their Secret to the runtime
     (``streamapp.config.SECURITY_ENV``: ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` -> ``sasl.username``/
     ``sasl.password`` of every client): the kubelet reads the Secret, so the values never appear in a
@@ -412,7 +412,7 @@ def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
         "env": [
             {"name": "STREAMAPP_INSTANCE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "STREAMAPP_HTTP_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            *_credentials(spec),
+            *credentials_env(spec),
         ],
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": {

@@ -21,7 +21,7 @@ every desired child, and only when nothing is wrong runs :data:`STEPS` (``steps.
 6. ``apply_disruption_budget``: the PodDisruptionBudget, applied, or deleted when there must be none;
 7. ``roll_pods``: a rollout hands the next pod to the StatefulSet controller (its partition lowered by one)
    when the previous one is back, Ready, restored and the consumer group Stable (``rollout.plan_rollout``);
-   ``status.rollout`` is written before (ADR 0008);
+   ``status.rollout`` is written before (ADR 0009);
 8. ``retain_state_volumes``: the state volumes of scaled-away pods are marked with the time, reused by a
    scale-up, and deleted after ``spec.state.retainAfterScaleDown`` (``volumes.plan_claims``);
 9. ``release_departed_members``: the static group members of pods a scale-down removed leave the consumer group

@@ -465,5 +465,5 @@ class StreamAppStatus(_Model):
     autoscaling: AutoscalingStatus | None = Field(default=None, description="The autoscaler's last decision.")
     upgrade: UpgradeStatus | None = Field(default=None, description="The last topology change that broke state.")
     rollout: RolloutStatus | None = Field(
-        default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0008)."
+        default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0009)."
     )

@@ -1,6 +1,6 @@
 """Rollouts that do not storm: the operator hands the StatefulSet's pods to the new template one at a time.
 
-The StatefulSet uses a *partitioned* rolling update (docs/adr/0008-operator-driven-rollouts.md): the StatefulSet
+The StatefulSet uses a *partitioned* rolling update (docs/adr/0009-operator-driven-rollouts.md): the StatefulSet
 controller replaces only the pods whose ordinal is at or above ``spec.updateStrategy.rollingUpdate.partition``.
 A change of the pod template is applied with the partition at ``replicas`` (no pod is replaced), then
 :func:`plan_rollout` lowers the partition by one, highest ordinal first as the StatefulSet controller would, and

@@ -278,7 +278,7 @@ def job_manifests(
             {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
             {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
         ]
-    env += desired._credentials(app) if app is not None else []
+    env += desired.credentials_env(app) if app is not None else []
     container = {
         "name": "replay",
         "image": image,
