@@ -38,9 +38,9 @@ def test_a_new_reset_nonce_recounts_the_input_from_scratch(namespace: str) -> No
     try:
         load = operations.Load(f"{name}-in")
         load.produce(RECORDS)
-        # no store cache: every count update is an output record (the re-read is then countable); a stopped
-        # static member leaves the classic group after session.timeout.ms when the operator cannot remove it
-        config = {"statestore.cache.max.bytes": "0", "consumer.session.timeout.ms": "6000"}
+        # no store cache: every count update is an output record (the re-read is then countable); the stopped
+        # pod's static member is removed by the operator (the group protocol's session timeout is the broker's)
+        config = {"statestore.cache.max.bytes": "0"}
         app = operations.counting_app(name, 1, config=config, processingGuarantee="exactly_once_v2")
         cluster.apply(app, namespace)
         operations.wait_settled(namespace, name, 1)
