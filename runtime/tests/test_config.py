@@ -61,6 +61,8 @@ def test_application_state_dir_is_state_dir_slash_application_id() -> None:
         ({**REQUIRED, "application.id": "has space"}, "'application.id'"),
         ({**REQUIRED, "group.protocol": "streams"}, "'group.protocol'"),
         ({**REQUIRED, "consumer": {"a": 1}}, "use 'consumer.<librdkafka key>' keys"),
+        ({**REQUIRED, "consumer.session.timeout.ms": 6000}, "consumer.session.timeout.ms is not supported under"),
+        ({**REQUIRED, "consumer.heartbeat.interval.ms": 1000}, "set group.protocol: classic"),
     ],
 )
 def test_invalid_config_names_the_key(values: dict[str, object], message: str) -> None:
@@ -87,3 +89,8 @@ def test_commit_interval_defaults_to_kafka_streams_value_per_guarantee() -> None
     assert StreamsConfig.from_mapping(eos.to_mapping()) == eos
     explicit = {**REQUIRED, "processing.guarantee": "exactly_once_v2", "commit.interval.ms": 500}
     assert StreamsConfig.from_mapping(explicit).commit_interval_ms == 500
+
+
+def test_classic_group_settings_are_accepted_with_the_classic_protocol() -> None:
+    config = StreamsConfig.from_mapping({**REQUIRED, "group.protocol": "classic", "consumer.session.timeout.ms": 6000})
+    assert config.consumer["session.timeout.ms"] == "6000"

@@ -3,7 +3,9 @@
 A config file is a YAML map of dotted Kafka Streams keys (``application.id``, ``num.stream.threads``, ...).
 Keys starting with ``consumer.`` or ``producer.`` are passed, without the prefix, to librdkafka's consumer
 or producer (``consumer.fetch.max.bytes: 1048576``); those are not validated here, librdkafka rejects an
-unknown one when the client is created. ``schema.registry.*`` keys go, without that prefix, to Confluent's
+unknown one when the client is created; the classic group protocol's ``consumer.session.timeout.ms``,
+``heartbeat.interval.ms``, ``partition.assignment.strategy`` and ``group.protocol.type`` are refused here under
+``group.protocol=consumer`` (KIP-848 leaves them to the broker). ``schema.registry.*`` keys go, without that prefix, to Confluent's
 Schema Registry client (``schema.registry.url`` -> ``url``, ``schema.registry.basic.auth.user.info``, ...;
 docs/serdes.md). Any other unknown key is an error, so a typo never passes silently.
 
@@ -111,6 +113,10 @@ _EOS_COMMIT_INTERVAL_MS = 100
 _ALOS_COMMIT_INTERVAL_MS = 30_000
 
 _CLIENT_PREFIXES = ("consumer.", "producer.", "schema.registry.")
+#: librdkafka consumer keys of the classic group protocol only (refused with ``group.protocol=consumer``).
+_CLASSIC_ONLY_CONSUMER_KEYS = frozenset(
+    {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy", "group.protocol.type"}
+)
 _SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 """librdkafka's security keys: at the top level they go to every Kafka client."""
 SECRET_KEYS: Final = ("sasl.username", "sasl.password", "ssl.key.password")
@@ -210,6 +216,18 @@ class StreamsConfig(BaseModel):
         for key, handler in handlers.items():
             if handler == "dead_letter_queue" and self.errors_dead_letter_queue_topic_name is None:
                 raise ValueError(f"{key}=dead_letter_queue needs errors.dead.letter.queue.topic.name")
+        return self
+
+    @model_validator(mode="after")
+    def _group_protocol_settings(self) -> StreamsConfig:
+        """Under ``group.protocol=consumer`` (KIP-848) the broker owns the session timeout, heartbeat interval and
+        assignor: librdkafka refuses these keys only when a pod creates its consumer; say it here instead."""
+        if self.group_protocol == "consumer":
+            for key in sorted(set(self.consumer) & _CLASSIC_ONLY_CONSUMER_KEYS):
+                raise ValueError(
+                    f"consumer.{key} is not supported under group.protocol=consumer (KIP-848: the broker decides it, "
+                    f"e.g. group.consumer.session.timeout.ms); set group.protocol: classic to use it"
+                )
         return self
 
     @property
