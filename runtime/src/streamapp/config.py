@@ -5,9 +5,10 @@ Keys starting with ``consumer.`` or ``producer.`` are passed, without the prefix
 or producer (``consumer.fetch.max.bytes: 1048576``); those are not validated here, librdkafka rejects an
 unknown one when the client is created; the classic group protocol's ``consumer.session.timeout.ms``,
 ``heartbeat.interval.ms``, ``partition.assignment.strategy`` and ``group.protocol.type`` are refused here under
-``group.protocol=consumer`` (KIP-848 leaves them to the broker). ``schema.registry.*`` keys go, without that prefix, to Confluent's
-Schema Registry client (``schema.registry.url`` -> ``url``, ``schema.registry.basic.auth.user.info``, ...;
-docs/serdes.md). Any other unknown key is an error, so a typo never passes silently.
+``group.protocol=consumer`` (KIP-848 leaves them to the broker). ``schema.registry.*`` keys go, without that
+prefix, to Confluent's Schema Registry client (``schema.registry.url`` -> ``url``,
+``schema.registry.basic.auth.user.info``, ...; docs/serdes.md). Any other unknown key is an error, so a typo
+never passes silently.
 
 Security (SASL and TLS): librdkafka's ``security.protocol``, ``sasl.*`` and ``ssl.*`` keys at the top level apply
 to every Kafka client of the application (group, restore and global consumers, producer, admin), as Kafka Streams
