@@ -2,9 +2,16 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 # Pinned tool versions (plain NAME=value lines); uv is installed by the project itself (hack/env.sh) and every
-# recipe and script reaches it through hack/bin/ (first on PATH below), never through a uv someone installed by hand.
+# recipe and script reaches it through hack/bin/, never through a uv someone installed by hand.
 include hack/stack/versions.env
-export PATH := $(CURDIR)/hack/bin:$(PATH)
+# Every target runs with the PATH a fresh machine has (hack/ci-path.sh: the image's tools and the system
+# directories, no ~/.local/bin or ~/go/bin), so a tool installed by hand earlier can never hide a missing set-up
+# step, here or in CI (docs/ci.md); the project's own tools come from hack/bin and hack/env.sh.
+FRESH_PATH := $(shell $(CURDIR)/hack/ci-path.sh)
+ifeq ($(FRESH_PATH),)
+$(error hack/ci-path.sh found no PATH (a tool of the machine image is missing; see its message above))
+endif
+export PATH := $(CURDIR)/hack/bin:$(FRESH_PATH)
 UV := $(CURDIR)/hack/bin/uv
 RUN := $(UV) run --frozen
 OPERATOR_NS := streamapp-system
@@ -12,7 +19,7 @@ OPERATOR_NS := streamapp-system
 .PHONY: help setup stack-up stack-down stack-status purge-topics image image-replay operator-install demo test test-unit lint crds bench
 
 help: ## Show this help
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 setup: ## Install uv (pinned, into .cache/uv-<version>/) and the pinned workspace into .venv
 	@$(UV) sync --frozen --quiet

@@ -12,13 +12,16 @@ STREAMAPP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=stack/versions.env
 . "$STREAMAPP_ROOT/hack/stack/versions.env"
 UV_HOME=$STREAMAPP_ROOT/.cache/uv-$UV_VERSION
+# uv and uvx as every script calls them ("$UV" ..., "$UVX" ...): the wrappers install the pinned uv on first use.
+UV=$STREAMAPP_ROOT/hack/bin/uv
+UVX=$STREAMAPP_ROOT/hack/bin/uvx
 STACK_BIN=$STREAMAPP_ROOT/.cache/k8s-v$K8S_VERSION/bin
 # uv's download cache next to the venv (same file system: hard links, no copies) and project-local, so that a
 # fresh clone really starts from nothing; a user's own UV_CACHE_DIR wins.
 export UV_CACHE_DIR=${UV_CACHE_DIR:-$STREAMAPP_ROOT/.cache/uv-cache}
 case ":$PATH:" in *":$STREAMAPP_ROOT/hack/bin:"*) ;; *) PATH=$STREAMAPP_ROOT/hack/bin:$PATH ;; esac
 case ":$PATH:" in *":$STACK_BIN:"*) ;; *) PATH=$PATH:$STACK_BIN ;; esac
-export PATH STACK_BIN
+export PATH STACK_BIN UV UVX
 
 # uv_ensure: install uv $UV_VERSION into $UV_HOME with the image's python3 and pip (no network other than PyPI,
 # no ~/.local). Idempotent and safe to run concurrently (flock); ~5 s cold.

@@ -28,7 +28,7 @@ wheelhouse=$CACHE/wheelhouse-replay-$( { cat "$ROOT/uv.lock"; echo "pip $PIP_VER
 fill_replay_wheelhouse() {
   local tmp=$wheelhouse.tmp args
   rm -rf "$tmp"; mkdir -p "$tmp/wheels"
-  (cd "$ROOT" && uv export --frozen --all-packages --no-dev --extra schema-registry --extra replay \
+  (cd "$ROOT" && "$UV" export --frozen --all-packages --no-dev --extra schema-registry --extra replay \
                   --no-emit-workspace --no-header --format requirements.txt \
                   --output-file "$tmp/requirements.txt" >/dev/null)
   args=()
@@ -39,10 +39,10 @@ fill_replay_wheelhouse() {
   # whose hash uv.lock pins; every other requirement is downloaded as a binary wheel
   awk '/^pyspark==/ { p = 1 } p { print; if ($0 !~ /\\$/) p = 0 }' "$tmp/requirements.txt" > "$tmp/sdist.txt"
   awk '/^pyspark==/ { p = 1 } !p { print } p && $0 !~ /\\$/ { p = 0 }' "$tmp/requirements.txt" > "$tmp/binary.txt"
-  PIP_FIND_LINKS='' uvx --quiet --from "pip==$PIP_VERSION" pip download --quiet --disable-pip-version-check \
+  PIP_FIND_LINKS='' "$UVX" --quiet --from "pip==$PIP_VERSION" pip download --quiet --disable-pip-version-check \
     --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 "${args[@]}" \
     --require-hashes -r "$tmp/binary.txt" --dest "$tmp/wheels"
-  PIP_FIND_LINKS='' uvx --quiet --python 3.11 --from "pip==$PIP_VERSION" pip wheel --quiet --disable-pip-version-check \
+  PIP_FIND_LINKS='' "$UVX" --quiet --python 3.11 --from "pip==$PIP_VERSION" pip wheel --quiet --disable-pip-version-check \
     --no-deps --require-hashes -r "$tmp/sdist.txt" --wheel-dir "$tmp/wheels"
   rm -rf "$wheelhouse"; mv "$tmp" "$wheelhouse"
 }

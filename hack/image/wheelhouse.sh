@@ -26,12 +26,12 @@ fill_wheelhouse() {
   rm -rf "$tmp"; mkdir -p "$tmp/wheels"
   # the closure of all workspace members' runtime dependencies (no dev group) plus the runtime's schema-registry
   # extra (Avro/Protobuf serdes), exactly as pinned in uv.lock
-  (cd "$ROOT" && uv export --frozen --all-packages --no-dev --extra schema-registry --no-emit-workspace --no-header \
+  (cd "$ROOT" && "$UV" export --frozen --all-packages --no-dev --extra schema-registry --no-emit-workspace --no-header \
                   --format requirements.txt --output-file "$tmp/requirements.txt" >/dev/null)
   local args
   mapfile -t args < <(platform_args)
   # binary-only for the target interpreter; the hashes from uv.lock are checked (pip's hash-checking mode)
-  PIP_FIND_LINKS='' uvx --quiet --from "pip==$PIP_VERSION" pip download --quiet --disable-pip-version-check \
+  PIP_FIND_LINKS='' "$UVX" --quiet --from "pip==$PIP_VERSION" pip download --quiet --disable-pip-version-check \
     --no-deps --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 "${args[@]}" \
     --require-hashes -r "$tmp/requirements.txt" --dest "$tmp/wheels"
   rm -rf "$wheelhouse"; mv "$tmp" "$wheelhouse"
@@ -41,7 +41,7 @@ fill_wheelhouse() {
 build_project_wheels() {
   local out=$1 m
   for m in "${members[@]}"; do
-    (cd "$ROOT" && uv build --quiet --wheel --no-create-gitignore --package "$m" --out-dir "$out")
+    (cd "$ROOT" && "$UV" build --quiet --wheel --no-create-gitignore --package "$m" --out-dir "$out")
   done
   local n
   n=$(find "$out" -name '*.whl' | wc -l)

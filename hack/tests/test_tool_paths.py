@@ -23,6 +23,8 @@ SCRIPT_FOLDERS = ("hack", "e2e", "bench", ".ci")
 
 #: Installed by the project into .cache and put on PATH by hack/env.sh (hack/bin and $STACK_BIN).
 ENV_TOOLS = ("uv", "uvx", "helm", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+#: Never called by bare name, even where hack/env.sh is sourced: always "$UV" / "$UVX" (hack/env.sh) or hack/bin/uv.
+UV_TOOLS = ("uv", "uvx")
 #: Console scripts of the project's venv: only ever through `uv run` (or $(RUN) in the Makefile).
 VENV_TOOLS = ("ruff", "mypy", "pytest", "lint-imports", "hadolint", "kopf", "py-spy", "streamapp")
 
@@ -106,9 +108,10 @@ def test_the_check_finds_a_bare_call_of_a_project_tool() -> None:
 
 @pytest.mark.parametrize("script", shell_scripts(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_scripts_reach_project_tools_through_hack_env(script: Path) -> None:
-    """A script calls uv/uvx/helm/etcd/kube-* bare only when it sources hack/env.sh; venv tools never bare."""
+    """A script calls helm/etcd/kube-* bare only when it sources hack/env.sh; uv, uvx and venv tools never bare
+    (uv through "$UV"/"$UVX" of hack/env.sh, venv tools through uv run)."""
     text = script.read_text()
-    problems = bare_calls(text, VENV_TOOLS)
+    problems = bare_calls(text, (*VENV_TOOLS, *UV_TOOLS))
     if not has_project_env(script):
         problems += bare_calls(text, ENV_TOOLS)
     assert not problems, f"{script.relative_to(ROOT)} calls a project tool it cannot find on a fresh machine:\n" + (
@@ -119,7 +122,8 @@ def test_scripts_reach_project_tools_through_hack_env(script: Path) -> None:
 def test_makefile_reaches_uv_through_hack_bin() -> None:
     """The Makefile's recipes put hack/bin first on PATH and call no venv tool outside $(RUN)."""
     text = (ROOT / "Makefile").read_text()
-    assert "export PATH := $(CURDIR)/hack/bin:$(PATH)" in text
+    assert "FRESH_PATH := $(shell $(CURDIR)/hack/ci-path.sh)" in text
+    assert "export PATH := $(CURDIR)/hack/bin:$(FRESH_PATH)" in text
     assert "UV := $(CURDIR)/hack/bin/uv" in text
     recipes = "\n".join(line for line in text.splitlines() if line.startswith("\t"))
     assert not bare_calls(recipes, (*VENV_TOOLS, "helm", "etcd"))
@@ -181,3 +185,18 @@ def test_project_uv_runs_with_the_reduced_path() -> None:
         [str(ROOT / "hack" / "bin" / "uv"), "--version"], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert out.split()[:2] == ["uv", pinned.group(1)]
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """.ci/run runs no command a new user does not see in the README: its only command after `set` and `cd` is
+    the README's `make test` (the reduced PATH is the Makefile's own, so the README's command has it too)."""
+    commands = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip()
+        and not line.lstrip().startswith("#")
+        and not line.startswith(("set -euo pipefail", 'cd "$(dirname "$0")/.."'))
+    ]
+    assert commands == ["make test"]
+    readme_commands = re.findall(r"^(make \w+)\s", (ROOT / "README.md").read_text(), re.MULTILINE)
+    assert "make test" in readme_commands

