@@ -88,7 +88,8 @@ class StreamAggregateProcessor:
             self._metrics.dropped_records += 1
             log.debug("Skipped record with null key or value in aggregation on store %s", self._store.name)
             return
-        found = self._store.get_with_timestamp(key)
+        raw_key = self._store.raw_key(key)  # serialized once for the read and the write
+        found = self._store.get_raw_key(raw_key)
         if found is None:
             old = None
             new = self._aggregator(key, value, self._initializer())
@@ -97,7 +98,7 @@ class StreamAggregateProcessor:
             new = self._aggregator(key, value, old)
             if old_timestamp > timestamp:
                 timestamp = old_timestamp
-        self._store.put(key, new, timestamp)
+        self._store.put_raw_key(raw_key, new, timestamp)
         if self._cached:
             return
         change = Change(new, old)
@@ -176,7 +177,8 @@ class TableAggregateProcessor:
     def process(self, key: Any, value: Change, timestamp: int) -> None:
         if key is None:
             raise ValueError(f"record key for the table aggregation on store {self._store.name} must not be null")
-        found = self._store.get_with_timestamp(key)
+        raw_key = self._store.raw_key(key)
+        found = self._store.get_raw_key(raw_key)
         old_agg, old_timestamp = (None, timestamp) if found is None else found
         agg = old_agg
         touched = False
@@ -188,7 +190,7 @@ class TableAggregateProcessor:
             touched = touched or old_agg is not None
         if touched and old_timestamp > timestamp:
             timestamp = old_timestamp
-        self._store.put(key, agg, timestamp)
+        self._store.put_raw_key(raw_key, agg, timestamp)
         if self._cached:
             return
         change = Change(agg, old_agg)

@@ -183,8 +183,10 @@ class TableSourceProcessor(SourceProcessor):
             self._metrics.dropped_records += 1
             log.warning("Skipping record due to null key (table store %s)", self._store.name)
             return
-        old = self._store.get(key)
-        self._store.put(key, value, timestamp)
+        raw_key = self._store.raw_key(key)  # serialized once for the read and the write
+        found = self._store.get_raw_key(raw_key)
+        old = None if found is None else found[0]
+        self._store.put_raw_key(raw_key, value, timestamp)
         if self._cached:  # the record cache forwards on flush (Kafka's KTableSource with caching on)
             return
         change = Change(value, old)
