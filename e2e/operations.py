@@ -169,6 +169,9 @@ class Watch:
     uids: dict[str, list[str]] = field(default_factory=dict)
     replaced_order: list[str] = field(default_factory=list)
     assignment_changes: Counter[str] = field(default_factory=Counter)
+    #: assignment changes of members whose pod was Ready, with the same uid, in this sample and the one before:
+    #: a rebalance that moved a surviving pod's partitions
+    survivor_changes: Counter[str] = field(default_factory=Counter)
     states: list[str] = field(default_factory=list)
     samples: int = 0
 
@@ -179,9 +182,11 @@ def watching(namespace: str, name: str, replicas: int, interval_s: float = 0.5) 
     watch, stop = Watch(), threading.Event()
     admin = AdminClient({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"]})
     assignments: dict[str, frozenset[str]] = {}
+    was_up: dict[str, str] = {}  # pod name -> uid of the pods Ready in the previous sample
 
     def sample() -> None:
         found = {p["metadata"]["name"]: p for p in pods(namespace, name)}
+        up = {pod_name: pod["metadata"]["uid"] for pod_name, pod in found.items() if ready(pod)}
         down = sum(1 for i in range(replicas) if not ready(found.get(f"{name}-{i}", {"metadata": {}})))
         watch.most_down = max(watch.most_down, down)
         for pod_name, pod in found.items():
@@ -199,7 +204,12 @@ def watching(namespace: str, name: str, replicas: int, interval_s: float = 0.5) 
             key = member.group_instance_id or member.member_id
             if key in assignments and assignments[key] != owned:
                 watch.assignment_changes[key] += 1
+                pod_name = key.rsplit("-", 1)[0]  # group.instance.id is <pod>-<thread>
+                if pod_name in up and was_up.get(pod_name) == up[pod_name]:
+                    watch.survivor_changes[key] += 1
             assignments[key] = owned
+        was_up.clear()
+        was_up.update(up)
         watch.samples += 1
 
     def run() -> None:

@@ -73,6 +73,7 @@ def test_a_config_change_replaces_one_pod_at_a_time_without_rebalancing_the_othe
         # a surviving member never moves: every assignment change is of a pod that was itself restarting, and
         # at most twice per pod (away and back)
         assert all(count <= 2 for count in watch.assignment_changes.values()), watch.assignment_changes
+        assert not watch.survivor_changes, f"partitions of pods that were up moved: {watch.survivor_changes}"
         documents = [operations.pod_status(p) for p in operations.pods(namespace, name)]
         restored = [operations.restored_records(d) for d in documents if d is not None]
         assert len(restored) == REPLICAS
