@@ -30,12 +30,11 @@ scaleToZero: nothing is reset under a live group.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
-from streamapp.kafka.reset_plan import ResetTarget, ToDatetime, ToEarliest, ToOffsets
+from streamapp.kafka.reset_plan import ResetError, ResetTarget, ToEarliest, ToOffsets, parse_datetime
 from streamapp.kafka.types import TopicPartition
 
 __all__ = ["RESET_STEPS", "ResetAction", "ResetObserved", "ResetSpec", "ResetStatus", "ResetStep", "Step", "next_step"]
@@ -84,11 +83,11 @@ class ResetSpec(_Model):
             raise ValueError("offsets apply only with to: offsets")
         elif self.to != "earliest":
             try:
-                at = datetime.fromisoformat(self.to)
-            except ValueError:
-                raise ValueError(f"to: '{self.to}' is neither earliest, offsets nor an RFC 3339 time") from None
-            if at.tzinfo is None:
-                raise ValueError(f"to: '{self.to}' needs a time zone (Z or +hh:mm)")
+                parse_datetime(self.to)  # the reset tool's own rule: RFC 3339 with a zone
+            except ResetError as error:
+                raise ValueError(
+                    f"to: '{self.to}' is neither earliest, offsets nor an RFC 3339 time: {error}"
+                ) from None
         return self
 
     def target(self) -> ResetTarget:
@@ -98,7 +97,7 @@ class ResetSpec(_Model):
         if self.to == "offsets":
             assert self.offsets is not None
             return ToOffsets({TopicPartition(t, p): o for t, parts in self.offsets.items() for p, o in parts.items()})
-        return ToDatetime(datetime.fromisoformat(self.to))
+        return parse_datetime(self.to)
 
 
 class ResetStatus(_Model):
