@@ -12,10 +12,10 @@ and what it wrote last.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from streamapp_operator.conditions import RestoreView
+from streamapp_operator.times import seconds_between
 
 
 def restore_progress(
@@ -71,8 +71,7 @@ def _rate(previous: Mapping[str, Any] | None, restored: int, now: str) -> float 
     if previous is None:
         return None
     try:
-        then = datetime.fromisoformat(str(previous.get("observedAt")).replace("Z", "+00:00"))
-        elapsed = (datetime.fromisoformat(now.replace("Z", "+00:00")) - then).total_seconds()
+        elapsed = seconds_between(str(previous.get("observedAt")), now)
     except ValueError:
         return None
     done = restored - int(previous.get("restored") or 0)

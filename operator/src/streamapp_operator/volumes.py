@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
+
+from streamapp_operator.times import seconds_between
 
 SCALED_DOWN_ANNOTATION = "streamapp.io/scaled-down-at"
 CLAIM_TEMPLATE = "state"
@@ -92,8 +93,6 @@ def plan_claims(
 def _seconds_between(earlier: str, later: str) -> float:
     """Seconds from ``earlier`` to ``later`` (RFC 3339); an unreadable mark counts as just made (kept)."""
     try:
-        start = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
-        end = datetime.fromisoformat(later.replace("Z", "+00:00"))
+        return seconds_between(earlier, later)
     except ValueError:
         return 0.0
-    return (end - start).total_seconds()

@@ -42,6 +42,7 @@ from streamapp_operator.replay import decisions
 from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode, StepState, StreamReplaySpec
 from streamapp_operator.resources import StreamAppSpec
 from streamapp_operator.steps import StepOutcome, run_steps
+from streamapp_operator.times import seconds_between
 from streamapp_operator.validate import Problem
 
 DEFAULT_IMAGE = "localhost/streamapp-replay:dev"
@@ -489,8 +490,7 @@ def _finish(
 def _seconds_since(start: str | None, now: str) -> int | None:
     if not start:
         return None
-    parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))  # noqa: E731
-    return max(0, int((parse(now) - parse(start)).total_seconds()))
+    return max(0, int(seconds_between(start, now)))
 
 
 def now_text() -> str:
