@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import TaskStatus, WorkerStatus
 from streamapp_operator.conditions import (
+    RESTORE_UNOBSERVED,
     RESTORING,
     RestoreView,
     RestoringTask,
@@ -161,15 +162,31 @@ def test_restore_remaining_is_null_not_zero_when_restoring_is_unknown(
     assert status["restoreRemaining"] is None
 
 
-def test_restore_started_is_announced_only_after_false_or_nothing_not_after_unknown() -> None:
+def test_restore_started_is_announced_once_per_restore_even_when_its_pod_was_first_unreadable() -> None:
     restoring = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=[], now=T0,
                            restore=RestoreView((RestoringTask("a-0", "0_0", 10),)))  # fmt: skip
 
-    def started(previous_status: str | None) -> bool:
-        previous = [] if previous_status is None else [{"type": RESTORING, "status": previous_status}]
+    def started(previous_status: str | None, reason: str = "NotObserved") -> bool:
+        previous = [] if previous_status is None else [{"type": RESTORING, "status": previous_status, "reason": reason}]
         return "RestoreStarted" in [e.reason for e in condition_events(previous, restoring)]
 
-    assert (started(None), started("False"), started("Unknown"), started("True")) == (True, True, False, False)
+    # a pod restoring as it starts (its /status not served yet: Unknown first) is announced ...
+    assert (started(None), started("False"), started("Unknown"), started("True")) == (True, True, True, False)
+    # ... but not again when its /status was unreadable for a while during the same restore
+    assert not started("Unknown", reason=RESTORE_UNOBSERVED)
+
+
+def test_an_unreadable_status_during_a_restore_is_marked_so_and_stays_marked() -> None:
+    def restoring_after(previous: list[dict[str, str]]) -> dict[str, object]:
+        found = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=previous,
+                           now=T0, restore=None)  # fmt: skip
+        return next(c for c in found if c["type"] == RESTORING)
+
+    assert restoring_after([{"type": RESTORING, "status": "True"}])["reason"] == RESTORE_UNOBSERVED
+    assert restoring_after([{"type": RESTORING, "status": "Unknown", "reason": RESTORE_UNOBSERVED}])["reason"] == (
+        RESTORE_UNOBSERVED
+    )
+    assert restoring_after([{"type": RESTORING, "status": "False"}])["reason"] == "NotObserved"
 
 
 def test_the_restoring_message_names_pods_that_could_not_be_read() -> None:

@@ -384,7 +384,7 @@ def conditions(
         make(PROGRESSING, *_progressing(problems, progress)),
         make(DEGRADED, *_degraded(problems, failing, threads)),
         make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
-        make(RESTORING, *_restoring(restore)),
+        make(RESTORING, *_unobserved_restore(_restoring(restore), before.get(RESTORING))),
         make(SCALING_LIMITED, *_scaling_limited(capacity)),
     ]
 
@@ -483,6 +483,22 @@ def _topology_valid(problems: Sequence[Problem], checked: bool) -> tuple[str, st
     return "Unknown", "NotChecked", "the topology could not be checked against Kafka"
 
 
+RESTORE_UNOBSERVED = "RestoreUnobserved"
+
+
+def _unobserved_restore(restoring: tuple[str, str, str], old: dict[str, Any] | None) -> tuple[str, str, str]:
+    """An Unknown that follows a restore in progress (True, or an Unknown that did) says so by its reason, so that
+    the restore seen again is not announced a second time (``condition_events``)."""
+    status, _, message = restoring
+    if (
+        status == "Unknown"
+        and old is not None
+        and (old.get("status") == "True" or old.get("reason") == RESTORE_UNOBSERVED)
+    ):
+        return status, RESTORE_UNOBSERVED, message
+    return restoring
+
+
 def _restoring(restore: RestoreView | None) -> tuple[str, str, str]:
     if restore is None:
         return "Unknown", "NotObserved", "the pods' /status was not read"
@@ -529,7 +545,8 @@ def condition_events(previous: Sequence[dict[str, Any]], current: Sequence[dict[
     if new["status"] == "True" and (old.get("status") != "True" or old.get("message") != new["message"]):
         events.append(Event("Warning", new["reason"], new["message"]))
     old, new = before.get(RESTORING, {}), after[RESTORING]
-    if new["status"] == "True" and old.get("status") in (None, "False"):  # not Unknown -> True (flapping)
+    # not again after an Unknown during the same restore (a /status that could not be read for a while)
+    if new["status"] == "True" and old.get("status") != "True" and old.get("reason") != RESTORE_UNOBSERVED:
         events.append(Event("Normal", "RestoreStarted", new["message"]))
     elif new["status"] == "False" and old.get("status") == "True":
         events.append(Event("Normal", "RestoreFinished", "every task has restored its state"))
