@@ -1,5 +1,6 @@
 """Restore against the real broker: a task's store is rebuilt from its changelog, exactly, and only as much
-as needed: everything after deleted local state, only the tail after a clean stop or a crash.
+as needed: everything after deleted local state, only the tail after a clean stop or a crash; ``/status``
+reports what was restored per store of a task.
 
 The app counts events per colour through a repartition topic into a RocksDB store with a changelog.
 """
@@ -11,6 +12,7 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -33,14 +35,17 @@ PARTITIONS = 3
 def setup_app(kafka: KafkaTestClient, workdir: Path) -> tuple[str, str, dict[str, object], dict[str, object]]:
     app, source, output = unique("restore-app"), unique("events"), unique("counts")
     kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
-    config = {
+    return app, source, app_config(app, kafka, workdir), count_by_color_topology([source], output)
+
+
+def app_config(app: str, kafka: KafkaTestClient, workdir: Path) -> dict[str, object]:
+    return {
         "application.id": app,
         "bootstrap.servers": kafka.bootstrap,
         "num.stream.threads": 1,
         "commit.interval.ms": 200,
         "state.dir": str(workdir / "state"),
     }
-    return app, source, config, count_by_color_topology([source], output)
 
 
 def output_topic(topology: dict[str, object]) -> str:
@@ -114,6 +119,62 @@ def test_restore_resumes_from_checkpoint(
     run_until_counts(back, kafka, output, expected_color_counts(first + second + third))
     assert back.metric("streamapp_restore_records_total") == tail
     assert back.stop() == 0
+
+
+def two_counts_topology(source: str, output: str) -> dict[str, Any]:
+    """One sub-topology, so one task per partition, with two stores: ``all-counts`` counts every event per
+    key, ``kept-counts`` only those whose ``n`` is not a multiple of 3 (so their changelogs differ)."""
+    return {
+        "nodes": [
+            {"name": "events", "type": "source", "topics": [source], "keySerde": "string", "valueSerde": "json"},
+            {"name": "all", "type": "count", "input": "events", "store": "all-counts"},
+            {"name": "kept", "type": "filter", "input": "events",
+             "predicate": "integration_functions:not_multiple_of_three"},
+            {"name": "kept-count", "type": "count", "input": "kept", "store": "kept-counts"},
+            {"name": "changes", "type": "to_stream", "input": "all"},
+            {"name": "out", "type": "sink", "input": "changes", "topic": output, "keySerde": "string",
+             "valueSerde": "long"},
+        ],
+        "stores": [
+            {"name": "all-counts", "type": "key_value", "keySerde": "string", "valueSerde": "long"},
+            {"name": "kept-counts", "type": "key_value", "keySerde": "string", "valueSerde": "long"},
+        ],
+    }  # fmt: skip
+
+
+def test_status_reports_the_restore_of_each_store_of_a_task(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    """After the local state is deleted, the task restores both of its stores from their changelogs; its
+    ``/status`` entry names each store with its changelog partition and the records restored into it (the
+    whole changelog partition), and the task's ``restored_records`` is their sum."""
+    app, source, output = unique("restore-stores"), unique("events"), unique("counts")
+    kafka.create_topics({source: 1, output: 1})
+    config = app_config(app, kafka, workdir)
+    topology = two_counts_topology(source, output)
+    events = color_events(0, 300)
+    kafka.produce(source, events)
+    first = StreamAppInstance(workdir / "run1", topology, config)
+    instances.append(first)
+    first.start()
+    first.wait_ready()
+    expected = {key: 1 for key, _ in events}
+    wait_for(lambda: kafka.latest_longs(output) == expected, 90, f"counts in {output}", 1.0)
+    assert first.stop() == 0
+
+    shutil.rmtree(workdir / "state")
+    ends = {store: kafka.end_offsets(f"{app}-{store}-changelog")[0] for store in ("all-counts", "kept-counts")}
+    assert ends["all-counts"] > ends["kept-counts"] > 0
+    again = StreamAppInstance(workdir / "run2", topology, config)
+    instances.append(again.start())
+    again.wait_ready()
+    (task,) = [task for worker in again.status()["workers"] for task in worker["tasks"]]
+    assert task["task_id"] == "0_0"
+    assert [(s["store"], s["changelog"], s["restored_records"], s["restore_remaining"]) for s in task["stores"]] == [
+        (store, f"{app}-{store}-changelog-0", end, 0) for store, end in ends.items()
+    ]
+    assert task["restored_records"] == sum(ends.values())
+    assert again.stop() == 0
 
 
 def _checkpointed_offsets(app_dir: Path) -> dict[int, int]:

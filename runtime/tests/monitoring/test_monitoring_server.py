@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from streamapp.monitoring.health import WorkerView
 from streamapp.monitoring.metrics import WorkerMetricsCollector
 from streamapp.monitoring.server import MonitoringServer
-from streamapp.processing.status import TaskStatus, ThreadMetrics, WorkerStatus
+from streamapp.processing.status import StoreRestoreStatus, TaskStatus, ThreadMetrics, WorkerStatus
 
 
 def worker_views() -> list[WorkerView]:
@@ -28,8 +28,20 @@ def worker_views() -> list[WorkerView]:
         group_joined=True,
         reported_at=0.0,
         tasks=[
-            TaskStatus("0_0", "running", ["flights-0"]),
-            TaskStatus("1_0", "restoring", [], restored_records=3, restore_remaining=97),
+            TaskStatus(
+                "0_0", "running", ["flights-0"], stores=[StoreRestoreStatus("done", "app-done-changelog-0", 5, 0)]
+            ),
+            TaskStatus(
+                "1_0",
+                "restoring",
+                [],
+                restored_records=3,
+                restore_remaining=97,
+                stores=[
+                    StoreRestoreStatus("counts", "app-counts-changelog-0", 3, 57, records_per_second=1.5),
+                    StoreRestoreStatus("totals", "app-totals-changelog-0", 0, 40),
+                ],
+            ),
         ],
         metrics=metrics,
         consumer_lag={"flights-0": 5},
@@ -81,6 +93,23 @@ def test_metrics_expose_worker_reports_per_thread(server: MonitoringServer) -> N
     assert samples[("streamapp_commit_latency_seconds_bucket", (("le", "0.025"), ("thread", "0")))] == 1
     assert samples[("streamapp_commit_latency_seconds_bucket", (("le", "5.0"), ("thread", "0")))] == 2
     assert samples[("streamapp_ready", ())] == 0
+
+
+def test_metrics_expose_restore_progress_per_store_of_the_restoring_tasks_only(server: MonitoringServer) -> None:
+    text = get(server, "/metrics")[1]
+    per_store = {
+        (s.name, s.labels["task"], s.labels["store"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith("streamapp_store_") and s.labels["thread"] == "0"
+    }
+    assert per_store == {
+        ("streamapp_store_restore_remaining_records", "1_0", "counts"): 57,
+        ("streamapp_store_restore_remaining_records", "1_0", "totals"): 40,
+        ("streamapp_store_restored_records", "1_0", "counts"): 3,
+        ("streamapp_store_restored_records", "1_0", "totals"): 0,
+        ("streamapp_store_restore_rate_records_per_second", "1_0", "counts"): 1.5,
+    }
 
 
 def test_status_is_json(server: MonitoringServer) -> None:

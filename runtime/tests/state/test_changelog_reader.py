@@ -100,3 +100,80 @@ def test_each_batch_is_applied_with_its_offset_so_an_interrupted_restore_resumes
     restore_all(second)
     assert store.changelog_offset() == 29
     assert consumer.records_read == 30
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def two_stores(clock: Clock) -> tuple[ChangelogReader, ChangeLoggingKeyValueStore, ChangeLoggingKeyValueStore]:
+    """Task 0_0 with store ``a`` (30 changelog records) and ``b`` (12); polls of at most 20 records."""
+    cluster = FakeCluster()
+    stores = []
+    for name, records in (("a", 30), ("b", 12)):
+        changelog = TopicPartition(f"app-{name}-changelog", 0)
+        cluster.create_topic(changelog.topic, 1)
+        for i in range(records):
+            cluster.append(changelog.topic, 0, f"k{i}".encode(), str(i).encode())
+        stores.append(ChangeLoggingKeyValueStore(InMemoryKeyValueStore(name), changelog, lambda: 0))
+    reader = ChangelogReader(FakeRestoreConsumer(cluster), batch_size=20, clock=clock)
+    reader.register("0_0", stores)
+    return reader, stores[0], stores[1]
+
+
+def test_progress_names_each_store_with_its_changelog_and_sums_them_for_the_task() -> None:
+    clock = Clock()
+    reader, _, _ = two_stores(clock)
+    reader.restore(0.0)  # 20 records of a's changelog, none of b's yet
+    progress = reader.progress()["0_0"]
+    assert [(s.store, str(s.changelog), s.restored, s.remaining) for s in progress.stores] == [
+        ("a", "app-a-changelog-0", 20, 10),
+        ("b", "app-b-changelog-0", 0, 12),
+    ]
+    assert (progress.restored, progress.remaining) == (20, 22)
+
+
+def test_each_store_has_its_own_rate_over_the_recent_window_and_its_time_left() -> None:
+    clock = Clock()
+    reader, _, _ = two_stores(clock)
+    assert [s.records_per_second for s in reader.progress()["0_0"].stores] == [None, None]  # no time passed
+    reader.restore(0.0)
+    clock.now += 4.0
+    a, b = reader.progress()["0_0"].stores
+    assert (a.records_per_second, a.seconds_left) == (5.0, 2.0)  # 20 records in 4 s, 10 left
+    assert (b.records_per_second, b.seconds_left) == (0.0, None)  # nothing restored yet: no estimate
+    reader.restore(0.0)  # a's last 10, b's first 10
+    clock.now += 1.0
+    a, b = reader.progress()["0_0"].stores
+    assert (a.restored, a.remaining, a.records_per_second, a.seconds_left) == (30, 0, 6.0, 0.0)
+    assert (b.restored, b.remaining, b.records_per_second, b.seconds_left) == (10, 2, 2.0, 1.0)
+
+
+def test_a_completed_restore_keeps_the_counts_of_the_stores_it_restored() -> None:
+    clock = Clock()
+    reader, _, _ = two_stores(clock)
+    assert restore_all(reader) == ["0_0"]
+    assert reader.progress() == {}
+    assert [(s.store, s.restored, s.remaining) for s in reader.last_restored_stores["0_0"]] == [
+        ("a", 30, 0),
+        ("b", 12, 0),
+    ]
+    assert reader.last_restored["0_0"] == 42
+
+
+def test_a_store_already_at_its_end_is_listed_with_nothing_left_and_not_kept_after_the_restore() -> None:
+    _, _, reader = setup(30)
+    at_end = store_with(29)
+    fresh = ChangeLoggingKeyValueStore(InMemoryKeyValueStore("t"), CHANGELOG, lambda: 0)
+    reader.register("0_0", [at_end, fresh])
+    stores = reader.progress()["0_0"].stores
+    assert [(s.store, s.restored, s.remaining, s.seconds_left) for s in stores] == [
+        ("s", 0, 0, 0.0),
+        ("t", 0, 30, None),
+    ]
+    restore_all(reader)
+    assert [s.store for s in reader.last_restored_stores["0_0"]] == ["t"]

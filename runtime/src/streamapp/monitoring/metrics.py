@@ -6,8 +6,10 @@ starts its counters from zero, which Prometheus' ``rate`` treats as a counter re
 
 Metric names (all prefixed ``streamapp_``): ``records_processed_total``, ``dropped_records_total``,
 ``commit_latency_seconds`` (histogram), ``restore_records_total``, ``restore_remaining_records`` (per task),
-``tasks`` (per state), ``consumer_lag_records`` (per topic partition), ``worker_up``,
-``worker_restarts_total``, ``ready``, ``standby_records_total``, ``dead_letter_records_total``,
+``store_restore_remaining_records``, ``store_restored_records`` and ``store_restore_rate_records_per_second``
+(per task and store, while the task restores: Kafka Streams' ``restore-remaining-records-total``,
+``restore-total`` and ``restore-rate``), ``tasks`` (per state), ``consumer_lag_records`` (per topic partition),
+``worker_up``, ``worker_restarts_total``, ``ready``, ``standby_records_total``, ``dead_letter_records_total``,
 ``transactions_aborted_total``, ``offset_reset_skipped_records_total`` (per topic partition: records deleted
 before the application read them, skipped by an offset reset).
 """
@@ -52,6 +54,21 @@ class WorkerMetricsCollector(Collector):
         remaining = GaugeMetricFamily(
             "streamapp_restore_remaining_records", "Changelog offsets left to restore", labels=["thread", "task"]
         )
+        store_remaining = GaugeMetricFamily(
+            "streamapp_store_restore_remaining_records",
+            "Changelog offsets left to restore, per store of a restoring task",
+            labels=["thread", "task", "store"],
+        )
+        store_restored = GaugeMetricFamily(
+            "streamapp_store_restored_records",
+            "Changelog records applied by the current restore, per store of a restoring task",
+            labels=["thread", "task", "store"],
+        )
+        store_rate = GaugeMetricFamily(
+            "streamapp_store_restore_rate_records_per_second",
+            "Changelog records restored per second over the last 10 s, per store of a restoring task",
+            labels=["thread", "task", "store"],
+        )
         tasks = GaugeMetricFamily("streamapp_tasks", "Tasks assigned, by state", labels=["thread", "state"])
         lag = GaugeMetricFamily(
             "streamapp_consumer_lag_records",
@@ -90,6 +107,12 @@ class WorkerMetricsCollector(Collector):
             for task in status.tasks:
                 if task.state != "running":
                     remaining.add_metric([thread, task.task_id], task.restore_remaining)
+                    for store in task.stores:
+                        labels = [thread, task.task_id, store.store]
+                        store_remaining.add_metric(labels, store.restore_remaining)
+                        store_restored.add_metric(labels, store.restored_records)
+                        if store.records_per_second is not None:
+                            store_rate.add_metric(labels, store.records_per_second)
             for state in _TASK_STATES:
                 tasks.add_metric([thread, state], sum(1 for t in status.tasks if t.state == state))
             for tp, records in status.consumer_lag.items():
@@ -108,4 +131,4 @@ class WorkerMetricsCollector(Collector):
         ready = GaugeMetricFamily("streamapp_ready", "1 when the instance is ready (all tasks running)")
         ready.add_metric([], 1.0 if self._ready() else 0.0)
         yield from (up, restarts, processed, dropped, restored, remaining, tasks, lag, commit, ready)
-        yield from (standby, dead_letters, aborted, reset_skipped)
+        yield from (standby, dead_letters, aborted, reset_skipped, store_remaining, store_restored, store_rate)

@@ -14,6 +14,7 @@ __all__ = [
     "COMMIT_LATENCY_BUCKETS",
     "FAILURE_TEXT_MAX_BYTES",
     "Failure",
+    "StoreRestoreStatus",
     "TaskStatus",
     "ThreadFailed",
     "ThreadMetrics",
@@ -28,9 +29,32 @@ FAILURE_TEXT_MAX_BYTES = 1024
 
 
 @dataclass
+class StoreRestoreStatus:
+    """Restore progress of one store of a task (``streamapp.state.restore.StoreRestoreProgress`` as plain data).
+
+    ``changelog``: its changelog partition (``topic-partition``); ``restored_records``: records applied;
+    ``restore_remaining``: changelog offsets left; ``records_per_second``: the restore rate over the last 10 s
+    (None until known); ``seconds_left``: ``restore_remaining / records_per_second`` (None without a rate).
+    """
+
+    store: str
+    changelog: str
+    restored_records: int
+    restore_remaining: int
+    records_per_second: float | None = None
+    seconds_left: float | None = None
+
+
+@dataclass
 class TaskStatus:
     """One task of a stream thread. ``state``: created | restoring | running. ``restored_records``: records
-    restored so far while restoring, then the count of its last completed restore (0: nothing to restore)."""
+    restored so far while restoring, then the count of its last completed restore (0: nothing to restore);
+    ``restore_remaining``: changelog offsets left (0 once running).
+
+    ``stores``: while restoring, every store of the task with its progress; once running, the stores its last
+    restore applied records to (none when nothing was restored, so a ``/status`` of many tasks stays small).
+    ``restored_records`` and ``restore_remaining`` are the sums over the stores.
+    """
 
     task_id: str
     state: str
@@ -39,6 +63,7 @@ class TaskStatus:
     restored_records: int = 0
     restore_remaining: int = 0
     stream_time: int = -1
+    stores: list[StoreRestoreStatus] = field(default_factory=list)
 
 
 @dataclass

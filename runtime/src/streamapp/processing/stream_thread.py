@@ -44,13 +44,13 @@ from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
 from streamapp.processing.purge import CommittedRecordsPurger, RecordsDeleter, purge_due, repartition_topics
 from streamapp.processing.standby import GroupDescriber, MemberRef, StandbyManager
-from streamapp.processing.status import TaskStatus, ThreadMetrics, WorkerStatus
+from streamapp.processing.status import StoreRestoreStatus, TaskStatus, ThreadMetrics, WorkerStatus
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
 from streamapp.state.directory import StateCleaner, StateDirectory
 from streamapp.state.record_cache import ThreadCache
-from streamapp.state.restore import ChangelogReader
+from streamapp.state.restore import ChangelogReader, StoreRestoreProgress
 from streamapp.topology import TopologyDescription, TopologyError
 
 __all__ = ["StreamThread", "source_topic_subtopologies"]
@@ -363,6 +363,7 @@ class StreamThread:
         dropped = self.tasks.dropped_records_closed
         for task in sorted(self.tasks.tasks.values(), key=lambda t: t.id):
             restore = progress.get(str(task.id))
+            stores = restore.stores if restore else self._reader.last_restored_stores.get(str(task.id), [])
             tasks.append(
                 TaskStatus(
                     task_id=str(task.id),
@@ -372,6 +373,7 @@ class StreamThread:
                     restored_records=restore.restored if restore else self._reader.last_restored.get(str(task.id), 0),
                     restore_remaining=restore.remaining if restore else 0,
                     stream_time=task.stream_time,
+                    stores=[_store_restore_status(store) for store in stores],
                 )
             )
             dropped += task.metrics.dropped_records
@@ -415,3 +417,17 @@ class StreamThread:
             self._report(self.status(error))
         except Exception:
             log.exception("Failed to report the status of stream thread %d", self.index)
+
+
+def _store_restore_status(progress: StoreRestoreProgress) -> StoreRestoreStatus:
+    """A store's restore progress as ``/status`` data: the rate in records/s and the time left in seconds, both
+    to 0.1."""
+    rate, left = progress.records_per_second, progress.seconds_left
+    return StoreRestoreStatus(
+        store=progress.store,
+        changelog=str(progress.changelog),
+        restored_records=progress.restored,
+        restore_remaining=progress.remaining,
+        records_per_second=None if rate is None else round(rate, 1),
+        seconds_left=None if left is None else round(left, 1),
+    )

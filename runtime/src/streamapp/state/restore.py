@@ -16,31 +16,53 @@ changelogs are read continuously from the stores' offsets and never "complete". 
 the restore consumer reads ``read_committed``: aborted records and transaction markers never reach a store,
 and the end offset is the last stable offset (a store's last record may be followed by a commit marker, so
 a restore may finish on the partition-end event with no record left to apply).
+
+Progress is per store (``progress``): records applied, offsets left, the rate over the last
+``RATE_WINDOW_S`` seconds and the estimated time left, as Kafka Streams' ``StateRestoreListener`` sees it per
+store and its ``restore-remaining-records-total`` / ``restore-rate`` metrics report it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from streamapp.kafka.types import OFFSET_BEGINNING, RestoreConsumerClient, TopicPartition
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
+from streamapp.state.restore_rate import RecentRate
 
-__all__ = ["ChangelogReader", "RestoreProgress"]
+__all__ = ["ChangelogReader", "RestoreProgress", "StoreRestoreProgress"]
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class StoreRestoreProgress:
+    """Restore progress of one store of a task, from its changelog partition.
+
+    ``restored``: records applied; ``remaining``: offsets left to read (the end offset at registration minus
+    the next offset to apply; on a compacted changelog an upper bound of records left); ``records_per_second``
+    over the last ``RATE_WINDOW_S`` seconds (None until a second look); ``seconds_left``: ``remaining /
+    records_per_second`` (None without a rate above 0; 0 once done).
+    """
+
+    store: str
+    changelog: TopicPartition
+    restored: int
+    remaining: int
+    records_per_second: float | None = None
+    seconds_left: float | None = None
+
+
 @dataclass
 class RestoreProgress:
-    """Restore progress of one task, summed over its stores: records applied and offsets left to read.
-
-    ``remaining`` counts offsets, so on a compacted changelog it is an upper bound of records left.
-    """
+    """Restore progress of one task: the sums over its stores, and each store (in registration order)."""
 
     restored: int = 0
     remaining: int = 0
+    stores: list[StoreRestoreProgress] = field(default_factory=list)
 
 
 @dataclass
@@ -51,6 +73,22 @@ class _ChangelogRestore:
     next_offset: int
     restored: int = 0
     standby: bool = False
+    rate: RecentRate | None = None
+
+    def progress(self, now: float) -> StoreRestoreProgress:
+        records_per_second = None
+        if self.rate is not None:
+            self.rate.observe(now, self.restored)
+            records_per_second = self.rate.rate()
+        remaining = self.remaining
+        seconds_left = None
+        if remaining == 0:
+            seconds_left = 0.0
+        elif records_per_second:
+            seconds_left = remaining / records_per_second
+        return StoreRestoreProgress(
+            self.store.name, self.store.changelog, self.restored, remaining, records_per_second, seconds_left
+        )
 
     @property
     def done(self) -> bool:
@@ -69,8 +107,10 @@ class ChangelogReader:
         consumer: RestoreConsumerClient,
         batch_size: int = 10_000,
         end_offset_timeout_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._consumer = consumer
+        self._clock = clock
         self._batch_size = batch_size
         self._end_offset_timeout_s = end_offset_timeout_s
         self._restoring: dict[TopicPartition, _ChangelogRestore] = {}
@@ -81,6 +121,8 @@ class ChangelogReader:
         """Records applied to standby tasks' stores since this reader was created."""
         self.last_restored: dict[str, int] = {}
         """Records the last completed restore of each task applied (what ``test_restore_*`` compare)."""
+        self.last_restored_stores: dict[str, list[StoreRestoreProgress]] = {}
+        """Per task, the stores its last completed restore applied records to, with their counts (no rate)."""
         self._standbys: dict[str, list[_ChangelogRestore]] = {}
 
     def register(self, task_id: str, stores: Sequence[ChangeLoggingKeyValueStore]) -> bool:
@@ -106,6 +148,7 @@ class ChangelogReader:
             entry = _ChangelogRestore(task_id, store, end_offset=end, next_offset=next_offset)
             entries.append(entry)
             if not entry.done:
+                entry.rate = RecentRate(self._clock())
                 self._restoring[store.changelog] = entry
                 starts[store.changelog] = OFFSET_BEGINNING if applied is None else next_offset
                 log.info(
@@ -121,6 +164,7 @@ class ChangelogReader:
         if all(entry.done for entry in entries):
             del self._tasks[task_id]
             self.last_restored[task_id] = 0
+            self.last_restored_stores[task_id] = []
             log.info("Task %s needs no restore: its stores are at the end of their changelogs", task_id)
             return True
         return False
@@ -195,17 +239,24 @@ class ChangelogReader:
         for task_id in completed:
             entries = self._tasks.pop(task_id)
             self.last_restored[task_id] = sum(e.restored for e in entries)
+            self.last_restored_stores[task_id] = [
+                StoreRestoreProgress(e.store.name, e.store.changelog, e.restored, 0, seconds_left=0.0)
+                for e in entries
+                if e.restored > 0
+            ]
             log.info("Restored task %s: %d records", task_id, self.last_restored[task_id])
         return completed
 
     def progress(self) -> dict[str, RestoreProgress]:
-        """Progress of every task still restoring."""
-        return {
-            task_id: RestoreProgress(
-                restored=sum(e.restored for e in entries), remaining=sum(e.remaining for e in entries)
+        """Progress of every task still restoring, per store; each call is a sample of the stores' rates."""
+        now = self._clock()
+        found: dict[str, RestoreProgress] = {}
+        for task_id, entries in self._tasks.items():
+            stores = [entry.progress(now) for entry in entries]
+            found[task_id] = RestoreProgress(
+                restored=sum(s.restored for s in stores), remaining=sum(s.remaining for s in stores), stores=stores
             )
-            for task_id, entries in self._tasks.items()
-        }
+        return found
 
     @property
     def restoring(self) -> bool:
