@@ -40,8 +40,8 @@ def _degraded(result: Result) -> dict[str, Any]:
 
 def test_reconcile_is_the_named_step_table() -> None:
     assert [step.__name__ for step in STEPS] == [
-        "operate",
         "dry_run_children",
+        "operate",
         "create_internal_topics",
         "apply_config_map",
         "apply_service",
@@ -87,6 +87,19 @@ def test_a_child_the_api_server_rejects_leaves_no_half_applied_app(
     degraded = _degraded(result)
     assert (degraded["reason"], degraded["message"]) == ("ApplyRejected", cluster.reject["StatefulSet"])
     assert ("Warning", "ApplyRejected") in [(e.type, e.reason) for e in result.events]
+
+
+def test_a_reset_does_not_start_while_the_api_server_rejects_a_child(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    first = _run(cluster, kafka)
+    before = copy.deepcopy(cluster.objects)
+    cluster.reject["StatefulSet"] = "applying StatefulSet team-x/victim: spec.template.spec.containers[0]: Invalid"
+    app = App(APP.name, APP.namespace, APP.uid, 2, APP.created)
+    result = _run(cluster, kafka, spec=flights_spec(reset={"nonce": "r1"}), status=first.status, app=app)
+    assert cluster.objects == before, "the reset scaled the app to zero though its new children are rejected"
+    assert "reset" not in result.status and not cluster.status_writes
+    assert _degraded(result)["reason"] == "ApplyRejected"
 
 
 def test_a_topic_kafka_refuses_says_what_kafka_answered(cluster: TestingCluster, kafka: TestingKafka) -> None:

@@ -300,8 +300,8 @@ def release_departed_members(ctx: StreamAppContext) -> StepOutcome:
 
 #: The StreamApp's reconcile, in order (``steps.run_steps``).
 STEPS = (
-    operate,
     dry_run_children,
+    operate,
     create_internal_topics,
     apply_config_map,
     apply_service,
