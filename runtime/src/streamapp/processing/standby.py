@@ -32,15 +32,13 @@ from pathlib import Path
 from streamapp.kafka.admin import GroupDescription
 from streamapp.kafka.clients import parse_client_id
 from streamapp.kafka.types import KafkaClientError, TopicPartition
-from streamapp.processing.task import StoreFactory, TaskId
+from streamapp.processing.task import StoreFactory, TaskId, open_task_stores
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import StateDirectory, TaskDirectoryLock, TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.rocksdb import StoreLockedError
-from streamapp.state.timestamped import logged_store
 from streamapp.topology import Subtopology, TopologyDescription
-from streamapp.topology.stores import timestamped_stores
 
 __all__ = ["MemberRef", "StandbyManager", "StandbyTask", "plan_standbys"]
 
@@ -116,14 +114,18 @@ class StandbyTask:
 
     def open(self) -> None:
         self._lock = TaskDirectoryLock(self.task_dir)
-        timestamped = timestamped_stores(self._description.nodes, self._description.stores)
         try:
-            for name in self._subtopology.stores:
-                changelog = TopicPartition(
-                    self._description.changelog_topic(self._application_id, name), self.id.partition
+            self.stores.update(
+                open_task_stores(
+                    self._description,
+                    self._subtopology,
+                    self._application_id,
+                    self.id,
+                    self.task_dir,
+                    self._factory,
+                    lambda: -1,
                 )
-                inner = self._factory(name, self.task_dir / "rocksdb" / name)
-                self.stores[name] = logged_store(name in timestamped, inner, changelog, lambda: -1)
+            )
         except Exception:
             self.close()
             raise

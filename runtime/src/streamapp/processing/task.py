@@ -38,13 +38,14 @@ from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import TaskDirectoryLock
 from streamapp.state.record_cache import CachingKeyValueStore, ThreadCache
+from streamapp.state.segments import segmented_store
 from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
 from streamapp.state.timestamped import logged_store
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 from streamapp.topology.stores import cached_stores, timestamped_stores
 
-__all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
+__all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,46 @@ Watermarks = Callable[[TopicPartition], tuple[int, int] | None]
 
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
+
+
+def open_task_stores(
+    description: TopologyDescription,
+    subtopology: Subtopology,
+    application_id: str,
+    task_id: TaskId,
+    task_dir: Path,
+    store_factory: StoreFactory,
+    timestamp: Callable[[], int],
+) -> dict[str, ChangeLoggingKeyValueStore]:
+    """Open every store of ``subtopology`` for task ``task_id`` in ``<task_dir>/rocksdb/<store>``, each in the
+    layout every opener of a task folder shares (active and standby tasks alike):
+
+    - the persistent store from ``store_factory``, under a ``SegmentedBytesStore`` for ``window`` and ``session``
+      stores (Kafka's segmented bytes store; a store folder written before segments is migrated on open,
+      ``streamapp.state.segments``);
+    - the changelogging layer (changelog partition ``<application.id>-<store>-changelog``-``task_id.partition``),
+      timestamped for the DSL's key-value stores (KIP-258; a plain-value store is upgraded on open).
+
+    ``timestamp`` gives the timestamp (epoch ms) of the record being processed (changelog record timestamps).
+    Raises StoreLockedError while another owner holds a store; the stores opened before it are closed again.
+    """
+    timestamped = timestamped_stores(description.nodes, description.stores)
+    stores: dict[str, ChangeLoggingKeyValueStore] = {}
+    try:
+        for name in subtopology.stores:
+            changelog = TopicPartition(description.changelog_topic(application_id, name), task_id.partition)
+            persistent = store_factory(name, task_dir / "rocksdb" / name)
+            try:
+                inner = segmented_store(description.store(name), persistent)
+                stores[name] = logged_store(name in timestamped, inner, changelog, timestamp)
+            except Exception:
+                persistent.close()
+                raise
+    except Exception:
+        for store in stores.values():
+            store.close()
+        raise
+    return stores
 
 
 class _Route:
@@ -171,14 +212,18 @@ class StreamTask:
         """
         if self._dir_lock is None:
             self._dir_lock = TaskDirectoryLock(self.task_dir)
-        timestamped = timestamped_stores(self.description.nodes, self.description.stores)
         try:
-            for name in self.subtopology.stores:
-                changelog = TopicPartition(
-                    self.description.changelog_topic(self.application_id, name), self.id.partition
+            self.stores.update(
+                open_task_stores(
+                    self.description,
+                    self.subtopology,
+                    self.application_id,
+                    self.id,
+                    self.task_dir,
+                    self._store_factory,
+                    self._current_timestamp,
                 )
-                inner = self._store_factory(name, self.task_dir / "rocksdb" / name)
-                self.stores[name] = logged_store(name in timestamped, inner, changelog, self._current_timestamp)
+            )
             if self.record_cache is not None:
                 cached = cached_stores(self.description.nodes, self.description.stores)
                 for name in (n for n in self.subtopology.stores if n in cached):
