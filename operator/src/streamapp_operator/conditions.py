@@ -171,6 +171,20 @@ def _epoch(event: Mapping[str, Any]) -> float:
 
 
 @dataclass(frozen=True)
+class RestoringStore:
+    """One store of a restoring task, as the pod reports it (``tasks[].stores[]`` of its ``/status``)."""
+
+    store: str
+    changelog: str
+    """Its changelog partition, ``topic-partition``."""
+    restored: int
+    remaining: int
+    records_per_second: float | None = None
+    """The pod's restore rate of the store over its last seconds (None: not known yet); the time left is
+    ``remaining`` over it."""
+
+
+@dataclass(frozen=True)
 class RestoringTask:
     """A task of a pod that is not running yet: restoring (or about to restore) its stores."""
 
@@ -180,6 +194,8 @@ class RestoringTask:
     """Changelog records left to restore (0 when not known yet)."""
     restored: int = 0
     """Changelog records restored so far."""
+    stores: tuple[RestoringStore, ...] = ()
+    """Progress per store; empty when the pod reports per task only (a runtime before per-store progress)."""
 
 
 @dataclass(frozen=True)
@@ -312,9 +328,11 @@ def _bounded(text: str, limit: int) -> str:
 def restore_view(documents: Mapping[str, dict[str, Any] | str]) -> RestoreView:
     """Restoring tasks from the pods' ``/status`` documents (pod -> document, or pod -> error text).
 
-    A document has ``workers[].tasks[]`` with ``task_id``, ``state`` and ``restore_remaining``
-    (``asdict`` of the runtime's ``streamapp.processing.status.TaskStatus``); tasks not ``running`` are
-    restoring, as the runtime's ``/readyz`` says ("restores tasks ...").
+    A document has ``workers[].tasks[]`` with ``task_id``, ``state``, ``restored_records``,
+    ``restore_remaining`` and (newer runtimes) ``stores[]`` with ``store``, ``changelog``, ``restored_records``,
+    ``restore_remaining`` and ``records_per_second`` (``asdict`` of the runtime's
+    ``streamapp.processing.status.TaskStatus``); tasks not ``running`` are restoring, as the runtime's
+    ``/readyz`` says ("restores tasks ..."). A field missing or of another type counts as not reported.
     """
     tasks: list[RestoringTask] = []
     unreadable: dict[str, str] = {}
@@ -325,11 +343,40 @@ def restore_view(documents: Mapping[str, dict[str, Any] | str]) -> RestoreView:
             continue
         for task in _tasks(document):
             if task.get("state") != "running":
-                remaining, restored = task.get("restore_remaining"), task.get("restored_records")
-                count = remaining if type(remaining) is int and remaining > 0 else 0
-                done = restored if type(restored) is int and restored > 0 else 0
-                tasks.append(RestoringTask(pod, str(task.get("task_id")), count, done))
+                remaining, restored = _count(task.get("restore_remaining")), _count(task.get("restored_records"))
+                stores = _restoring_stores(task.get("stores"))
+                tasks.append(RestoringTask(pod, str(task.get("task_id")), remaining, restored, stores))
     return RestoreView(tuple(tasks), unreadable)
+
+
+def _restoring_stores(reported: Any) -> tuple[RestoringStore, ...]:
+    """The well-formed entries of a task's ``stores`` (those without a store name are skipped)."""
+    if not isinstance(reported, list):
+        return ()
+    found = []
+    for entry in reported:
+        if isinstance(entry, dict) and isinstance(name := entry.get("store"), str) and name:
+            found.append(
+                RestoringStore(
+                    store=name,
+                    changelog=str(entry.get("changelog") or ""),
+                    restored=_count(entry.get("restored_records")),
+                    remaining=_count(entry.get("restore_remaining")),
+                    records_per_second=_figure(entry.get("records_per_second")),
+                )
+            )
+    return tuple(found)
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
+
+
+def _figure(value: Any) -> float | None:
+    """A non-negative finite number, else None."""
+    if type(value) not in (int, float) or not 0 <= value < float("inf"):
+        return None
+    return float(value)
 
 
 def _tasks(document: Any) -> list[dict[str, Any]]:

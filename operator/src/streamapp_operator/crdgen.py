@@ -56,7 +56,7 @@ PRINTER_COLUMNS = [
         "name": "Restore",
         "type": "string",
         "jsonPath": ".status.restoreProgress",
-        "description": "Restoring tasks, records left, rate, estimated time left",
+        "description": "Changelog records left to restore and the estimated time left",
     },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]

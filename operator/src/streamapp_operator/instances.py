@@ -1,9 +1,10 @@
 """The operator's seam to the app's pods: the ``/status`` document each StreamApp instance serves.
 
 The runtime's supervisor serves ``GET /status`` on the pod's HTTP port (``streamapp.monitoring.server``):
-per stream thread its state and its tasks, each with ``state`` (created | restoring | running) and
-``restore_remaining`` (changelog records left). The operator reads it from pods that are not ready, to
-say which tasks restore (the ``Restoring`` condition), as the Flink operator reads job state from the
+per stream thread its state and its tasks, each with ``state`` (created | restoring | running),
+``restore_remaining`` (changelog records left) and, from newer runtimes, ``stores`` (each store's restore
+progress). The operator reads it from pods that are not ready, to say which tasks and stores restore (the
+``Restoring`` condition, ``status.restore``), as the Flink operator reads job state from the
 JobManager's REST API. Plain ``urllib``, no proxy (pod IPs are cluster-internal), a short timeout: a
 slow pod must not hold up the reconcile of the others.
 """

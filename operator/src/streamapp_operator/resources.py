@@ -70,6 +70,9 @@ MAX_THREADS = next(m.le for m in StreamsConfig.model_fields["num_stream_threads"
 #: Most pods of one StreamApp. Each pod is a static group member with its own state volume; more pods than
 #: tasks idle, and a typo (``100000``) must not ask the scheduler for that many pods.
 MAX_REPLICAS = 256
+#: The most entries ``status.restore`` lists (many pods x tasks x stores would make the object large); the
+#: last one then sums up the rest (``streamapp_operator.restore_progress``).
+MAX_RESTORE_ENTRIES = 20
 
 
 class _Model(BaseModel):
@@ -408,14 +411,26 @@ class UpgradeStatus(_Model):
 
 
 class StoreRestore(_Model):
-    """Restore progress of one restoring task: the stores of its sub-topology, from its changelog partitions."""
+    """Restore progress of one store of a restoring task (or of the whole task, when its pod reports per task
+    only), or, as the last entry of a capped list, the sums of the entries not listed (``omitted``)."""
 
-    pod: str = Field(description="The pod restoring.")
-    task: str = Field(description="The task id, <sub-topology>_<partition>.")
-    stores: list[str] = Field(default_factory=list, description="The stores the task restores.")
+    pod: str = Field(description='The pod restoring ("*" on the sums of the entries not listed).')
+    task: str = Field(description='The task id, <sub-topology>_<partition> ("*" on the sums of those not listed).')
+    store: str | None = Field(default=None, description="The store restoring.")
+    changelog: str | None = Field(default=None, description="The store's changelog partition, <topic>-<partition>.")
+    stores: list[str] | None = Field(
+        default=None,
+        description="The stores of the task's sub-topology, when its pod reports restore progress per task only.",
+    )
+    omitted: int | None = Field(
+        default=None,
+        description="Set on the last entry only when the list is capped: how many entries this one sums up.",
+    )
     restored: int = Field(description="Changelog records restored so far.")
     remaining: int = Field(description="Changelog records (offsets) left to restore.")
-    rate_per_second: float | None = Field(default=None, description="Records restored per second since the last look.")
+    rate_per_second: float | None = Field(
+        default=None, description="Records restored per second (the pod's recent rate, else since the last look)."
+    )
     seconds_left: int | None = Field(default=None, description="Estimated seconds left (remaining / rate).")
     observed_at: str = Field(description="When this was read (RFC 3339).")
 
@@ -452,10 +467,13 @@ class StreamAppStatus(_Model):
         default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
     )
     restore: list[StoreRestore] | None = Field(
-        default=None, description="Restore progress per restoring task and its stores (absent when nothing restores)."
+        default=None,
+        max_length=MAX_RESTORE_ENTRIES,
+        description=f"Restore progress per restoring store (absent when nothing restores); at most "
+        f"{MAX_RESTORE_ENTRIES} entries, the last summing up the others when there are more.",
     )
     restore_progress: str | None = Field(
-        default=None, description='The RESTORE column: e.g. "2 tasks, 120400 left, 4100/s, ~29s".'
+        default=None, description='The RESTORE column: records left and the longest time left, e.g. "12,000 left ~8s".'
     )
     retained_volumes: list[RetainedVolume] | None = Field(
         default=None,
