@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.conditions import RestoreView, RestoringStore, RestoringTask, restore_view
+from streamapp_operator.crdgen import structural_schema
 from streamapp_operator.reconcile import App, World, reconcile
-from streamapp_operator.resources import MAX_RESTORE_ENTRIES
+from streamapp_operator.resources import MAX_RESTORE_ENTRIES, StreamAppStatus
 from streamapp_operator.restore_progress import restore_progress, summary
 
 STORES = {0: [], 1: ["departures-per-carrier-store"]}
@@ -160,3 +161,19 @@ def test_many_stores_are_capped_and_the_last_entry_sums_up_the_others_so_the_tot
     assert more["ratePerSecond"] == 10.0 * more["omitted"]
     assert summary(entries) == f"{sum(every_remaining):,} left ~290s"
     assert (more["pod"], more["task"], "store" in more) == ("*", "*", False)
+
+
+def test_the_crd_bounds_status_restore_and_every_entry_the_operator_writes_fits_it() -> None:
+    """The API server refuses more than MAX_RESTORE_ENTRIES entries, and the entries written (per store, per
+    task of an older pod, the '*' sums) carry the fields the schema requires (``pod`` and ``task`` also in the
+    CRDs of older releases)."""
+    schema = structural_schema(StreamAppStatus, keep_defaults=False)["properties"]["restore"]
+    assert schema["maxItems"] == MAX_RESTORE_ENTRIES
+    required, known = set(schema["items"]["required"]), set(schema["items"]["properties"])
+    assert {"pod", "task"} <= required
+    per_task = RestoringTask("app-0", "0_0", 1000, 5)
+    per_store = tuple(RestoringTask(f"app-{n}", "1_0", 0, 0, (store("s", 1, n),)) for n in range(1, 30))
+    entries = restore_progress(RestoreView((per_task, *per_store)), STORES, None, T0)
+    assert entries is not None and {"omitted", "store", "stores"} <= {k for e in entries for k in e}
+    for entry in entries:
+        assert required <= set(entry) and set(entry) <= known, entry

@@ -248,6 +248,15 @@ def test_deleted_state_dir_is_rebuilt_from_the_changelog(tmp_path: Path) -> None
     assert latest_counts(cluster) == {"red": 3, "blue": 1, "green": 2}
     assert (tmp_path / "app" / "1_0" / "rocksdb" / "counts").is_dir()
     assert cluster.records(OUTPUT)
+    # /status names each restored store; the task's totals (what an older operator reads) are their sums
+    assert again.thread is not None
+    restored = [task for task in again.thread.status().tasks if task.restored_records]
+    assert restored
+    for task in restored:
+        assert [(s.store, s.changelog, s.restore_remaining) for s in task.stores] == [
+            ("counts", f"app-counts-changelog-{task.task_id[-1]}", 0)
+        ]
+        assert task.restored_records == sum(s.restored_records for s in task.stores)
 
 
 def test_every_reader_of_a_repartition_topic_is_in_the_one_sub_topology_that_consumes_it() -> None:
