@@ -15,41 +15,29 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_fakes import TestingCluster, TestingKafka, flights_spec
+from operator_fakes import flights_spec
+from replay_fakes import (
+    EARLIEST,
+    HANDOVER,
+    LATEST,
+    NS,
+    REPLAY,
+    SECOND_TOPOLOGY,
+    ReplayCluster,
+    ReplayKafka,
+    finish_job,
+    reconcile_step,
+    replay_world,
+)
 from streamapp.replay import ReplayPlan
 from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
 from streamapp_operator.k8s import KubernetesUnavailable
 from streamapp_operator.replay import decisions
-from streamapp_operator.replay.controller import Replay, ReplayWorld, reconcile_replay
+from streamapp_operator.replay.controller import ReplayWorld, reconcile_replay
 from streamapp_operator.replay.models import ReplayFrom, ReplayTo, StreamReplaySpec
 from streamapp_operator.resources import StreamAppSpec
 
-NS = "replays"
-EARLIEST = {"flights": {0: 0, 1: 5}}
-LATEST = {"flights": {0: 100, 1: 90}}
 POSITIONS = decisions.KafkaPositions(earliest=EARLIEST, latest=LATEST)
-
-SECOND_TOPOLOGY: dict[str, Any] = {
-    "nodes": [
-        {"name": "flights", "type": "source", "topics": ["flights"], "keySerde": "string", "valueSerde": "json"},
-        {"name": "key", "type": "select_key", "input": "flights", "mapper": "flights_app.logic:carrier"},
-        {"name": "by-key", "type": "repartition", "input": "key", "keySerde": "string", "valueSerde": "json"},
-        {"name": "count", "type": "count", "input": "by-key", "store": "per-key-store"},
-        {"name": "changes", "type": "to_stream", "input": "count"},
-        {
-            "name": "out",
-            "type": "sink",
-            "input": "changes",
-            "topic": "per-key",
-            "keySerde": "string",
-            "valueSerde": "long",
-        },
-    ],
-    "stores": [{"name": "per-key-store", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
-}
-
-
-# -- offset ranges -------------------------------------------------------------------------------------------
 
 
 def test_earliest_to_now_is_the_retained_range() -> None:
@@ -181,14 +169,14 @@ def test_records_written_are_counted_from_the_done_markers_once_per_chunk() -> N
 
 
 def test_without_a_pod_log_the_markers_give_the_records_written() -> None:
-    world, cluster, kafka = _world()
+    world, cluster, kafka = replay_world()
     spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
-    status = _step(world, spec, {})
-    _finish_job(cluster)
+    status = reconcile_step(world, spec, {})
+    finish_job(cluster)
     cluster.logs.clear()
     marker = {"topic": "per-key", "partition": 1, "chunk": 0, "records": 5}
     kafka.values[f"streamapp-replay-{status['replayId']}-markers"] = [json.dumps(marker).encode()]
-    assert _step(world, spec, status)["recordsWritten"] == 5
+    assert reconcile_step(world, spec, status)["recordsWritten"] == 5
 
 
 def test_handover_steps_resume_at_the_first_not_done() -> None:
@@ -210,79 +198,9 @@ def test_the_new_version_is_the_app_with_the_replays_topology_and_application_id
 # -- the controller over fakes -------------------------------------------------------------------------------
 
 
-class ReplayCluster(TestingCluster):
-    __test__ = False
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.replay_status_writes: list[dict[str, Any]] = []
-        self.logs: dict[str, str] = {}
-
-    def patch_replay_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self.replay_status_writes.append(copy.deepcopy(status))
-        self.journal.append("replay status")
-
-    def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str:
-        return self.logs.get(name, "")
-
-
-class ReplayKafka(TestingKafka):
-    __test__ = False
-
-    def __init__(self) -> None:
-        super().__init__({"flights": 2})
-        self.earliest, self.latest = copy.deepcopy(EARLIEST), copy.deepcopy(LATEST)
-        self.group_offsets: dict[str, dict[str, dict[int, int]]] = {}
-        self.values: dict[str, list[bytes]] = {}
-
-    def list_offsets(self, partitions: dict[str, int], at: str | int) -> dict[str, dict[int, int]]:
-        offsets = self.earliest if at == "earliest" else self.latest
-        return {topic: dict(offsets[topic]) for topic in partitions}
-
-    def set_group_offsets(self, group_id: str, offsets: Any) -> None:
-        self.group_offsets[group_id] = {t: dict(p) for t, p in offsets.items()}
-
-    def committed_offsets(self, group_id: str, partitions: dict[str, int]) -> dict[str, dict[int, int]]:
-        return copy.deepcopy(self.group_offsets.get(group_id, {}))
-
-    def read_committed_values(self, topic: str, timeout: float = 20.0) -> list[bytes]:
-        return list(self.values.get(topic, []))
-
-
-def _world() -> tuple[ReplayWorld, ReplayCluster, ReplayKafka]:
-    cluster, kafka = ReplayCluster(), ReplayKafka()
-    cluster.add(
-        {
-            "kind": "StreamApp",
-            "metadata": {"name": "flights", "namespace": NS, "uid": "app-uid"},
-            "spec": flights_spec(),
-        }
-    )
-    return ReplayWorld(cluster=cluster, kafka_for=lambda _: kafka, image="replay:1"), cluster, kafka
-
-
-REPLAY = Replay("flights-v2", NS, "0123456789ab", 1)
-HANDOVER = {"appRef": {"name": "flights"}, "mode": "handover", "topology": SECOND_TOPOLOGY}
-
-
-def _step(world: ReplayWorld, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    result = reconcile_replay(REPLAY, spec, status, world, "2026-01-01T00:00:10Z")
-    return {**status, **result.status}
-
-
-def _finish_job(cluster: ReplayCluster, outcome: str = "Complete") -> None:
-    cluster.set_status("Job", NS, "flights-v2-replay", {"conditions": [{"type": outcome, "status": "True"}]})
-    cluster.add_pod(NS, "flights-v2-replay-abc", {"job-name": "flights-v2-replay"}, {})
-    cluster.logs["flights-v2-replay-abc"] = (
-        '{"records_read": {"flights": 180}, "records_written": {"per-key": 7}, "seconds": {}}'
-        if outcome == "Complete"
-        else "Traceback...\nValueError: boom"
-    )
-
-
 def test_backfill_resolves_launches_and_succeeds() -> None:
-    world, cluster, kafka = _world()
-    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, {})
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, {})
     assert status["phase"] == "Running" and status["resolvedOffsets"]["to"] == {"flights": {"0": 100, "1": 90}}
     assert status["recordsRead"] == 185 and status["applicationId"] == "flights-flights-v2"
     assert kafka.topics["per-key"] == 2  # the output topic, as many partitions as the input
@@ -290,24 +208,24 @@ def test_backfill_resolves_launches_and_succeeds() -> None:
     # the resolved range was in status before the Job existed (a restart must not resolve another one)
     assert cluster.journal == ["replay status", "apply ServiceAccount", "apply ConfigMap", "apply Job"]
     assert cluster.replay_status_writes[0]["resolvedOffsets"] == status["resolvedOffsets"]
-    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
     assert status["phase"] == "Running" and status["progress"] == "spark job running 0s"
     marker = {"topic": "per-key", "partition": 0, "chunk": 0, "records": 4}
     kafka.values[f"streamapp-replay-{status['replayId']}-markers"] = [json.dumps(marker).encode()]
-    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
     assert status["progress"] == "spark job running 0s, 4 records written"
-    _finish_job(cluster)
-    status = _step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    finish_job(cluster)
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
     assert status["phase"] == "Succeeded" and status["recordsWritten"] == 7
     assert {c["type"]: c["status"] for c in status["conditions"]}["Complete"] == "True"
     assert cluster.get("StreamApp", NS, "flights") is not None  # backfill never touches the app
 
 
 def test_a_failed_job_fails_the_replay_with_the_pods_error_and_leaves_the_app_alone() -> None:
-    world, cluster, _ = _world()
-    status = _step(world, HANDOVER, {})
-    _finish_job(cluster, "Failed")
-    status = _step(world, HANDOVER, status)
+    world, cluster, _ = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster, "Failed")
+    status = reconcile_step(world, HANDOVER, status)
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert status["phase"] == "Failed" and failed["status"] == "True"
     assert "ValueError: boom" in failed["message"]
@@ -315,10 +233,10 @@ def test_a_failed_job_fails_the_replay_with_the_pods_error_and_leaves_the_app_al
 
 
 def test_handover_sets_offsets_before_the_new_version_exists_waits_for_it_then_removes_the_old() -> None:
-    world, cluster, kafka = _world()
-    status = _step(world, HANDOVER, {})
-    _finish_job(cluster)
-    status = _step(world, HANDOVER, status)
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster)
+    status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "HandingOver"
     assert kafka.group_offsets["flights-flights-v2"] == LATEST
     new = cluster.get("StreamApp", NS, "flights-v2")
@@ -330,29 +248,29 @@ def test_handover_sets_offsets_before_the_new_version_exists_waits_for_it_then_r
         "setGroupOffsets", "createNewVersion", "awaitCaughtUp"
     ]  # fmt: skip
     cluster.set_status("StreamApp", NS, "flights-v2", {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
-    status = _step(world, HANDOVER, status)
+    status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "Succeeded" and status["newVersion"] == "flights-v2"
     assert cluster.get("StreamApp", NS, "flights") is None
 
 
 def test_a_restart_after_the_new_version_started_never_rewinds_its_offsets() -> None:
-    world, cluster, kafka = _world()
-    status = _step(world, HANDOVER, {})
-    _finish_job(cluster)
-    status = _step(world, HANDOVER, status)
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster)
+    status = reconcile_step(world, HANDOVER, status)
     kafka.group_offsets["flights-flights-v2"] = {"flights": {0: 120, 1: 95}}  # the new version committed
     # an operator that crashed after recording setGroupOffsets Started, before Done: it resumes that step
     restarted = {**status, "handover": [{"name": "setGroupOffsets", "state": "Started"}]}
-    status = _step(world, HANDOVER, restarted)
+    status = reconcile_step(world, HANDOVER, restarted)
     assert kafka.group_offsets["flights-flights-v2"] == {"flights": {0: 120, 1: 95}}
     assert status["phase"] == "HandingOver" and decisions.next_step(status["handover"]) == "awaitCaughtUp"
 
 
 def test_a_topology_writing_the_apps_own_output_is_refused_before_anything_runs() -> None:
-    world, cluster, _ = _world()
+    world, cluster, _ = replay_world()
     own = copy.deepcopy(SECOND_TOPOLOGY)
     own["nodes"][-1]["topic"] = "departures-per-carrier"  # what the running app writes
-    status = _step(world, {**HANDOVER, "topology": own}, {})
+    status = reconcile_step(world, {**HANDOVER, "topology": own}, {})
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert status["phase"] == "Failed" and failed["reason"] == "OutputInUse"
     assert "departures-per-carrier" in failed["message"] and not cluster.applied
@@ -360,16 +278,16 @@ def test_a_topology_writing_the_apps_own_output_is_refused_before_anything_runs(
 
 def test_a_topology_the_replay_cannot_run_is_refused_naming_it_before_any_job() -> None:
     """The engine's own check (plain Python, no pyspark in the operator) runs before the Job is created."""
-    world, cluster, _ = _world()
+    world, cluster, _ = replay_world()
     loop = copy.deepcopy(SECOND_TOPOLOGY)
     loop["nodes"][-1]["topic"] = "flights"  # writes the topic it reads: a fixed offset range cannot see that
-    status = _step(world, {**HANDOVER, "topology": loop}, {})
+    status = reconcile_step(world, {**HANDOVER, "topology": loop}, {})
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert status["phase"] == "Failed" and failed["reason"] == "UnsupportedTopology"
     assert "'flights'" in failed["message"] and not cluster.applied
     lam = copy.deepcopy(SECOND_TOPOLOGY)
     lam["nodes"][1]["mapper"] = "flights_app.logic:<lambda>"
-    status = _step(world, {**HANDOVER, "topology": lam}, {})
+    status = reconcile_step(world, {**HANDOVER, "topology": lam}, {})
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert failed["reason"] == "InvalidTopology" and "node 'key': mapper" in failed["message"]
     assert not cluster.applied
@@ -383,22 +301,22 @@ def test_checking_a_replay_needs_no_pyspark() -> None:
 
 
 def test_waits_for_a_missing_app_and_fails_on_a_missing_input_topic() -> None:
-    world, _, kafka = _world()
-    status = _step(world, {"appRef": {"name": "nope"}}, {})
+    world, _, kafka = replay_world()
+    status = reconcile_step(world, {"appRef": {"name": "nope"}}, {})
     assert status["phase"] == "Pending" and "StreamApp nope does not exist" in status["progress"]
     del kafka.topics["flights"]
-    status = _step(world, HANDOVER, {})
+    status = reconcile_step(world, HANDOVER, {})
     assert (
         status["phase"] == "Failed" and "flights" in {c["type"]: c for c in status["conditions"]}["Failed"]["message"]
     )
 
 
 def test_an_app_deleted_before_the_new_version_exists_fails_the_handover() -> None:
-    world, cluster, _ = _world()
-    status = _step(world, HANDOVER, {})
-    _finish_job(cluster, "Complete")
+    world, cluster, _ = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster, "Complete")
     del cluster.objects[("StreamApp", NS, "flights")]
-    status = _step(world, HANDOVER, {**status, "phase": "HandingOver"})
+    status = reconcile_step(world, HANDOVER, {**status, "phase": "HandingOver"})
     assert (
         status["phase"] == "Failed" and {c["type"]: c for c in status["conditions"]}["Failed"]["reason"] == "AppMissing"
     )
@@ -420,16 +338,16 @@ def test_the_last_progress_report_is_found_among_sparks_own_log_lines() -> None:
 
 
 def test_a_running_job_shows_its_pods_last_progress_report_in_status_and_the_progress_column() -> None:
-    world, cluster, _ = _world()
+    world, cluster, _ = replay_world()
     spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
-    status = _step(world, spec, {})
+    status = reconcile_step(world, spec, {})
     cluster.add_pod(NS, "flights-v2-replay-abc", {"job-name": "flights-v2-replay"}, {})
     cluster.logs["flights-v2-replay-abc"] = "\n".join([_report(37), "WARN spark says something"])
-    status = _step(world, spec, status)
+    status = reconcile_step(world, spec, status)
     assert (status["recordsProcessed"], status["percentProcessed"]) == (37, 20)
     assert status["progress"] == "spark job running 0s, 37/185 records processed (20%)"
     cluster.logs["flights-v2-replay-abc"] += "\n" + _report(185, phase="write")
-    status = _step(world, spec, status)
+    status = reconcile_step(world, spec, status)
     assert (status["recordsProcessed"], status["percentProcessed"]) == (185, 100)
     assert status["phase"] == "Running"
 
@@ -447,15 +365,15 @@ class _LoglessCluster(ReplayCluster):
 
 
 def test_an_unreadable_pod_log_leaves_progress_out_and_never_fails_the_replay() -> None:
-    _, _, kafka = _world()
+    _, _, kafka = replay_world()
     cluster = _LoglessCluster()
     cluster.add(
         {"kind": "StreamApp", "metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
     )
     world = ReplayWorld(cluster=cluster, kafka_for=lambda _: kafka, image="replay:1")
     spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
-    status = _step(world, spec, {})
-    status = _step(world, spec, status)
+    status = reconcile_step(world, spec, {})
+    status = reconcile_step(world, spec, status)
     assert status["phase"] == "Running" and status["progress"] == "spark job running 0s"
     assert "recordsProcessed" not in status
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
@@ -540,10 +458,10 @@ GLOBAL_TOPOLOGY: dict[str, Any] = {
 
 
 def test_a_global_table_topology_replays_and_its_topics_offsets_are_resolved_too() -> None:
-    world, cluster, kafka = _world()
+    world, cluster, kafka = replay_world()
     kafka.topics["planes"] = 1
     kafka.earliest["planes"], kafka.latest["planes"] = {0: 0}, {0: 30}
-    status = _step(world, {"appRef": {"name": "flights"}, "topology": GLOBAL_TOPOLOGY}, {})
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": GLOBAL_TOPOLOGY}, {})
     assert status["phase"] == "Running", status["conditions"]
     assert status["resolvedOffsets"]["to"] == {"flights": {"0": 100, "1": 90}, "planes": {"0": 30}}
     config_map = next(m for m in cluster.applied if m["kind"] == "ConfigMap")

@@ -69,6 +69,10 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
         ({"to": {}}, "set exactly one of now, offsets, timestamp"),
         ({"to": {"timestamp": "yesterday"}}, "spec.to.timestamp"),
         ({"mode": "handover"}, "handover needs a topology"),
+        (
+            {"mode": "handover", "topology": flights_spec()["topology"], "handover": {"name": "flights"}},
+            "handover.name must differ from appRef.name",
+        ),
         ({"mode": "rewind"}, 'Unsupported value: "rewind"'),
         ({"spark": {"driver": {"memory": "1GB"}}}, "spec.spark.driver.memory"),
         ({"spark": {"executor": {"instances": 0}}}, "spec.spark.executor.instances"),

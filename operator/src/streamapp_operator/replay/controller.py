@@ -276,8 +276,7 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
         raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     group = ctx.status["applicationId"]
     end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
-    name = _new_name(ctx)
-    if ctx.world.cluster.get("StreamApp", ctx.replay.namespace, name) is not None:
+    if _our_new_version(ctx) is not None:
         return f"group {group} kept: the new version exists already"  # never rewind a running version
     counts = {t: len(parts) for t, parts in end.items()}
     if ctx.kafka.committed_offsets(group, counts) != end:
@@ -288,9 +287,10 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
 def _create_new_version(ctx: ReplayContext) -> str:
     name = _new_name(ctx)
     cluster = ctx.world.cluster
-    ctx.record(newVersion=name)
-    if cluster.get("StreamApp", ctx.replay.namespace, name) is not None:
+    if _our_new_version(ctx) is not None:
+        ctx.record(newVersion=name)
         return f"StreamApp {name} exists"
+    ctx.record(newVersion=name)
     if ctx.app is None:
         raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
@@ -301,8 +301,7 @@ def _create_new_version(ctx: ReplayContext) -> str:
 
 
 def _await_caught_up(ctx: ReplayContext) -> str:
-    app = ctx.world.cluster.get("StreamApp", ctx.replay.namespace, _new_name(ctx))
-    done, message = decisions.caught_up(app, ctx.spec.handover.max_lag)
+    done, message = decisions.caught_up(_our_new_version(ctx), ctx.spec.handover.max_lag)
     if not done:
         raise Waiting(message)
     return message
@@ -310,6 +309,7 @@ def _await_caught_up(ctx: ReplayContext) -> str:
 
 def _remove_old_version(ctx: ReplayContext) -> str:
     old = ctx.spec.app_ref.name
+    _our_new_version(ctx)  # the old version is never deleted for a StreamApp this replay did not create
     if ctx.spec.handover.old_version == OldVersionPolicy.KEEP:
         return f"StreamApp {old} kept (oldVersion: Keep)"
     if ctx.app is not None:
@@ -389,6 +389,8 @@ def _context(
                 f"the replay's topology writes {', '.join(shared)}, which StreamApp {parsed.app_ref.name} writes too: "
                 "the replayed history would duplicate what it wrote there; write the replay's output to a new topic",
             )
+    if parsed.mode == ReplayMode.HANDOVER and not status.get("job"):  # before any Job: the name is free or ours
+        _new_version_of(world.cluster, replay, parsed)
     if app_spec is not None and not status.get("applicationId"):
         app_id = app_spec.effective_application_id(parsed.app_ref.name)
         status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)
@@ -402,6 +404,21 @@ def _context(
     return ReplayContext(replay, parsed, app, app_spec, world, kafka, description, status, now)
 
 
+def _our_new_version(ctx: ReplayContext) -> dict[str, Any] | None:
+    return _new_version_of(ctx.world.cluster, ctx.replay, ctx.spec)
+
+
+def _new_version_of(cluster: ReplayCluster, replay: Replay, spec: StreamReplaySpec) -> dict[str, Any] | None:
+    """The new version's StreamApp if this replay created it, None while there is none; a StreamApp of that
+    name that is not this replay's (or the app itself) fails the replay and is never adopted or touched."""
+    name = spec.handover.name or replay.name
+    existing = cluster.get("StreamApp", replay.namespace, name)
+    conflict = decisions.new_version_conflict(name, spec.app_ref.name, existing, replay.name)
+    if conflict is not None:
+        raise ReplayFailed(*conflict)
+    return existing
+
+
 def _topology_document(ctx: ReplayContext) -> dict[str, Any]:
     if ctx.spec.topology is not None:
         return ctx.spec.topology.to_description_dict()
@@ -409,7 +426,7 @@ def _topology_document(ctx: ReplayContext) -> dict[str, Any]:
 
 
 def _new_name(ctx: ReplayContext) -> str:
-    return ctx.spec.handover.name or ctx.replay.name
+    return ctx.spec.handover.name or ctx.replay.name  # as _new_version_of
 
 
 def _progress_report(ctx: ReplayContext) -> ReplayProgress | None:

@@ -8,7 +8,8 @@
   (the app's SASL credentials from their Secrets as ``STREAMAPP_KAFKA_SASL_*`` variables, its TLS CA mounted);
 - :func:`job_state`: the Job's phase as the replay's; :func:`latest_progress`: the last progress report in the
   Job pod's log;
-- :func:`new_version`: the new version's StreamApp (handover);
+- :func:`new_version`: the new version's StreamApp (handover); :func:`new_version_conflict`: a name it must
+  not take (the app it replaces, a StreamApp this replay did not create);
 - :data:`HANDOVER_STEPS` and :func:`next_step`: where a handover is, from its status.
 """
 
@@ -507,6 +508,40 @@ def new_version(
         },
         "spec": spec,
     }
+
+
+NEW_VERSION_IS_THE_APP = "NewVersionIsTheApp"
+NEW_VERSION_NAME_IN_USE = "NewVersionNameInUse"
+
+
+def made_by(app: Mapping[str, Any] | None, replay: str) -> bool:
+    """Whether StreamApp ``app`` is the new version StreamReplay ``replay`` created (:func:`new_version`
+    labels it ``streamapp.io/replay=<replay>``)."""
+    labels = ((app or {}).get("metadata") or {}).get("labels") or {}
+    return app is not None and labels.get(REPLAY_LABEL) == replay
+
+
+def new_version_conflict(
+    new_name: str, app_name: str, existing: Mapping[str, Any] | None, replay: str
+) -> tuple[str, str] | None:
+    """Why the new version's name cannot be used (``(reason, message)``), or None.
+
+    The new version must not be the app it replaces (``handover.name``, by default the StreamReplay's own
+    name, equal to ``appRef.name``: the handover would wait on the old app itself, then delete the only
+    app), and a StreamApp already named like it is taken as the new version only when this replay created
+    it: anyone else's is never adopted, rewound or deleted."""
+    if new_name == app_name:
+        return NEW_VERSION_IS_THE_APP, (
+            f"the new version's name {new_name!r} (handover.name, by default the StreamReplay's name) is "
+            f"appRef.name: the handover would replace StreamApp {app_name} by itself and delete it; set "
+            "handover.name to another name"
+        )
+    if existing is not None and not made_by(existing, replay):
+        return NEW_VERSION_NAME_IN_USE, (
+            f"StreamApp {new_name} exists and was not created by this replay (no label {REPLAY_LABEL}={replay}); "
+            "it is left untouched: set handover.name to an unused name"
+        )
+    return None
 
 
 def caught_up(app: Mapping[str, Any] | None, max_lag: int) -> tuple[bool, str]:

@@ -144,7 +144,9 @@ class HandoverSpec(_Model):
         default=None,
         max_length=52,
         pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        description="Name of the new version's StreamApp; default: the StreamReplay's name.",
+        description="Name of the new version's StreamApp; default: the StreamReplay's name. Never appRef.name "
+        "(refused); a StreamApp of that name that this replay did not create (label streamapp.io/replay) fails the "
+        "replay (NewVersionNameInUse) and is left alone.",
     )
     old_version: OldVersionPolicy = Field(
         default=OldVersionPolicy.DELETE,
@@ -168,6 +170,12 @@ class StreamReplaySpec(_Model):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {"rule": "self.mode != 'handover' || has(self.topology)", "message": "handover needs a topology"},
+                {
+                    "rule": "self.mode != 'handover' || !has(self.handover) || !has(self.handover.name) "
+                    "|| self.handover.name != self.appRef.name",
+                    "message": "handover.name must differ from appRef.name: the new version would take the name of "
+                    "the app it replaces",
+                },
                 {"rule": "self == oldSelf", "message": "a StreamReplay's spec is immutable: create another one"},
             ]
         }

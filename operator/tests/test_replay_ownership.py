@@ -1,0 +1,86 @@
+"""A StreamReplay never takes over, rewinds or deletes what it did not create (issue 9's rules, for replays).
+
+Over the hand-written fakes (``replay_fakes``): the new version's name (never the app it replaces; an existing
+StreamApp of that name only when this replay created it), the replay's ``application.id`` (no other StreamApp's,
+no consumer group in use), the Job, its ConfigMap and ServiceAccount (someone else's is named, never applied
+over), and what a deletion in the middle of a handover leaves running.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from operator_fakes import flights_spec
+from replay_fakes import HANDOVER, LATEST, NS, finish_job, reconcile_step, replay_world
+from streamapp_operator.replay.controller import Replay, reconcile_replay
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status["conditions"]}
+
+
+def _ready(cluster: Any, name: str) -> None:
+    cluster.set_status("StreamApp", NS, name, {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
+
+
+# -- the new version's name -------------------------------------------------------------------------------------
+
+
+def test_a_handover_replay_named_like_its_app_is_refused_before_any_job_and_the_app_survives() -> None:
+    """The new version's default name is the replay's: a replay named like its app would have waited on the
+    app itself, then deleted the only app and reported Succeeded."""
+    world, cluster, kafka = replay_world()
+    same = Replay("flights", NS, "fedcba987654", 1)
+    result = reconcile_replay(same, HANDOVER, {}, world, "2026-01-01T00:00:10Z")
+    failed = _conditions(result.status)["Failed"]
+    assert result.status["phase"] == "Failed" and failed["reason"] == "NewVersionIsTheApp"
+    assert "handover.name" in failed["message"] and "flights" in failed["message"]
+    assert not cluster.applied and not kafka.group_offsets
+    explicit = reconcile_step(world, {**HANDOVER, "handover": {"name": "flights"}}, {})
+    assert _conditions(explicit)["Failed"]["reason"] == "NewVersionIsTheApp" and not cluster.applied
+    assert cluster.get("StreamApp", NS, "flights") is not None
+
+
+def _someone_elses(name: str) -> dict[str, Any]:
+    return {"kind": "StreamApp", "metadata": {"name": name, "namespace": NS, "uid": "theirs"}, "spec": flights_spec()}
+
+
+def test_a_streamapp_named_like_the_new_version_that_this_replay_did_not_create_fails_it_before_any_job() -> None:
+    world, cluster, kafka = replay_world()
+    cluster.add(_someone_elses("flights-v2"))
+    status = reconcile_step(world, HANDOVER, {})
+    failed = _conditions(status)["Failed"]
+    assert status["phase"] == "Failed" and failed["reason"] == "NewVersionNameInUse"
+    assert "StreamApp flights-v2" in failed["message"] and not cluster.applied and not kafka.group_offsets
+
+
+def test_a_streamapp_taking_the_new_versions_name_during_the_spark_run_is_never_adopted_rewound_or_deleted() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    assert status["phase"] == "Running"
+    theirs = _someone_elses("flights-v2")
+    cluster.add(theirs)
+    _ready(cluster, "flights-v2")
+    finish_job(cluster)
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Failed" and _conditions(status)["Failed"]["reason"] == "NewVersionNameInUse"
+    assert not kafka.group_offsets  # its consumer group was not set to the replay's end offsets
+    assert cluster.get("StreamApp", NS, "flights") is not None  # the old version still runs
+    stored = cluster.get("StreamApp", NS, "flights-v2")
+    assert stored is not None and stored["spec"] == theirs["spec"] and "StreamApp" not in str(cluster.applied)
+
+
+def test_a_restarted_handover_takes_the_new_version_it_created_itself() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster)
+    status = reconcile_step(world, HANDOVER, status)
+    assert kafka.group_offsets["flights-flights-v2"] == LATEST
+    # the operator restarts before it recorded createNewVersion Done: the StreamApp it made is labelled as its own
+    restarted = {**status, "handover": copy.deepcopy(status["handover"][:1])}
+    status = reconcile_step(world, HANDOVER, restarted)
+    assert status["phase"] == "HandingOver" and status["newVersion"] == "flights-v2"
+    _ready(cluster, "flights-v2")
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
