@@ -81,10 +81,12 @@ def test_a_pod_reporting_per_store_gets_one_entry_per_store_with_its_rate_and_ti
     )
     entries = restore_progress(RestoreView((task,)), STORES, None, T0)
     assert entries == [
-        {"pod": "app-0", "task": "1_0", "store": "counts", "changelog": "app-counts-changelog-0", "restored": 500,
-         "remaining": 500, "ratePerSecond": 100.0, "secondsLeft": 5, "observedAt": T0},
-        {"pod": "app-0", "task": "1_0", "store": "totals", "changelog": "app-totals-changelog-0", "restored": 200,
-         "remaining": 1000, "ratePerSecond": 50.0, "secondsLeft": 20, "observedAt": T0},
+        {"pod": "app-0", "task": "1_0", "store": "counts", "stores": ["counts"],
+         "changelog": "app-counts-changelog-0", "restored": 500, "remaining": 500, "ratePerSecond": 100.0,
+         "secondsLeft": 5, "observedAt": T0},
+        {"pod": "app-0", "task": "1_0", "store": "totals", "stores": ["totals"],
+         "changelog": "app-totals-changelog-0", "restored": 200, "remaining": 1000, "ratePerSecond": 50.0,
+         "secondsLeft": 20, "observedAt": T0},
     ]  # fmt: skip
     assert summary(entries) == "1,500 left ~20s"  # the stores restore side by side: the longest
 

@@ -420,7 +420,8 @@ class StoreRestore(_Model):
     changelog: str | None = Field(default=None, description="The store's changelog partition, <topic>-<partition>.")
     stores: list[str] | None = Field(
         default=None,
-        description="The stores of the task's sub-topology, when its pod reports restore progress per task only.",
+        description="The stores the entry covers: [store], or the stores of the task's sub-topology when its pod "
+        "reports restore progress per task only.",
     )
     omitted: int | None = Field(
         default=None,

@@ -37,8 +37,9 @@ def restore_progress(
     now: str,
 ) -> list[dict[str, Any]] | None:
     """One entry per restoring store (``pod``, ``task``, ``store``, ``changelog``, ``restored``, ``remaining``,
-    ``ratePerSecond``, ``secondsLeft``, ``observedAt``), or per restoring task of a pod that reports per task
-    only (``stores`` instead of ``store`` and ``changelog``); None when nothing restores (the field is removed).
+    ``ratePerSecond``, ``secondsLeft``, ``observedAt``, and ``stores``: ``[store]``, so that readers of the
+    per-task entries of earlier releases still find the store), or per restoring task of a pod that reports per
+    task only (``stores`` without ``store`` and ``changelog``); None when nothing restores (the field is removed).
 
     ``stores_of`` maps a sub-topology id to its store names; ``previous`` is the last ``status.restore``
     (None: no rate yet); ``now`` RFC 3339. Rate (records/s, to 0.1) and time left (s) are None until the pod
@@ -79,7 +80,7 @@ def _store_entry(
     rate = store.records_per_second
     if rate is None:
         rate = _rate(before.get((task.pod, task.task_id, store.store)), store.restored, now)
-    entry: dict[str, Any] = {"pod": task.pod, "task": task.task_id, "store": store.store}
+    entry: dict[str, Any] = {"pod": task.pod, "task": task.task_id, "store": store.store, "stores": [store.store]}
     if store.changelog:
         entry["changelog"] = store.changelog
     return entry | _figures(store.restored, store.remaining, rate, now)
