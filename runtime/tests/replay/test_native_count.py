@@ -6,26 +6,19 @@ serdes refuse sends the sub-topology to the task path, whose handlers decide."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-from conformance.harness import _retrying, wait_stable
 from streamapp import StreamsBuilder
-from streamapp.replay import ReplayPlan, run_replay
 from streamapp.replay.native import PATH_NATIVE_COUNT, PATH_TASK
 from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription
 
-from replay.reading import read_committed
+from replay import native_paths
+from replay.native_paths import INPUT_PARTITIONS
 
 pytestmark = pytest.mark.integration
-
-INPUT_PARTITIONS = 3
-SINK_PARTITIONS = 2
 
 
 def keyed_count(source: str, sink: str) -> TopologyDescription:
@@ -51,45 +44,8 @@ def inputs() -> Iterator[tuple[int, bytes | None, bytes | None, int]]:
 def replay_both_paths(
     bootstrap: str, spark: Any, records: list[tuple[int, bytes | None, bytes | None, int]], config: dict[str, Any]
 ) -> dict[str, Any]:
-    """Produce ``records``, replay the keyed count natively and through the task path (each into its own sink
-    and changelog), and return each run's result and what it wrote."""
-    prefix = f"native-{uuid.uuid4().hex[:8]}"
-    source = f"{prefix}-events"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    sinks = {path: f"{prefix}-{path}-counts" for path in ("native", "task")}
-    topics = [NewTopic(source, INPUT_PARTITIONS, 1), *(NewTopic(t, SINK_PARTITIONS, 1) for t in sinks.values())]
-    for future in admin.create_topics(topics).values():
-        future.result(30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for partition, key, value, timestamp in records:
-        producer.produce(source, value, key, partition, timestamp=timestamp)
-    assert producer.flush(30) == 0
-    ends = {p: sum(1 for r in records if r[0] == p) for p in range(INPUT_PARTITIONS)}
-    # a fresh topic's leaders may still move: Spark's Kafka source reads only once every partition answers
-    _retrying(lambda: wait_stable(admin, [TopicPartition(source, p) for p in range(INPUT_PARTITIONS)]))
-    out: dict[str, Any] = {}
-    for path, sink in sinks.items():
-        application_id = f"{prefix}-{path}"
-        plan = ReplayPlan(
-            keyed_count(source, sink),
-            {"application.id": application_id, **config},
-            bootstrap,
-            start_offsets={source: dict.fromkeys(ends, 0)},
-            end_offsets={source: ends},
-            partitions={sink: SINK_PARTITIONS},
-            replay_id=application_id,
-        )
-        reports: list[ReplayProgress] = []
-        result = run_replay(spark, plan, native=path == "native", on_progress=reports.append, progress_interval_s=0.2)
-        wait_stable(admin, [TopicPartition(w.topic, w.partition) for w in result.writes])
-        changelog = f"{application_id}-event-counts-changelog"
-        out[path] = {
-            "result": result,
-            "progress": reports,
-            "sink": read_committed(bootstrap, sink, SINK_PARTITIONS),
-            "changelog": read_committed(bootstrap, changelog, INPUT_PARTITIONS),
-        }
-    return out
+    """The keyed count replayed natively and through the task path (``native_paths.replay_both_paths``)."""
+    return native_paths.replay_both_paths(bootstrap, spark, records, config, keyed_count, "event-counts")
 
 
 def test_the_native_keyed_count_writes_the_task_paths_sink_records_and_changelog(

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import pyarrow as pa
 from streamapp import StreamsBuilder
+from streamapp.dsl.windows import SlidingWindows, TimeWindows
 from streamapp.partitioner import partition_for_key
 from streamapp.replay.native import (
     COUNTED,
     DROPPED,
     FALLBACK,
     PATH_NATIVE_COUNT,
+    PATH_NATIVE_WINDOWED_COUNT,
     PATH_TASK,
     classify_batch,
+    classify_windowed_batch,
     native_count,
+    native_windowed_count,
     node_paths,
 )
+from streamapp.replay.partitions import partitions_for_keys
 from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress, parse_progress
 from streamapp.topology import TopologyDescription
 
@@ -77,6 +82,75 @@ def test_classify_marks_counted_dropped_and_fallback_records_with_the_runtimes_p
     out = classify_batch(batch, count, 3, {})
     assert out.column("status").to_pylist() == [COUNTED, DROPPED, DROPPED, FALLBACK, FALLBACK, FALLBACK]
     assert out.column("out_partition").to_pylist() == [partition_for_key(b"a", 3), -1, -1, -1, -1, -1]
+
+
+def windowed_topology(windows: object, sink_key_serde: str = "windowed:string") -> TopologyDescription:
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", key_serde="string", value_serde="json", name="events")
+        .group_by_key()
+        .windowed_by(windows)  # type: ignore[arg-type]
+        .count(store="hourly", name="count")
+        .to_stream(name="changes")
+        .to("out", key_serde=sink_key_serde, value_serde="json", name="out")
+    )
+    return builder.build()
+
+
+def test_a_tumbling_or_hopping_windowed_count_of_a_source_topic_runs_natively() -> None:
+    hourly = TimeWindows.of_size_and_grace(3_600_000, 600_000)
+    for windows in (hourly, hourly.advance_by(900_000)):
+        description = windowed_topology(windows)
+        count = native_windowed_count(description, description.subtopologies()[0], CONFIG)
+        assert count is not None
+        assert (count.count.sink_topic, count.count.changelog_topic, count.windows) == (
+            "out",
+            "app-hourly-changelog",
+            windows.spec(),
+        )
+        assert set(node_paths(description, CONFIG).values()) == {PATH_NATIVE_WINDOWED_COUNT}
+
+
+def test_sliding_windows_or_a_sink_key_spark_cannot_write_keep_the_windowed_count_on_the_task_path() -> None:
+    for description in (
+        windowed_topology(SlidingWindows.of_time_difference_and_grace(60_000, 0)),
+        windowed_topology(TimeWindows.of_size_with_no_grace(60_000), sink_key_serde="windowed:json"),
+    ):
+        assert native_windowed_count(description, description.subtopologies()[0], CONFIG) is None
+        assert set(node_paths(description, CONFIG).values()) == {PATH_TASK}
+
+
+def test_classify_gives_counted_records_their_windows_and_the_runtimes_partition_of_each_windowed_key() -> None:
+    windows = TimeWindows.of_size_and_grace(10, 5).advance_by(5)
+    description = windowed_topology(windows)
+    count = native_windowed_count(description, description.subtopologies()[0], CONFIG)
+    assert count is not None
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "partition": pa.array([0, 0, 0, 0, 0], pa.int32()),
+            "offset": pa.array([0, 1, 2, 3, 4], pa.int64()),
+            "key": pa.array([b"a", None, b"b", b"c", b"d"], pa.binary()),
+            "value": pa.array([b"{}", b"1", None, b"{bad", b"1"], pa.binary()),
+            "timestamp": pa.array([12, 5, 3, 5, -1], pa.int64()),
+        }
+    )
+    out = classify_windowed_batch(batch, count, 3)
+    assert out.column("status").to_pylist() == [COUNTED, DROPPED, COUNTED, FALLBACK, FALLBACK]
+    assert out.column("starts").to_pylist() == [[5, 10], [], [0], [], []]
+    expected = [
+        [partition_for_key(b"a" + s.to_bytes(8, "big"), 3) for s in (5, 10)],
+        [],
+        [partition_for_key(b"b" + bytes(8), 3)],
+        [],
+        [],
+    ]
+    assert out.column("out_partitions").to_pylist() == expected
+
+
+def test_the_vectorized_partitioner_is_kafkas_murmur2_partitioner_for_every_key_length() -> None:
+    keys = [bytes((i * 37 + j * 11) % 256 for j in range(length)) for length in range(23) for i in range(40)]
+    for partitions in (1, 2, 5, 12):
+        assert partitions_for_keys(keys, partitions) == [partition_for_key(k, partitions) for k in keys]
 
 
 def test_a_progress_line_in_a_log_reads_back_as_the_progress_it_reports() -> None:

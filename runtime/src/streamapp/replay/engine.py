@@ -40,17 +40,21 @@ from streamapp.replay.native import (
     COUNTED,
     FALLBACK,
     PATH_NATIVE_COUNT,
+    PATH_NATIVE_WINDOWED_COUNT,
     PATH_TASK,
     BatchClassifier,
     NativeCount,
+    NativeWindowedCount,
+    WindowedBatchClassifier,
     native_count,
+    native_windowed_count,
 )
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
 from streamapp.replay.security import client_settings, java_client_options
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
-from streamapp.topology import GlobalTableNode, TopologyDescription
+from streamapp.topology import GlobalTableNode, Subtopology, TopologyDescription
 
 __all__ = ["JOB_DESCRIPTION_PREFIX", "RECORD_SCHEMA", "ReplayResult", "run_replay"]
 
@@ -171,13 +175,8 @@ def _run_stages(
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
-        native = native_count(plan.description, sub, plan.config) if native_ok else None
-        stage = (
-            None
-            if native is None
-            else _native_count_stage(stage_input, native, counts[native.sink_topic], tracker.records)
-        )
-        result.paths[sub.id] = PATH_TASK if stage is None else PATH_NATIVE_COUNT
+        stage, path = _native_stage(plan, sub, stage_input, tasks, tracker) if native_ok else (None, PATH_TASK)
+        result.paths[sub.id] = PATH_TASK if stage is None else path
         if stage is None:
             task = _StageFunction(
                 document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms, tracker.records, global_records
@@ -293,10 +292,7 @@ def _native_count_stage(
         F.col("key"),
         _count_bytes(F.row_number().over(by_key), count.sink_value_serde).alias("value"),
         F.max("timestamp").over(by_key).alias("timestamp"),
-        F.lit(count.subtopology).alias("producer_sub"),
-        F.col("partition").alias("producer_part"),
-        F.lit("sink").alias("kind"),
-        F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+        *_written_by_task(count.subtopology, "sink"),
     )
     finals = counted.groupBy("partition", "key").agg(
         F.min("offset").alias("first_offset"),
@@ -310,19 +306,134 @@ def _native_count_stage(
         F.col("key"),
         _count_bytes(F.col("final_count"), count.store_value_serde).alias("value"),
         F.col("last_timestamp").alias("timestamp"),
-        F.lit(count.subtopology).alias("producer_sub"),
-        F.col("partition").alias("producer_part"),
-        F.lit("changelog").alias("kind"),
-        F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+        *_written_by_task(count.subtopology, "changelog"),
     )
     return sink.unionByName(changelog)
+
+
+def _native_stage(
+    plan: ReplayPlan, sub: Subtopology, stage_input: DataFrame, tasks: int, tracker: _ProgressTracker
+) -> tuple[DataFrame | None, str]:
+    """The sub-topology run with Spark's operators (``streamapp.replay.native``) and its path, or ``(None,
+    PATH_TASK)`` when its shape has no native translation or a record needs the runtime's task."""
+    counts = plan.topic_partitions()
+    count = native_count(plan.description, sub, plan.config)
+    if count is not None:
+        return _native_count_stage(stage_input, count, counts[count.sink_topic], tracker.records), PATH_NATIVE_COUNT
+    windowed = native_windowed_count(plan.description, sub, plan.config)
+    if windowed is not None:
+        sink_partitions = counts[windowed.count.sink_topic]
+        stage = _native_windowed_count_stage(stage_input, windowed, sink_partitions, tasks, tracker.records)
+        return stage, PATH_NATIVE_WINDOWED_COUNT
+    return None, PATH_TASK
+
+
+_WINDOWED_CLASSIFIED_SCHEMA = (
+    "partition int, offset long, key binary, timestamp long, status tinyint, starts array<long>, "
+    "out_partitions array<int>"
+)
+
+
+def _native_windowed_count_stage(
+    stage_input: DataFrame, windowed: NativeWindowedCount, sink_partitions: int, tasks: int, records: Any = None
+) -> DataFrame | None:
+    """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
+    write, as ``RECORD_SCHEMA`` rows, or ``None`` when a record needs the runtime's task.
+
+    Per task (the ``partition`` column, one Spark partition each): stream time is the running ``max(timestamp)``
+    of the counted records ordered by offset (the record's own included, null keys excluded: they are dropped
+    before the runtime's processor moves its stream time); each record's windows (``starts``, oldest first) are
+    exploded and a window with ``start + size <= streamTime - grace`` is dropped as late; the sink record of an
+    accepted (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset,
+    with the largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task
+    by ``offset * windows_per_record + window index`` (the order the runtime writes them).
+    """
+    classified = (
+        stage_input.select("partition", "offset", "key", "value", "timestamp")
+        .mapInArrow(WindowedBatchClassifier(windowed, sink_partitions, records), _WINDOWED_CLASSIFIED_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    if classified.where(F.col("status") == FALLBACK).limit(1).count():
+        classified.unpersist()
+        return None
+    count, size, grace = windowed.count, windowed.windows.size, windowed.windows.grace_ms
+    by_task = (
+        Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    windows = (
+        classified.where(F.col("status") == COUNTED)
+        .repartitionById(tasks, F.col("partition"))  # one Spark partition per task: the running max needs no shuffle
+        .withColumn("stream_time", F.max("timestamp").over(by_task))
+        .select(
+            "partition",
+            "offset",
+            "key",
+            "timestamp",
+            "stream_time",
+            F.posexplode(F.arrays_zip("starts", "out_partitions")).alias("window_index", "window"),
+        )
+        .select(
+            "partition",
+            "key",
+            "timestamp",
+            "stream_time",
+            (F.col("offset") * windowed.windows_per_record + F.col("window_index")).alias("sequence"),
+            F.col("window.starts").alias("start"),
+            F.col("window.out_partitions").alias("out_partition"),
+        )
+    )
+    accepted = windows.where(F.col("start") + size > F.col("stream_time") - grace)
+    by_window = Window.partitionBy("partition", "key", "start").orderBy("sequence")
+    sink = accepted.select(
+        F.lit(count.sink_topic).alias("topic"),
+        F.col("out_partition").alias("partition"),
+        F.col("sequence").alias("offset"),
+        F.concat(F.col("key"), _long_bytes(F.col("start"))).alias("key"),
+        _count_bytes(F.row_number().over(by_window), count.sink_value_serde).alias("value"),
+        F.max("timestamp").over(by_window).alias("timestamp"),
+        *_written_by_task(count.subtopology, "sink"),
+    )
+    finals = accepted.groupBy("partition", "key", "start").agg(
+        F.min("sequence").alias("first_sequence"),
+        F.max("timestamp").alias("window_timestamp"),
+        F.max_by("timestamp", "sequence").alias("last_timestamp"),
+        F.count(F.lit(1)).alias("final_count"),
+    )
+    changelog = finals.select(
+        F.lit(count.changelog_topic).alias("topic"),
+        F.col("partition"),
+        F.col("first_sequence").alias("offset"),
+        F.concat(F.col("key"), _long_bytes(F.col("start")), F.unhex(F.lit("00000000"))).alias("key"),
+        F.concat(
+            _long_bytes(F.col("window_timestamp")), _count_bytes(F.col("final_count"), count.store_value_serde)
+        ).alias("value"),
+        F.col("last_timestamp").alias("timestamp"),
+        *_written_by_task(count.subtopology, "changelog"),
+    )
+    return sink.unionByName(changelog)
+
+
+def _written_by_task(subtopology: int, kind: str) -> list[Column]:
+    """``RECORD_SCHEMA``'s last columns of a native stage's ``kind`` records: written by task ``<subtopology>_<the
+    partition column>``, no headers."""
+    return [
+        F.lit(subtopology).alias("producer_sub"),
+        F.col("partition").alias("producer_part"),
+        F.lit(kind).alias("kind"),
+        F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+    ]
+
+
+def _long_bytes(number: Column) -> Column:
+    """A non-negative long as 8 bytes big-endian (window starts, timestamps: Kafka's key and value layouts)."""
+    return F.unhex(F.lpad(F.hex(number.cast("long")), 16, "0"))
 
 
 def _count_bytes(count: Column, serde: str) -> Column:
     """A positive count as the serde writes it: ``json`` = its decimal digits, ``long`` = 8-byte big-endian."""
     if serde == "json":
         return count.cast("string").cast("binary")
-    return F.unhex(F.lpad(F.hex(count.cast("long")), 16, "0"))
+    return _long_bytes(count)
 
 
 class _ProgressTracker:

@@ -1,0 +1,91 @@
+"""The replay's Spark-native windowed count (``streamapp.replay.native``) writes exactly what the runtime's task
+writes: the same sink records (windowed key, count, timestamp, partition, order) and the same window-store
+changelog, for tumbling and hopping windows, with records delayed past the grace (dropped per the task's stream
+time, window by window), null keys (dropped without moving stream time), JSON ``null`` and null values (counted),
+and a sink with another partition count than the input; a record the serdes refuse sends the sub-topology to the
+task path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from streamapp import StreamsBuilder
+from streamapp.dsl.windows import TimeWindows
+from streamapp.replay.native import PATH_NATIVE_WINDOWED_COUNT, PATH_TASK
+from streamapp.topology import TopologyDescription
+
+from replay.native_paths import INPUT_PARTITIONS, replay_both_paths
+from replay.reading import Record
+
+pytestmark = pytest.mark.integration
+
+SIZE_MS = 10_000
+GRACE_MS = 3_000
+STORE = "window-counts"
+
+
+def windowed_count(windows: TimeWindows) -> Callable[[str, str], TopologyDescription]:
+    def build(source: str, sink: str) -> TopologyDescription:
+        builder = StreamsBuilder()
+        (
+            builder.stream(source, key_serde="string", value_serde="json", name="events")
+            .group_by_key()
+            .windowed_by(windows)
+            .count(store=STORE, name="count")
+            .to_stream(name="changes")
+            .to(sink, value_serde="json", name="out")
+        )
+        return builder.build()
+
+    return build
+
+
+def inputs() -> Iterator[Record]:
+    """``(partition, key, value, timestamp)``: 12 keys over ~60 windows; every 11th record delayed by 2-20 s (some
+    within the grace, some past it), null keys, JSON nulls and null values."""
+    for i in range(600):
+        key = None if i % 97 == 0 else f"k{(i * 7) % 12}".encode()
+        value = b"null" if i % 53 == 0 else None if i % 89 == 0 else json.dumps({"i": i}).encode()
+        delay = 2_000 * (1 + i % 10) if i % 11 == 0 else 0
+        yield i % INPUT_PARTITIONS, key, value, 1_000_000 + i * 1_000 - delay
+
+
+def assert_same_output(out: dict[str, Any]) -> None:
+    native, task = out["native"], out["task"]
+    assert set(native["result"].paths.values()) == {PATH_NATIVE_WINDOWED_COUNT}
+    assert set(task["result"].paths.values()) == {PATH_TASK}
+    assert native["sink"] == task["sink"]
+    assert native["changelog"] == task["changelog"]
+    assert native["sink"] and native["changelog"]
+
+
+@pytest.mark.parametrize(
+    "windows",
+    [
+        TimeWindows.of_size_and_grace(SIZE_MS, GRACE_MS),
+        TimeWindows.of_size_and_grace(SIZE_MS, GRACE_MS).advance_by(4_000),
+    ],
+    ids=["tumbling", "hopping"],
+)
+def test_the_native_windowed_count_writes_the_task_paths_sink_records_and_changelog(
+    spark_session: Any, conformance_bootstrap: str, windows: TimeWindows
+) -> None:
+    records = list(inputs())
+    out = replay_both_paths(conformance_bootstrap, spark_session, records, {}, windowed_count(windows), STORE)
+    assert_same_output(out)
+    windows_of_keyed = sum(len(windows.spec().windows_for(r[3])) for r in records if r[1] is not None)
+    assert windows_of_keyed - len(out["native"]["sink"]) > 0, "some delayed records are dropped as late"
+
+
+def test_a_record_the_serde_refuses_sends_the_windowed_count_to_the_task_path_and_its_handler(
+    spark_session: Any, conformance_bootstrap: str
+) -> None:
+    records = [*inputs(), (1, b"k3", b"{not json", 1_500_000)]
+    config = {"default.deserialization.exception.handler": "log_and_continue"}
+    windows = TimeWindows.of_size_and_grace(SIZE_MS, GRACE_MS)
+    out = replay_both_paths(conformance_bootstrap, spark_session, records, config, windowed_count(windows), STORE)
+    assert set(out["native"]["result"].paths.values()) == {PATH_TASK}
+    assert out["native"]["sink"] == out["task"]["sink"]
