@@ -9,11 +9,17 @@ over), and what a deletion in the middle of a handover leaves running.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
+import kopf
+import pytest
 from operator_fakes import flights_spec
 from replay_fakes import HANDOVER, LATEST, NS, finish_job, reconcile_step, replay_world
+from streamapp_operator.kafka import GroupMember
+from streamapp_operator.replay import handlers
 from streamapp_operator.replay.controller import Replay, reconcile_replay
+from streamapp_operator.validate import Peer
 
 
 def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -84,3 +90,66 @@ def test_a_restarted_handover_takes_the_new_version_it_created_itself() -> None:
     _ready(cluster, "flights-v2")
     status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
+
+
+# -- the replay's application.id ---------------------------------------------------------------------------------
+
+
+def _peer(namespace: str, name: str, application_id: str) -> Peer:
+    return Peer(namespace, name, f"uid-{name}", "2020-01-01T00:00:00Z", application_id)
+
+
+def _nothing_ran(status: dict[str, Any], cluster: Any, kafka: Any) -> bool:
+    return not cluster.applied and "resolvedOffsets" not in status and "per-key" not in kafka.topics
+
+
+def test_a_replay_never_takes_an_application_id_another_streamapp_claims() -> None:
+    """Its changelog topics and consumer group are that app's: the replay would write into its state."""
+    world, cluster, kafka = replay_world()
+    other = _peer("team-b", "counts", "flights-flights-v2")
+    world = replace(world, peers=lambda: [_peer(NS, "flights", "flights"), other])
+    status = reconcile_step(world, HANDOVER, {})
+    failed = _conditions(status)["Failed"]
+    assert status["phase"] == "Failed" and failed["reason"] == "ApplicationIdInUse"
+    assert "StreamApp team-b/counts" in failed["message"] and _nothing_ran(status, cluster, kafka)
+    # an explicit applicationId that is the replayed app's own: refused the same way, naming the app
+    status = reconcile_step(world, {**HANDOVER, "applicationId": "flights"}, {})
+    failed = _conditions(status)["Failed"]
+    assert failed["reason"] == "ApplicationIdInUse" and f"StreamApp {NS}/flights" in failed["message"]
+    assert _nothing_ran(status, cluster, kafka)
+
+
+def test_a_replay_never_uses_a_consumer_group_with_members_or_committed_offsets() -> None:
+    world, cluster, kafka = replay_world()
+    kafka.members = [GroupMember("legacy-streams-app-StreamThread-1-consumer", None, "10.0.0.9")]
+    status = reconcile_step(world, HANDOVER, {})
+    failed = _conditions(status)["Failed"]
+    assert status["phase"] == "Failed" and failed["reason"] == "ConsumerGroupInUse"
+    assert "legacy-streams-app-StreamThread-1-consumer" in failed["message"] and _nothing_ran(status, cluster, kafka)
+    kafka.members = []
+    kafka.group_offsets["flights-flights-v2"] = {"flights": {0: 40, 1: 12}}  # a Kafka Streams app outside Kubernetes
+    status = reconcile_step(world, HANDOVER, {})
+    failed = _conditions(status)["Failed"]
+    assert failed["reason"] == "ConsumerGroupInUse" and "flights[0], flights[1]" in failed["message"]
+    assert _nothing_ran(status, cluster, kafka) and kafka.group_offsets["flights-flights-v2"]["flights"][0] == 40
+
+
+def test_a_streamapp_claiming_the_id_during_the_spark_run_keeps_its_offsets() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster)
+    world = replace(world, peers=lambda: [_peer("team-b", "late", "flights-flights-v2")])
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Failed" and _conditions(status)["Failed"]["reason"] == "ApplicationIdInUse"
+    assert not kafka.group_offsets and cluster.get("StreamApp", NS, "flights-v2") is None
+
+
+def test_the_index_of_streamapps_is_copied_or_the_reconcile_retried_never_read_as_empty() -> None:
+    assert handlers.snapshot({"u1": [_peer(NS, "a", "a")], "u2": []}) == [_peer(NS, "a", "a")]
+
+    class Changing(dict[str, list[Peer]]):
+        def values(self) -> Any:
+            raise RuntimeError("dictionary changed size during iteration")
+
+    with pytest.raises(kopf.TemporaryError):
+        handlers.snapshot(Changing())

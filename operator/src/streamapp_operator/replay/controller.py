@@ -4,6 +4,8 @@ The same :func:`reconcile_replay` runs on create, resume and every timer tick. I
 StreamApp it names, then runs :data:`STEPS` in order; each step reads what the status already records and
 does only what is missing, so a restarted operator resumes where the status says:
 
+0. ``check_identity``: before the Job, the replay's ``application.id`` is no StreamApp's (the ``peers``
+   index) and its consumer group has neither members nor committed offsets;
 1. ``resolve_offsets``: explicit ``[from, to)`` offsets per input partition (Kafka admin: earliest, latest,
    offsets for a timestamp), written to ``status.resolvedOffsets`` before anything runs;
 2. ``create_sink_topics``: the topics the replay's topology writes, when missing (as many partitions as the
@@ -23,7 +25,7 @@ does only what is missing, so a restarted operator resumes where the status says
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -43,11 +45,14 @@ from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode
 from streamapp_operator.resources import StreamAppSpec
 from streamapp_operator.steps import StepOutcome, run_steps
 from streamapp_operator.times import seconds_between
-from streamapp_operator.validate import Problem
+from streamapp_operator.validate import CONSUMER_GROUP_IN_USE, Peer, Problem, foreign_members, identity_conflicts
 
 DEFAULT_IMAGE = "localhost/streamapp-replay:dev"
 #: Lines of the Job pod's log read for its last progress report (Spark's own warnings share the log).
 PROGRESS_LOG_LINES = 200
+#: The replay's creation time in the identity check: sorts after every RFC 3339 instant, so that every StreamApp
+#: claiming the replay's ``application.id`` holds it (a replay never takes an id, whoever came first).
+AFTER_EVERY_APP = "~"
 
 
 class ReplayCluster(Cluster, Protocol):
@@ -86,9 +91,13 @@ class Replay:
 
 @dataclass(frozen=True)
 class ReplayWorld:
+    """The seams: the API, a Kafka admin per connection, and the cluster's StreamApps with the
+    ``application.id`` each claims (``peers``: kopf's ``application_ids`` index, ``main.py``)."""
+
     cluster: ReplayCluster
     kafka_for: Callable[[KafkaConnection], ReplayKafka]
     image: str = DEFAULT_IMAGE
+    peers: Callable[[], Iterable[Peer]] = lambda: ()
 
 
 @dataclass
@@ -129,6 +138,43 @@ class ReplayContext:
 
 
 # -- steps -------------------------------------------------------------------------------------------------------
+
+
+def check_identity(ctx: ReplayContext) -> StepOutcome:
+    """Before anything runs: the replay's ``application.id`` (its changelog and repartition topics' prefix, the
+    new version's consumer group) is no StreamApp's, and its consumer group has no member and no committed
+    offset (only the handover sets them, after the Spark job): the replay never writes into another app's
+    changelogs nor moves its offsets."""
+    if ctx.status.get("job"):
+        return StepOutcome()
+    assert ctx.kafka is not None
+    _check_no_app_claims(ctx)
+    group = ctx.status["applicationId"]
+    members = [m.client_id for m in ctx.kafka.group_lag(group, []).members]
+    strangers = foreign_members(group, members, _new_name(ctx))
+    if strangers:
+        raise ReplayFailed(strangers[0].reason, strangers[0].message)
+    inputs = ctx.kafka.partition_counts(ctx.description.external_source_topics())
+    committed = ctx.kafka.committed_offsets(group, inputs)
+    if committed:
+        where = ", ".join(f"{topic}[{p}]" for topic, parts in sorted(committed.items()) for p in sorted(parts))
+        raise ReplayFailed(
+            CONSUMER_GROUP_IN_USE,
+            f"consumer group {group!r} has committed offsets ({where}) that this replay did not set: another "
+            "application uses that application.id; set spec.applicationId to an unused one",
+        )
+    return StepOutcome()
+
+
+def _check_no_app_claims(ctx: ReplayContext) -> None:
+    replay, application_id = ctx.replay, ctx.status["applicationId"]
+    me = Peer(replay.namespace, replay.name, replay.uid, AFTER_EVERY_APP, application_id)
+    conflicts = identity_conflicts(me, ctx.world.peers())
+    if conflicts:
+        raise ReplayFailed(
+            conflicts[0].reason,
+            f"the replay's {conflicts[0].message}; a StreamReplay's default is <the app's application.id>-<its name>",
+        )
 
 
 def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
@@ -278,6 +324,7 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
     end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
     if _our_new_version(ctx) is not None:
         return f"group {group} kept: the new version exists already"  # never rewind a running version
+    _check_no_app_claims(ctx)  # a StreamApp that took the id during the Spark run keeps its offsets
     counts = {t: len(parts) for t, parts in end.items()}
     if ctx.kafka.committed_offsets(group, counts) != end:
         ctx.kafka.set_group_offsets(group, end)
@@ -325,7 +372,7 @@ _HANDOVER: dict[str, Callable[[ReplayContext], str]] = {
 }
 assert tuple(_HANDOVER) == decisions.HANDOVER_STEPS
 
-STEPS = (resolve_offsets, create_sink_topics, launch_job, track_job, hand_over)
+STEPS = (check_identity, resolve_offsets, create_sink_topics, launch_job, track_job, hand_over)
 
 
 # -- the reconcile ------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import functools
 import logging
 import os
 import threading
+import time
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import kopf
@@ -20,7 +22,10 @@ from streamapp_operator.kafka import AdminPool
 from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
 from streamapp_operator.replay.models import GROUP, PLURAL
 from streamapp_operator.resources import VERSION
+from streamapp_operator.validate import Peer
 
+#: kopf's index of every StreamApp's ``application.id`` (``streamapp_operator.main.application_ids``).
+PEERS_INDEX = "application_ids"
 #: Seconds between two reconciles of a StreamReplay that is not finished (Job progress, handover steps).
 REPLAY_INTERVAL = 5.0
 
@@ -45,16 +50,21 @@ def configure_replays(**_: Any) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.timer(GROUP, VERSION, PLURAL, interval=REPLAY_INTERVAL, initial_delay=REPLAY_INTERVAL)
 def reconcile_streamreplay(
-    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **_: Any
+    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **kwargs: Any
 ) -> None:
-    """Reconcile one StreamReplay and record the outcome; never raises for an invalid one."""
+    """Reconcile one StreamReplay and record the outcome; never raises for an invalid one.
+
+    kopf hands every handler the operator's indices: ``application_ids`` (``main.py``, every StreamApp's
+    ``application.id``) is the identity check's ``peers``."""
     if _world is None:
         raise kopf.TemporaryError("the operator is still starting", delay=1)
     replay = Replay(str(meta["name"]), str(meta["namespace"]), str(meta["uid"]), int(meta.get("generation", 0)))
+    peers = snapshot(kwargs[PEERS_INDEX])
     world = ReplayWorld(
         cluster=_world.cluster,
         kafka_for=functools.partial(_admins.admin_for, user=replay.uid),
         image=_world.image,
+        peers=lambda: peers,
     )
     with _lock(replay.uid):
         try:
@@ -74,6 +84,17 @@ def forget_streamreplay(meta: kopf.Meta, **_: Any) -> None:
     _admins.release(uid)
     with _guard:
         _locks.pop(uid, None)
+
+
+def snapshot(index: Mapping[str, Collection[Peer]]) -> list[Peer]:
+    """A copy of kopf's index of StreamApps (its watcher changes it from another thread while it is read); an
+    index that keeps changing is retried later rather than read as empty (that would pass every identity check)."""
+    for _ in range(3):
+        try:
+            return [peer for store in list(index.values()) for peer in list(store)]
+        except RuntimeError:
+            time.sleep(0.01)
+    raise kopf.TemporaryError("the index of StreamApps changed while it was read", delay=1)
 
 
 def _lock(uid: str) -> threading.Lock:
