@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from logged_store_fixtures import CHANGELOG, LoggedStore
+from streamapp.processors.base import RecordContext
 from streamapp.serdes import serde_for
 from streamapp.state.record_cache import CACHE_ENTRY_OVERHEAD_BYTES, CachingKeyValueStore, ThreadCache
 from streamapp.state.timestamped import TimestampedChangeLoggingKeyValueStore
@@ -17,12 +18,14 @@ ONE_ENTRY = 1 + 8 + CACHE_ENTRY_OVERHEAD_BYTES  # a one-letter key and a number
 class Cached:
     """A timestamped logged store under a caching store, typed string -> long, recording what is forwarded."""
 
-    def __init__(self, cache: ThreadCache, namespace: str = "0_0-counts") -> None:
+    def __init__(
+        self, cache: ThreadCache, namespace: str = "0_0-counts", record_context: RecordContext | None = None
+    ) -> None:
         self.now = 0
         self.logged = LoggedStore("memory", Path("."))
         self.logged.logged = TimestampedChangeLoggingKeyValueStore(self.logged.persistent, CHANGELOG, lambda: self.now)
         self.caching = CachingKeyValueStore(
-            self.logged.logged, serde_for("string", is_key=True), serde_for("long"), cache, namespace
+            self.logged.logged, serde_for("string", is_key=True), serde_for("long"), cache, namespace, record_context
         )
         self.view = self.caching
         self.forwarded: list[tuple[str, int | None, int | None, int]] = []
@@ -116,3 +119,21 @@ def test_discarded_entries_are_neither_forwarded_nor_written_below() -> None:
 def test_a_cache_of_zero_bytes_is_refused_because_zero_turns_caching_off() -> None:
     with pytest.raises(ValueError, match="0 turns caching off"):
         ThreadCache(0)
+
+
+def test_a_flushed_entry_is_forwarded_with_the_headers_of_the_record_that_last_wrote_it() -> None:
+    context = RecordContext()
+    store = Cached(ThreadCache(2 * ONE_ENTRY), record_context=context)
+    seen: list[tuple[str, object]] = []
+    store.view.set_flush_listener(lambda key, new, old, ts: seen.append((key, context.headers)))
+    context.headers = [("trace", b"a-1")]
+    store.put("a", 1, 1)
+    context.headers = [("trace", b"a-2")]
+    store.put("a", 2, 2)
+    context.headers = None
+    store.put("b", 3, 3)
+    context.headers = [("trace", b"c")]
+    store.put("c", 4, 4)  # over the bound: evicts "a" and flushes every dirty entry while "c" is processed
+
+    assert seen == [("a", [("trace", b"a-2")]), ("b", None), ("c", [("trace", b"c")])]
+    assert context.headers == [("trace", b"c")]  # the record being processed keeps its headers

@@ -57,7 +57,7 @@ def test_pipe_input_takes_the_record_time_as_an_aware_datetime_and_rejects_a_nai
 
         records = driver.create_output_topic("per-carrier").read_records_to_list()
 
-    assert records == [TestRecord("UA", 1, 1_704_067_200_000)]
+    assert records == [TestRecord("UA", 1, 1_704_067_200_000, headers=[("h", b"v")])]  # the input's headers
 
 
 def test_an_output_topic_nothing_writes_reads_empty_instead_of_failing() -> None:

@@ -31,6 +31,7 @@ from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
+from streamapp.processors.base import RecordContext
 from streamapp.processors.io import RecordSerializationError
 from streamapp.processors.process import ProcessorHooks, PunctuationError
 from streamapp.serdes import Serde, serde_for
@@ -197,6 +198,9 @@ class StreamTask:
         self._dir_lock: TaskDirectoryLock | None = None
         self._current: ConsumerRecord | None = None
         """The source record being processed (what error handlers and dead letters refer to)."""
+        self.record_context = RecordContext()
+        """The headers of the record being processed, which every record forwarded for it carries (Kafka's
+        ``ProcessorRecordContext``); ``None`` during punctuations."""
 
     def __repr__(self) -> str:
         return f"StreamTask({self.id}, {self.state.value})"
@@ -229,7 +233,7 @@ class StreamTask:
                 for name in (n for n in self.subtopology.stores if n in cached):
                     namespace = f"{self.id}-{name}"
                     self._caching[name] = CachingKeyValueStore(
-                        self.stores[name], *self._serdes(name), self.record_cache, namespace
+                        self.stores[name], *self._serdes(name), self.record_cache, namespace, self.record_context
                     )
         except Exception:
             self._close_stores()
@@ -248,6 +252,7 @@ class StreamTask:
             kinds=self.description.output_kinds(),
             global_tables=self._global_tables,
             windowed=self.windowed_state,
+            record_context=self.record_context,
             processor_hooks=self.processor_hooks,
         )
         self._sources = build_task_processors(self.description, self.subtopology, ctx)
@@ -267,6 +272,7 @@ class StreamTask:
         ``StreamTask.maybePunctuateSystemTime``). Raises ProcessingError when a punctuator fails."""
         if self.state is not TaskState.RUNNING:
             return False
+        self.record_context.headers = None  # a punctuation has no input record (Kafka: empty headers)
         try:
             return self.processor_hooks.punctuate_wall_clock(now_ms)
         except PunctuationError as exc:
@@ -395,10 +401,13 @@ class StreamTask:
         """Process one stamped record of input ``partition`` through its source node; errors go to the handlers."""
         self._current = record
         self._timestamp = timestamp
+        context = self.record_context
+        context.headers = record.headers
         try:
             route.forward(key, value, timestamp)
             hooks = self.processor_hooks
             if hooks.stream_time_queue:
+                context.headers = None  # a punctuation has no input record (Kafka: empty headers)
                 hooks.punctuate_stream_time()  # Kafka's maybePunctuateStreamTime
         except (RecordSerializationError, DeliveryError) as exc:
             self._on_error("production", record, exc)

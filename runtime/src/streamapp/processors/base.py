@@ -2,7 +2,9 @@
 
 A processor receives ``(key, value, timestamp)`` (timestamp in epoch ms) and forwards zero or more
 records to its children, synchronously, depth first, like Kafka Streams' ``ProcessorNode``. Source
-processors receive the raw key and value bytes of a consumed record.
+processors receive the raw key and value bytes of a consumed record. The headers of the record being
+processed are not an argument: they sit in the task's ``RecordContext`` (Kafka's ``ProcessorRecordContext``),
+which sinks read, so every record forwarded while a record is processed carries its headers.
 
 Each family module (``streamapp.processors.<family>``, the families of ``streamapp.topology.nodes``) keeps
 its builders in a ``FamilyBuilders`` table, filled by ``@BUILDERS.builds(NodeClass, ...)`` on each builder.
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from streamapp.kafka.types import Headers
 from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
@@ -31,6 +34,7 @@ __all__ = [
     "Processor",
     "ProcessorBuilder",
     "ProcessorMetrics",
+    "RecordContext",
     "RecordSender",
     "forward_on_flush",
 ]
@@ -73,9 +77,24 @@ def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor]) -
 
 
 class RecordSender(Protocol):
-    """Sends a serialized record to a topic; without ``partition`` the key's murmur2 hash picks it."""
+    """Sends a serialized record to a topic; without ``partition`` the key's murmur2 hash picks it. ``headers``
+    is passed only when the record has some."""
 
-    def __call__(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None: ...
+    def __call__(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, *, headers: Headers | None = None
+    ) -> None: ...
+
+
+class RecordContext:
+    """The headers of the record a task is processing (Kafka's ``ProcessorRecordContext.headers()``), shared by
+    the task's processors: the task sets them before it forwards a consumed record (``None``: the record has
+    none; punctuations run without headers, as Kafka's), sinks write them, and a store or buffer that emits later
+    (the record cache, suppress) keeps each entry's headers and sets them back while it forwards the entry."""
+
+    __slots__ = ("headers",)
+
+    def __init__(self) -> None:
+        self.headers: Headers | None = None
 
 
 @dataclass
@@ -110,6 +129,8 @@ class BuildContext:
     """The worker's global tables by ``global_table`` node name (``None``: the topology has none)."""
     windowed: WindowedStateAccess | None = None
     """The task's window / session / suppression store views (``streamapp.state.windowed_access``)."""
+    record_context: RecordContext = field(default_factory=RecordContext)
+    """The headers of the record being processed (the task's; a bare graph gets its own)."""
     processor_hooks: ProcessorHooks | None = None
     """The task's Processor API state (``streamapp.processors.process``): process nodes register there so their
     ``init`` runs when the task starts running; ``None``: a bare graph, process nodes initialize at once."""

@@ -23,6 +23,7 @@ from streamapp.processors.base import (
     FamilyBuilders,
     Processor,
     ProcessorMetrics,
+    RecordContext,
     RecordSender,
     forward_on_flush,
 )
@@ -82,7 +83,9 @@ class RecordSerializationError(ValueError):
 
 class SinkProcessor:
     """Serializes a record with the sink's own serdes (Kafka's ``Produced``, whatever types flow upstream) and
-    sends it to ``topic``, partitioned by murmur2 of the serialized key.
+    sends it to ``topic``, partitioned by murmur2 of the serialized key, with the headers of ``record_context``
+    (the record being processed, or the one a flushed cache entry or suppressed update came from: Kafka's
+    ``SinkNode`` writes ``record.headers()``).
 
     ``node`` / ``parent``: the sink's name and the node whose output it writes, named by a serialization error.
     """
@@ -96,6 +99,7 @@ class SinkProcessor:
         *,
         node: str | None = None,
         parent: str | None = None,
+        record_context: RecordContext | None = None,
     ) -> None:
         self.topic = topic
         self._key_serde = key_serde
@@ -103,13 +107,18 @@ class SinkProcessor:
         self._send = send
         self._node = node
         self._parent = parent
+        self._context = record_context if record_context is not None else RecordContext()
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         try:
             raw_key, raw_value = self._key_serde.serialize(key), self._value_serde.serialize(value)
         except Exception as exc:
             raise RecordSerializationError(self._mismatch(key, value, exc)) from exc
-        self._send(self.topic, raw_key, raw_value, timestamp)
+        headers = self._context.headers
+        if headers:
+            self._send(self.topic, raw_key, raw_value, timestamp, headers=headers)
+        else:
+            self._send(self.topic, raw_key, raw_value, timestamp)
 
     def _mismatch(self, key: Any, value: Any, exc: Exception) -> str:
         """Kafka's ``SinkNode`` ClassCastException message: the topic, the serdes, the actual types, which
@@ -146,8 +155,9 @@ class TopicExtractorSinkProcessor(SinkProcessor):
         *,
         node: str | None = None,
         parent: str | None = None,
+        record_context: RecordContext | None = None,
     ) -> None:
-        super().__init__("", key_serde, value_serde, send, node=node, parent=parent)
+        super().__init__("", key_serde, value_serde, send, node=node, parent=parent, record_context=record_context)
         self._extractor = extractor
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
@@ -282,10 +292,19 @@ def build_sink(node: SinkNode, children: Sequence[Processor], ctx: BuildContext)
             ctx.send,
             node=node.name,
             parent=node.input,
+            record_context=ctx.record_context,
         )
     assert node.topic is not None  # exactly one of topic and topicExtractor is set (SinkNode)
     key_serde, value_serde = serde_for(node.key_serde, node.topic, is_key=True), serde_for(node.value_serde, node.topic)
-    return SinkProcessor(node.topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input)
+    return SinkProcessor(
+        node.topic,
+        key_serde,
+        value_serde,
+        ctx.send,
+        node=node.name,
+        parent=node.input,
+        record_context=ctx.record_context,
+    )
 
 
 @BUILDERS.builds(RepartitionNode)
@@ -299,7 +318,9 @@ def build_repartition(node: RepartitionNode, children: Sequence[Processor], ctx:
         value_serde = ChangeSerde(value_serde)
     if node.name in ctx.source_nodes:
         return SourceProcessor(key_serde, value_serde, children)
-    sink = SinkProcessor(topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input)
+    sink = SinkProcessor(
+        topic, key_serde, value_serde, ctx.send, node=node.name, parent=node.input, record_context=ctx.record_context
+    )
     return NullKeyFilter(sink) if node.drop_null_keys else sink
 
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streamapp.kafka.types import Headers
 from streamapp.processor import (
     Cancellable,
     KeyValueStore,
@@ -25,9 +26,12 @@ from streamapp.processor import (
     Record,
 )
 from streamapp.processor import (
+    Headers as RecordHeaders,
+)
+from streamapp.processor import (
     Processor as UserProcessor,
 )
-from streamapp.processors.base import BuildContext, FamilyBuilders, Processor
+from streamapp.processors.base import BuildContext, FamilyBuilders, Processor, RecordContext
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.process import ProcessNode
 
@@ -235,8 +239,12 @@ class NodeProcessorContext(ProcessorContext):
         hooks: ProcessorHooks,
         stores: dict[str, TypedKeyValueStore],
         children: Sequence[Processor],
+        record_context: RecordContext | None = None,
     ) -> None:
         self.node = node
+        self.record_context = record_context if record_context is not None else RecordContext()
+        """The task's headers of the record being processed: a ``Record`` handed to ``process`` carries them, and
+        ``forward(record)`` passes the forwarded record's headers downstream (Kafka's ``ProcessorContextImpl``)."""
         self._hooks = hooks
         self._stores = {name: _StoreView(store) for name, store in stores.items()}
         self._children = tuple(children)
@@ -254,15 +262,21 @@ class NodeProcessorContext(ProcessorContext):
         if value is ...:
             if not isinstance(record, Record):
                 raise TypeError("forward(record) needs a Record; use forward(key, value) for a key and a value")
-            key, value, ts = record.key, record.value, record.timestamp
-        else:
-            if self._timestamp is None:
-                raise RuntimeError(
-                    f"node '{self.node}': forward is only allowed in process or a punctuator, not in init or close"
-                )
-            key, ts = record, self._timestamp if timestamp is None else timestamp
+            context = self.record_context
+            current, context.headers = context.headers, _kafka_headers(record.headers)
+            try:
+                for child in self._children:
+                    child.process(record.key, record.value, record.timestamp)
+            finally:
+                context.headers = current
+            return
+        if self._timestamp is None:
+            raise RuntimeError(
+                f"node '{self.node}': forward is only allowed in process or a punctuator, not in init or close"
+            )
+        ts = self._timestamp if timestamp is None else timestamp
         for child in self._children:
-            child.process(key, value, ts)
+            child.process(record, value, ts)
 
     def get_state_store(self, name: str) -> KeyValueStore:
         try:
@@ -308,9 +322,14 @@ class NodeProcessorContext(ProcessorContext):
             self._timestamp = None
 
 
+def _kafka_headers(headers: RecordHeaders) -> Headers | None:
+    """A ``Record``'s headers as the task's record context keeps them (``None`` for none)."""
+    return [(name, value) for name, value in headers] if headers else None  # type: ignore[misc]
+
+
 class ProcessNodeProcessor:
-    """Feeds a process node's records to its user processor as ``Record`` objects (without headers: the
-    runtime's processor graph does not carry them)."""
+    """Feeds a process node's records to its user processor as ``Record`` objects, with the headers of the record
+    being processed (Kafka's ``Record.headers()``)."""
 
     def __init__(self, processor: UserProcessor, context: NodeProcessorContext) -> None:
         self.processor = processor
@@ -323,7 +342,9 @@ class ProcessNodeProcessor:
         self.processor.close()
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
-        self.context.run_processor(self.processor, Record(key, value, timestamp))
+        headers = self.context.record_context.headers
+        record = Record(key, value, timestamp, tuple(headers)) if headers else Record(key, value, timestamp)
+        self.context.run_processor(self.processor, record)
 
 
 @BUILDERS.builds(ProcessNode)
@@ -345,7 +366,9 @@ def build_process(node: ProcessNode, children: Sequence[Processor], ctx: BuildCo
     if hooks is None:
         hooks = ProcessorHooks(f"?_{ctx.partition}", ctx.application_id, lambda: -1)
     stores = {name: ctx.store(name) for name in node.stores()}
-    adapter = ProcessNodeProcessor(processor, NodeProcessorContext(node.name, hooks, stores, children))
+    adapter = ProcessNodeProcessor(
+        processor, NodeProcessorContext(node.name, hooks, stores, children, ctx.record_context)
+    )
     if standalone:
         adapter.init()
     else:

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordContext
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import BufferedUpdate, SuppressionBuffer
 from streamapp.state.window_store import WindowStore, WindowValue
@@ -428,7 +428,9 @@ class SuppressProcessor:
     for final results, the time limit otherwise). ``final_results``: buffer under the window end, require
     ``Windowed`` keys (TypeError otherwise) and drop final tombstones; else buffer under the record timestamp and
     forward tombstones. ``max_records`` / ``max_bytes`` (``None``: unbounded) and ``emit_early_when_full`` as in
-    ``SuppressNode``; a strict buffer over its bound raises SuppressionBufferFullError.
+    ``SuppressNode``; a strict buffer over its bound raises SuppressionBufferFullError. ``record_context``: the
+    task's headers of the record being processed; an update is forwarded with the headers of the record that
+    buffered it (Kafka's ``KTableSuppressProcessor`` sets the buffered record context back).
     """
 
     def __init__(
@@ -442,8 +444,10 @@ class SuppressProcessor:
         max_records: int | None = None,
         max_bytes: int | None = None,
         emit_early_when_full: bool = False,
+        record_context: RecordContext | None = None,
     ) -> None:
         self.name = name
+        self._context = record_context if record_context is not None else RecordContext()
         self.close_grace_ms = suppress_ms
         """How far behind stream time (ms) a buffered update is forwarded (named for final results)."""
         self.observed_stream_time = -1
@@ -466,7 +470,7 @@ class SuppressProcessor:
             buffer_time = timestamp
         self.observed_stream_time = max(self.observed_stream_time, timestamp)
         change = value if isinstance(value, Change) else Change(value, None)
-        self._buffer.put(buffer_time, key, change.new_value, change.old_value, timestamp)
+        self._buffer.put(buffer_time, key, change.new_value, change.old_value, timestamp, self._context.headers)
         for update in self._buffer.evict_until(self.observed_stream_time - self.close_grace_ms):
             self._emit(update)
         if self._over_capacity():
@@ -492,8 +496,13 @@ class SuppressProcessor:
             return  # safe to drop final tombstones (Kafka's FinalResultsSuppressionBuilder)
         self.emitted += 1
         forwarded = Change(update.new_value, update.prior_value)
-        for child in self._children:
-            child.process(update.key, forwarded, update.timestamp)
+        context = self._context
+        current, context.headers = context.headers, update.headers  # the buffered record's (Kafka's)
+        try:
+            for child in self._children:
+                child.process(update.key, forwarded, update.timestamp)
+        finally:
+            context.headers = current
 
 
 def _bound(limit: int | None) -> int:
@@ -516,4 +525,5 @@ def build_suppress(node: SuppressNode, children: Sequence[Processor], ctx: Build
         max_records=node.max_records,
         max_bytes=node.max_bytes,
         emit_early_when_full=node.when_full == "emit_early",
+        record_context=ctx.record_context,
     )

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
+from streamapp.kafka.types import Headers
 from streamapp.serdes import Serde
 from streamapp.state.stores import NO_TIMESTAMP, BytesKeyValueStore, TypedKeyValueStore
 
@@ -46,13 +47,20 @@ CACHE_ENTRY_OVERHEAD_BYTES = 200
 """Python memory per cached entry beyond its key and value bytes (CPython 3.11, 64-bit): the ordered-dict
 node and slot, the ``[value, timestamp]`` list, the timestamp int, the bytes headers and the dirty-set slot."""
 
-DirtyEntry = tuple[bytes, Any, int]
-"""A flushed entry: ``(serialized key, value or None for a delete, timestamp of the write in epoch ms)``."""
+DirtyEntry = tuple[bytes, Any, int, Headers | None]
+"""A flushed entry: ``(serialized key, value or None for a delete, timestamp of the write in epoch ms, headers of
+the record that made the write)``."""
 
 FlushListener = Callable[[list[DirtyEntry]], None]
 
 StoreFlushListener = Callable[[Any, Any, Any, int], None]
 """``(key, new value, old value, timestamp)`` of one flushed entry (values ``None`` when absent)."""
+
+
+class HeadersContext(Protocol):
+    """Where a task keeps the headers of the record being processed (``streamapp.processors.base.RecordContext``)."""
+
+    headers: Headers | None
 
 
 class ThreadCache:
@@ -96,7 +104,7 @@ class NamedCache:
         self._thread = thread
         self._listener = listener
         self._entries: OrderedDict[bytes, list[Any]] = OrderedDict()
-        """serialized key -> ``[value, timestamp, size]``, least recently used first."""
+        """serialized key -> ``[value, timestamp, size, headers]``, least recently used first."""
         self._dirty: dict[bytes, None] = {}
         self.size_bytes = 0
 
@@ -111,26 +119,28 @@ class NamedCache:
         return bool(self._dirty)
 
     def get(self, key: bytes) -> list[Any] | None:
-        """The ``[value, timestamp, size]`` entry of ``key`` (value ``None``: deleted), or ``None`` on a miss.
+        """The ``[value, timestamp, size, headers]`` entry of ``key`` (value ``None``: deleted), or ``None`` on a miss.
         A hit makes the entry the most recently used."""
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
         return entry
 
-    def put(self, key: bytes, value: Any, timestamp: int, value_size: int) -> None:
-        """Write a dirty entry (the most recently used), then let the thread cache evict if it is full."""
+    def put(self, key: bytes, value: Any, timestamp: int, value_size: int, headers: Headers | None = None) -> None:
+        """Write a dirty entry (the most recently used) with the ``headers`` of the record that wrote it (Kafka's
+        ``LRUCacheEntry`` keeps the record context), then let the thread cache evict if it is full."""
         entries = self._entries
         entry = entries.get(key)
         if entry is None:
             size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + value_size
-            entries[key] = [value, timestamp, size]
+            entries[key] = [value, timestamp, size, headers]
         else:
             size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + value_size
             grown = size - entry[2]
             entry[0] = value
             entry[1] = timestamp
             entry[2] = size
+            entry[3] = headers
             size = grown
             entries.move_to_end(key)
         thread = self._thread
@@ -147,11 +157,11 @@ class NamedCache:
     def evict(self) -> None:
         """Remove the least recently used entry; when it is dirty, flush it first and every other dirty entry
         after it (Kafka's ``NamedCache.evict``)."""
-        key, (value, timestamp, size) = self._entries.popitem(last=False)
+        key, (value, timestamp, size, headers) = self._entries.popitem(last=False)
         self._shrink(size)
         if key in self._dirty:
             del self._dirty[key]
-            self._flush([(key, value, timestamp)])
+            self._flush([(key, value, timestamp, headers)])
 
     def flush(self) -> None:
         """Hand every dirty entry to the listener, in update order, and mark them clean; deleted entries leave."""
@@ -172,11 +182,11 @@ class NamedCache:
     def _flush(self, batch: list[DirtyEntry]) -> None:
         entries = self._entries
         for key in self._dirty:
-            value, timestamp, _ = entries[key]
-            batch.append((key, value, timestamp))
+            value, timestamp, _, headers = entries[key]
+            batch.append((key, value, timestamp, headers))
         self._dirty = {}  # cleared before the listener runs: forwarding may write to this cache again
         self._listener(batch)
-        for key, value, _ in batch:
+        for key, value, _, _ in batch:
             if value is None:
                 entry = entries.get(key)
                 if entry is not None and entry[0] is None and key not in self._dirty:
@@ -195,16 +205,27 @@ class CachingKeyValueStore(TypedKeyValueStore):
     Reads see the cache first (a hit is a use, for the LRU order); ``put`` makes a dirty entry at the given
     timestamp (epoch ms: the result's, or the deleting record's). ``set_flush_listener`` receives each flushed entry
     with the value the store below held before it.
+
+    ``record_context``: the task's headers of the record being processed; a put keeps them with the entry, and
+    the flush of the entry sets them back while its listener forwards (Kafka's ``CachingKeyValueStore``
+    ``putAndMaybeForward``: the flushed update carries the headers of the record that last wrote the key).
     """
 
     def __init__(
-        self, below: BytesKeyValueStore, key_serde: Serde, value_serde: Serde, cache: ThreadCache, namespace: str
+        self,
+        below: BytesKeyValueStore,
+        key_serde: Serde,
+        value_serde: Serde,
+        cache: ThreadCache,
+        namespace: str,
+        record_context: HeadersContext | None = None,
     ) -> None:
         super().__init__(below, key_serde, value_serde)
         self.cached = True
         self._thread = cache
         self._cache = cache.named_cache(namespace, self._flushed)
         self._listener: StoreFlushListener | None = None
+        self._context = record_context
 
     @property
     def has_dirty(self) -> bool:
@@ -231,7 +252,8 @@ class CachingKeyValueStore(TypedKeyValueStore):
         else:
             serialized = self._value_serde.serialize(value)
             size = 0 if serialized is None else len(serialized)
-        self._cache.put(raw_key, value, timestamp, size)
+        context = self._context
+        self._cache.put(raw_key, value, timestamp, size, None if context is None else context.headers)
 
     def flush(self) -> None:
         """Forward and write down every dirty entry (commit)."""
@@ -247,10 +269,18 @@ class CachingKeyValueStore(TypedKeyValueStore):
     def _flushed(self, entries: list[DirtyEntry]) -> None:
         listener = self._listener
         below_get, below_put = super().get_raw_key, super().put_raw_key
-        for raw_key, value, timestamp in entries:
-            old = below_get(raw_key)
-            if value is None and old is None:
-                continue
-            below_put(raw_key, value, timestamp)
-            if listener is not None:
-                listener(self._key_serde.deserialize(raw_key), value, None if old is None else old[0], timestamp)
+        context = self._context
+        current = None if context is None else context.headers
+        try:
+            for raw_key, value, timestamp, headers in entries:
+                old = below_get(raw_key)
+                if value is None and old is None:
+                    continue
+                below_put(raw_key, value, timestamp)
+                if listener is not None:
+                    if context is not None:
+                        context.headers = headers
+                    listener(self._key_serde.deserialize(raw_key), value, None if old is None else old[0], timestamp)
+        finally:
+            if context is not None:
+                context.headers = current

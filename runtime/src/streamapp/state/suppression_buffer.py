@@ -11,6 +11,10 @@ length (-1 for null) followed by the value serde's bytes. ``prior`` is the old v
 buffered for the key (what downstream last saw), ``new`` the latest value: evicting forwards
 ``Change(new, prior)`` once, whatever happened in between (Kafka keeps ``priorValue`` the same way).
 
+Headers: each buffered update keeps the headers of the record that made it, in memory only, and its eviction
+returns them (Kafka keeps the record context in the buffer and forwards the evicted update with it). They are not
+in the stored record: after a restore (a restarted or moved task) the buffered updates come back without headers.
+
 Size (``size_bytes``, what ``BufferConfig.max_bytes`` bounds): per buffered key, the serialized key, new and
 prior values plus ``ENTRY_OVERHEAD_BYTES`` for the record timestamp and buffer time, Kafka's
 ``computeRecordSize`` estimate without the record context it keeps and this buffer does not.
@@ -22,6 +26,7 @@ import heapq
 import struct
 from typing import Any, NamedTuple
 
+from streamapp.kafka.types import Headers
 from streamapp.serdes import Serde
 from streamapp.state.window_store import LoggedBytesStore
 
@@ -35,13 +40,14 @@ _LENGTH = struct.Struct(">i")
 
 
 class BufferedUpdate(NamedTuple):
-    """An evicted update: the table key, its latest ``new`` value, the ``prior`` value, and the timestamp
-    (ms) of the latest buffered record."""
+    """An evicted update: the table key, its latest ``new`` value, the ``prior`` value, the timestamp (ms) of
+    the latest buffered record and its headers (``None``: none, or restored)."""
 
     key: Any
     new_value: Any
     prior_value: Any
     timestamp: int
+    headers: Headers | None = None
 
 
 class _Entry(NamedTuple):
@@ -49,6 +55,7 @@ class _Entry(NamedTuple):
     timestamp: int
     new: bytes | None
     prior: bytes | None
+    headers: Headers | None = None
 
 
 class SuppressionBuffer:
@@ -79,17 +86,19 @@ class SuppressionBuffer:
         self._load()
         return self._size
 
-    def put(self, time: int, key: Any, new_value: Any, old_value: Any, timestamp: int) -> None:
+    def put(
+        self, time: int, key: Any, new_value: Any, old_value: Any, timestamp: int, headers: Headers | None = None
+    ) -> None:
         """Buffer ``Change(new_value, old_value)`` of ``key`` at buffer time ``time`` (ms; for final window
-        results the window end) from a record with ``timestamp`` (ms). Replaces the key's buffered update,
-        keeping its prior value. ValueError for a null key."""
+        results the window end) from a record with ``timestamp`` (ms) and ``headers``. Replaces the key's buffered
+        update, keeping its prior value. ValueError for a null key."""
         self._load()
         raw_key = self._key_serde.serialize(key)
         if raw_key is None:
             raise ValueError(f"suppression buffer '{self.name}': keys must not be null")
         previous = self._entries.get(raw_key)
         prior = self._value_serde.serialize(old_value) if previous is None else previous.prior
-        entry = _Entry(time, timestamp, self._value_serde.serialize(new_value), prior)
+        entry = _Entry(time, timestamp, self._value_serde.serialize(new_value), prior, headers)
         self._entries[raw_key] = entry
         self._size += _size(raw_key, entry) - (0 if previous is None else _size(raw_key, previous))
         if previous is None or previous.time != time:
@@ -129,6 +138,7 @@ class SuppressionBuffer:
             self._value_serde.deserialize(entry.new),
             self._value_serde.deserialize(entry.prior),
             entry.timestamp,
+            entry.headers,
         )
 
     def _drop_stale(self) -> None:
