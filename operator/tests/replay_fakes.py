@@ -97,9 +97,18 @@ def reconcile_step(world: ReplayWorld, spec: dict[str, Any], status: dict[str, A
     return {**status, **result.status}
 
 
+def add_job_pod(cluster: ReplayCluster, name: str = "flights-v2-replay-abc") -> None:
+    """The pod the Job controller makes for the replay's Job (labelled ``job-name``, owned by the Job)."""
+    cluster.add_pod(NS, name, {"job-name": "flights-v2-replay"}, {})
+    job = cluster.objects[("Job", NS, "flights-v2-replay")]
+    cluster.objects[("Pod", NS, name)]["metadata"]["ownerReferences"] = [
+        {"kind": "Job", "name": "flights-v2-replay", "uid": job["metadata"]["uid"], "controller": True}
+    ]
+
+
 def finish_job(cluster: ReplayCluster, outcome: str = "Complete") -> None:
     cluster.set_status("Job", NS, "flights-v2-replay", {"conditions": [{"type": outcome, "status": "True"}]})
-    cluster.add_pod(NS, "flights-v2-replay-abc", {"job-name": "flights-v2-replay"}, {})
+    add_job_pod(cluster)
     cluster.logs["flights-v2-replay-abc"] = (
         '{"records_read": {"flights": 180}, "records_written": {"per-key": 7}, "seconds": {}}'
         if outcome == "Complete"

@@ -25,6 +25,7 @@ from replay_fakes import (
     SECOND_TOPOLOGY,
     ReplayCluster,
     ReplayKafka,
+    add_job_pod,
     finish_job,
     reconcile_step,
     replay_world,
@@ -341,7 +342,7 @@ def test_a_running_job_shows_its_pods_last_progress_report_in_status_and_the_pro
     world, cluster, _ = replay_world()
     spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
     status = reconcile_step(world, spec, {})
-    cluster.add_pod(NS, "flights-v2-replay-abc", {"job-name": "flights-v2-replay"}, {})
+    add_job_pod(cluster)
     cluster.logs["flights-v2-replay-abc"] = "\n".join([_report(37), "WARN spark says something"])
     status = reconcile_step(world, spec, status)
     assert (status["recordsProcessed"], status["percentProcessed"]) == (37, 20)

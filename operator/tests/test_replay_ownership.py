@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 import pytest
 from operator_fakes import flights_spec
-from replay_fakes import HANDOVER, LATEST, NS, finish_job, reconcile_step, replay_world
+from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, reconcile_step, replay_world
 from streamapp_operator.kafka import GroupMember
 from streamapp_operator.replay import handlers
 from streamapp_operator.replay.controller import Replay, reconcile_replay
@@ -153,3 +153,65 @@ def test_the_index_of_streamapps_is_copied_or_the_reconcile_retried_never_read_a
 
     with pytest.raises(kopf.TemporaryError):
         handlers.snapshot(Changing())
+
+
+# -- the Job, its ConfigMap and ServiceAccount ---------------------------------------------------------------------
+
+SPEC = {"appRef": {"name": "flights"}, "topology": HANDOVER["topology"]}
+
+
+def _foreign(kind: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"kind": kind, "metadata": {"name": name, "namespace": NS, "uid": f"their-{kind}"}, **extra}
+
+
+def test_a_configmap_of_the_replays_name_made_by_someone_else_is_named_and_never_applied_over() -> None:
+    world, cluster, _ = replay_world()
+    theirs = _foreign("ConfigMap", "flights-v2-replay", data={"plan.yaml": "theirs"})
+    cluster.add(theirs)
+    result = reconcile_replay(REPLAY, SPEC, {}, world, "2026-01-01T00:00:10Z")
+    degraded = _conditions(result.status)["Degraded"]
+    assert result.status["phase"] == "Pending" and degraded["status"] == "True"
+    assert degraded["reason"] == "ForeignObject" and "ConfigMap flights-v2-replay" in degraded["message"]
+    assert "not owned by this StreamReplay" in degraded["message"]
+    assert not cluster.applied and cluster.get("ConfigMap", NS, "flights-v2-replay") == theirs
+    assert [e.reason for e in result.events] == ["ForeignObject"]
+    again = reconcile_replay(REPLAY, SPEC, result.status, world, "2026-01-01T00:00:15Z")
+    assert not again.events and not cluster.applied  # said once, still waiting
+    del cluster.objects[("ConfigMap", NS, "flights-v2-replay")]  # its owner removes it: the replay goes on
+    status = reconcile_step(world, SPEC, again.status)
+    assert status["phase"] == "Running" and _conditions(status)["Degraded"]["status"] == "False"
+
+
+def test_a_job_of_the_replays_name_made_by_someone_else_is_never_tracked_as_the_replay() -> None:
+    """Its success would have been taken for the Spark job's, and a handover started on it."""
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    del cluster.objects[("Job", NS, "flights-v2-replay")]
+    done = {"conditions": [{"type": "Complete", "status": "True"}]}
+    cluster.add(_foreign("Job", "flights-v2-replay", status=done))
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Running" and "Job flights-v2-replay" in _conditions(status)["Degraded"]["message"]
+    assert not kafka.group_offsets and cluster.get("StreamApp", NS, "flights-v2") is None
+
+
+def test_a_service_account_named_like_the_replays_that_the_operator_did_not_make_is_never_used() -> None:
+    world, cluster, _ = replay_world()
+    cluster.add(_foreign("ServiceAccount", "streamapp-replay"))
+    status = reconcile_step(world, SPEC, {})
+    degraded = _conditions(status)["Degraded"]
+    assert degraded["reason"] == "ForeignObject" and "ServiceAccount streamapp-replay" in degraded["message"]
+    assert not cluster.applied
+    # spark.mode kubernetes runs as the ServiceAccount the spec names: the shared one is not used
+    spark = {"mode": "kubernetes", "serviceAccountName": "spark"}
+    status = reconcile_step(world, {**SPEC, "spark": spark}, {})
+    assert status["phase"] == "Running" and [m["kind"] for m in cluster.applied] == ["ConfigMap", "Job"]
+
+
+def test_only_a_pod_the_replays_job_owns_says_what_the_replay_wrote() -> None:
+    world, cluster, _ = replay_world()
+    status = reconcile_step(world, SPEC, {})
+    cluster.add_pod(NS, "impostor", {"job-name": "flights-v2-replay"}, {})
+    cluster.logs["impostor"] = '{"records_read": {"flights": 1}, "records_written": {"per-key": 999}, "seconds": {}}'
+    cluster.set_status("Job", NS, "flights-v2-replay", {"conditions": [{"type": "Complete", "status": "True"}]})
+    status = reconcile_step(world, SPEC, status)
+    assert status["phase"] == "Succeeded" and status["recordsWritten"] == 0  # the done markers: none

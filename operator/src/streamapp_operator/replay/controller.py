@@ -6,6 +6,8 @@ does only what is missing, so a restarted operator resumes where the status says
 
 0. ``check_identity``: before the Job, the replay's ``application.id`` is no StreamApp's (the ``peers``
    index) and its consumer group has neither members nor committed offsets;
+   ``check_children``: until the Job has finished, its Job, ConfigMap and ServiceAccount are its own or
+   absent (someone else's: ``Degraded`` names it, the replay waits, nothing is applied over it);
 1. ``resolve_offsets``: explicit ``[from, to)`` offsets per input partition (Kafka admin: earliest, latest,
    offsets for a timestamp), written to ``status.resolvedOffsets`` before anything runs;
 2. ``create_sink_topics``: the topics the replay's topology writes, when missing (as many partitions as the
@@ -36,12 +38,19 @@ from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription, TopologyError
 
 from streamapp_operator.conditions import Event
-from streamapp_operator.desired import security_config
+from streamapp_operator.desired import owned_by, security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
 from streamapp_operator.replay import decisions
-from streamapp_operator.replay.models import OldVersionPolicy, Phase, ReplayMode, StepState, StreamReplaySpec
+from streamapp_operator.replay.models import (
+    OldVersionPolicy,
+    Phase,
+    ReplayMode,
+    SparkMode,
+    StepState,
+    StreamReplaySpec,
+)
 from streamapp_operator.resources import StreamAppSpec
 from streamapp_operator.steps import StepOutcome, run_steps
 from streamapp_operator.times import seconds_between
@@ -110,6 +119,15 @@ class Waiting(Exception):
     """A step waits for something outside (the Job, the new version): later steps do not run yet."""
 
 
+class Blocked(Exception):
+    """Something in the way that the replay must not touch (a child someone else made): ``Degraded`` names
+    it and the replay waits, retried at every reconcile, until it is gone."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
 class ReplayFailed(Exception):
     """The replay cannot succeed (an invalid range, a failed Job): phase Failed, the reason in a condition."""
 
@@ -163,6 +181,23 @@ def check_identity(ctx: ReplayContext) -> StepOutcome:
             f"consumer group {group!r} has committed offsets ({where}) that this replay did not set: another "
             "application uses that application.id; set spec.applicationId to an unused one",
         )
+    return StepOutcome()
+
+
+def check_children(ctx: ReplayContext) -> StepOutcome:
+    """Until the Job has finished: the Job and ConfigMap of the replay's names are its own (owner reference)
+    and the ServiceAccount ``streamapp-replay`` (local mode) the operator's; someone else's is named in
+    ``Degraded`` and never applied over, used or tracked."""
+    if ctx.status.get("phase") not in (Phase.PENDING.value, Phase.RUNNING.value):
+        return StepOutcome()
+    cluster, replay = ctx.world.cluster, ctx.replay
+    name = decisions.job_name(replay.name)
+    children = {kind: cluster.get(kind, replay.namespace, name) for kind in ("ConfigMap", "Job")}
+    local = ctx.spec.spark.mode == SparkMode.LOCAL
+    account = cluster.get("ServiceAccount", replay.namespace, decisions.SERVICE_ACCOUNT) if local else None
+    problems = decisions.foreign_children(replay.owner, children, account)
+    if problems:
+        raise Blocked(Problem(problems[0].reason, "; ".join(p.message for p in problems)))
     return StepOutcome()
 
 
@@ -265,11 +300,11 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
         assert ctx.kafka is not None
         # the done markers appear once Spark writes: how much of the output is committed so far
         so_far = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
-        report = _progress_report(ctx)
+        report = _progress_report(ctx, job)
         progress = decisions.progress_text("Running", seconds=seconds, written=so_far or None, report=report)
         ctx.record(durationSeconds=seconds, progress=progress, **(decisions.progress_fields(report) if report else {}))
         raise Waiting(state.message)
-    log = _pod_log(ctx)
+    log = _pod_log(ctx, job)
     if state.phase == "Failed":
         detail = decisions.failure_detail(log) if log else ""
         raise ReplayFailed(state.reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
@@ -372,7 +407,7 @@ _HANDOVER: dict[str, Callable[[ReplayContext], str]] = {
 }
 assert tuple(_HANDOVER) == decisions.HANDOVER_STEPS
 
-STEPS = (check_identity, resolve_offsets, create_sink_topics, launch_job, track_job, hand_over)
+STEPS = (check_identity, check_children, resolve_offsets, create_sink_topics, launch_job, track_job, hand_over)
 
 
 # -- the reconcile ------------------------------------------------------------------------------------------------
@@ -398,6 +433,12 @@ def reconcile_replay(
     except Waiting as exc:
         ctx.status["waiting"] = str(exc)
         return ReplayResult(status=_finish(replay, previous, ctx.status, now), events=ctx.events)
+    except Blocked as exc:
+        ctx.status["waiting"] = f"blocked: {exc}"
+        before: dict[str, Any] = next((c for c in previous.get("conditions") or [] if c.get("type") == "Degraded"), {})
+        said = before.get("status") == "True" and before.get("message") == str(exc)  # one event, not one a tick
+        events = ctx.events if said else [*ctx.events, Event("Warning", exc.problem.reason, str(exc))]
+        return ReplayResult(status=_finish(replay, previous, ctx.status, now, exc.problem), events=events)
     except ReplayFailed as exc:
         return _failed(replay, previous, ctx.status, exc, now, ctx.events)
     ctx.status.update(run.status)
@@ -476,18 +517,21 @@ def _new_name(ctx: ReplayContext) -> str:
     return ctx.spec.handover.name or ctx.replay.name  # as _new_version_of
 
 
-def _progress_report(ctx: ReplayContext) -> ReplayProgress | None:
+def _progress_report(ctx: ReplayContext, job: Mapping[str, Any] | None) -> ReplayProgress | None:
     """The Spark job's last progress report; None when there is none yet or the API cannot say (progress is
     shown, never a reason to fail or hold up the replay)."""
     try:
-        return decisions.latest_progress(_pod_log(ctx, PROGRESS_LOG_LINES))
+        return decisions.latest_progress(_pod_log(ctx, job, PROGRESS_LOG_LINES))
     except KubernetesUnavailable:
         return None
 
 
-def _pod_log(ctx: ReplayContext, tail_lines: int = 30) -> str:
-    """The end of the replay pod's log; "" when there is none or the API cannot serve it (best effort)."""
+def _pod_log(ctx: ReplayContext, job: Mapping[str, Any] | None, tail_lines: int = 30) -> str:
+    """The end of the log of the replay Job's last pod (a pod the Job owns: a pod merely labelled like it says
+    nothing of the replay); "" when there is none or the API cannot serve it (best effort)."""
+    uid = str(((job or {}).get("metadata") or {}).get("uid") or "")
     pods = ctx.world.cluster.list_pods(ctx.replay.namespace, f"job-name={ctx.status['job']}")
+    pods = [pod for pod in pods if uid and owned_by(pod, uid)]
     pods.sort(key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
     if not pods:
         return ""

@@ -6,6 +6,7 @@
 - :func:`plan_document`: the replay plan ``streamapp replay run --plan`` reads (``streamapp.replay.ReplayPlan``);
 - :func:`job_manifests`: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and the Job
   (the app's SASL credentials from their Secrets as ``STREAMAPP_KAFKA_SASL_*`` variables, its TLS CA mounted);
+- :func:`foreign_children`: a Job, ConfigMap or ServiceAccount of the replay's names that someone else made;
 - :func:`job_state`: the Job's phase as the replay's; :func:`latest_progress`: the last progress report in the
   Job pod's log;
 - :func:`new_version`: the new version's StreamApp (handover); :func:`new_version_conflict`: a name it must
@@ -24,7 +25,7 @@ from typing import Any
 import yaml
 from streamapp.replay.progress import ReplayProgress, parse_progress
 
-from streamapp_operator import desired
+from streamapp_operator import desired, validate
 from streamapp_operator.replay.models import (
     KIND,
     HandoverStep,
@@ -53,6 +54,9 @@ RUN_AS_USER = 10001
 #: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
 MEMORY_OVERHEAD_MB = 512
 REPLAY_LABEL = "streamapp.io/replay"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+#: Labels of what several replays share (the ServiceAccount): how the operator knows it made it.
+_SHARED_LABELS = {"app.kubernetes.io/name": "streamapp-replay", MANAGED_BY: "streamapp-operator"}
 
 #: The handover's steps, in order (each recorded Started, then Done, in ``status.handover``).
 HANDOVER_STEPS = ("setGroupOffsets", "createNewVersion", "awaitCaughtUp", "removeOldVersion")
@@ -195,6 +199,31 @@ def job_name(replay_name: str) -> str:
     return f"{replay_name}-replay"
 
 
+def foreign_children(
+    owner: ReplayOwner, children: Mapping[str, Mapping[str, Any] | None], account: Mapping[str, Any] | None
+) -> list[validate.Problem]:
+    """The replay's children that someone else made (``kind -> object``: the Job and its ConfigMap, which the
+    StreamReplay owns), and the shared ServiceAccount ``streamapp-replay`` when the operator did not create it
+    (``account``; None: absent or not used, ``spark.mode: kubernetes`` runs as the user's): each is named,
+    never applied over or used (the replay's pod would run as someone else's account, its Job's success
+    would start a handover)."""
+    problems = [
+        validate.Problem(p.reason, p.message.replace("StreamApp", KIND))
+        for p in validate.foreign_children(owner.uid, children)
+    ]
+    labels = (account or {}).get("metadata", {}).get("labels") or {}
+    if account is not None and labels.get("app.kubernetes.io/managed-by") != _SHARED_LABELS[MANAGED_BY]:
+        problems.append(
+            validate.Problem(
+                validate.FOREIGN_OBJECT,
+                f"ServiceAccount {SERVICE_ACCOUNT} exists and was not created by the StreamApp operator (no label "
+                f"{MANAGED_BY}={_SHARED_LABELS[MANAGED_BY]}); the replay's pod would run as it: it is left "
+                "untouched: delete it, or run the replay with spark.mode kubernetes and a serviceAccountName",
+            )
+        )
+    return problems
+
+
 def _labels(owner: ReplayOwner) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "streamapp-replay",
@@ -229,12 +258,11 @@ def job_manifests(
     kubernetes = spec.spark.mode == SparkMode.KUBERNETES
     ca = app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
     metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
-    shared_labels = {"app.kubernetes.io/name": "streamapp-replay", "app.kubernetes.io/managed-by": "streamapp-operator"}
     account_name = spec.spark.service_account_name or "default" if kubernetes else SERVICE_ACCOUNT
     account = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": {"name": SERVICE_ACCOUNT, "namespace": owner.namespace, "labels": shared_labels},
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": owner.namespace, "labels": dict(_SHARED_LABELS)},
         "automountServiceAccountToken": False,
     }
     data = {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)}
