@@ -137,3 +137,41 @@ def test_a_flushed_entry_is_forwarded_with_the_headers_of_the_record_that_last_w
 
     assert seen == [("a", [("trace", b"a-2")]), ("b", None), ("c", [("trace", b"c")])]
     assert context.headers == [("trace", b"c")]  # the record being processed keeps its headers
+
+
+class CountingJson:
+    """The json serde, counting serializations."""
+
+    name = "json"
+
+    def __init__(self) -> None:
+        self.inner = serde_for("json")
+        self.serialized = 0
+
+    def serialize(self, obj: object) -> bytes | None:
+        self.serialized += 1
+        return self.inner.serialize(obj)
+
+    def deserialize(self, data: bytes | None) -> object:
+        return self.inner.deserialize(data)
+
+
+def test_a_hot_container_aggregate_is_serialized_once_on_insert_and_once_per_flush_not_per_put() -> None:
+    values = CountingJson()
+    logged = LoggedStore("memory", Path("."))
+    cache = ThreadCache(10 << 20)
+    store = CachingKeyValueStore(
+        TimestampedChangeLoggingKeyValueStore(logged.persistent, CHANGELOG, lambda: 0),
+        serde_for("string", is_key=True),
+        values,
+        cache,
+        "0_0-lists",
+    )
+    for n in range(50):
+        store.put("k", {"seen": list(range(n + 1))}, n)
+    assert values.serialized == 1  # sized when "k" entered the cache
+    store.flush()
+    assert values.serialized == 2  # the flush writes the bytes below and re-measures the grown aggregate
+    final = values.inner.serialize({"seen": list(range(50))})
+    assert final is not None
+    assert cache.size_bytes == len(b"k") + CACHE_ENTRY_OVERHEAD_BYTES + len(final)

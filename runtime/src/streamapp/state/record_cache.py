@@ -21,7 +21,10 @@ therefore produces one downstream update and one changelog record per commit int
 One deviation in form, not in what is forwarded when: the cache keeps *deserialized* values (keyed by the
 serialized key), so a read-modify-write of a cached key costs no serde round trip; values are serialized when
 they are flushed. Sizes: an entry counts its key bytes, its value's size (the length of a ``str`` / ``bytes``,
-8 for a number, the serialized length otherwise) and ``CACHE_ENTRY_OVERHEAD_BYTES`` of Python memory.
+8 for a number, the serialized length otherwise) and ``CACHE_ENTRY_OVERHEAD_BYTES`` of Python memory. Any other
+value (a container) is serialized for its size only when its key enters the cache; later puts keep that size
+and each flush re-measures it from the bytes it writes below, so a hot aggregate costs no serialization per
+record.
 """
 
 from __future__ import annotations
@@ -154,6 +157,21 @@ class NamedCache:
         if thread.size_bytes > thread.max_bytes:
             thread.maybe_evict(self)
 
+    def value_size(self, key: bytes) -> int | None:
+        """The value size (bytes) counted for ``key``'s entry, or ``None`` when it has none; not a use."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry[2] - len(key) - CACHE_ENTRY_OVERHEAD_BYTES
+
+    def resize(self, key: bytes, value_size: int) -> None:
+        """Count ``value_size`` bytes for the value of ``key``'s entry from now on (no-op when it has none); the
+        thread cache evicts at its next put if this made it full."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            size = len(key) + CACHE_ENTRY_OVERHEAD_BYTES + value_size
+            grown, entry[2] = size - entry[2], size
+            self.size_bytes += grown
+            self._thread.size_bytes += grown
+
     def evict(self) -> None:
         """Remove the least recently used entry; when it is dirty, flush it first and every other dirty entry
         after it (Kafka's ``NamedCache.evict``)."""
@@ -249,9 +267,12 @@ class CachingKeyValueStore(TypedKeyValueStore):
             size = len(value)
         elif isinstance(value, (int, float)):
             size = 8
-        else:
-            serialized = self._value_serde.serialize(value)
-            size = 0 if serialized is None else len(serialized)
+        else:  # a container: serialized to size it only when its key enters the cache (re-measured on flush)
+            known = self._cache.value_size(raw_key)
+            if known is None:
+                serialized = self._value_serde.serialize(value)
+                known = 0 if serialized is None else len(serialized)
+            size = known
         context = self._context
         self._cache.put(raw_key, value, timestamp, size, None if context is None else context.headers)
 
@@ -268,7 +289,7 @@ class CachingKeyValueStore(TypedKeyValueStore):
 
     def _flushed(self, entries: list[DirtyEntry]) -> None:
         listener = self._listener
-        below_get, below_put = super().get_raw_key, super().put_raw_key
+        below_get, serialize, cache = super().get_raw_key, self._value_serde.serialize, self._cache
         context = self._context
         current = None if context is None else context.headers
         try:
@@ -276,7 +297,10 @@ class CachingKeyValueStore(TypedKeyValueStore):
                 old = below_get(raw_key)
                 if value is None and old is None:
                     continue
-                below_put(raw_key, value, timestamp)
+                raw_value = serialize(value)
+                self.put_serialized(raw_key, raw_value, timestamp)
+                if raw_value is not None and not isinstance(value, (str, bytes, int, float)):
+                    cache.resize(raw_key, len(raw_value))  # a container may have grown since it was sized
                 if listener is not None:
                     if context is not None:
                         context.headers = headers

@@ -132,7 +132,11 @@ class TypedKeyValueStore:
 
     def put_raw_key(self, raw_key: bytes, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
         """``put`` for a key serialized by ``raw_key``."""
-        raw = self._value_serde.serialize(value)
-        if raw is not None and self.timestamped:
-            raw = VALUE_TIMESTAMP.pack(timestamp) + raw
-        self._inner.put(raw_key, raw)
+        self.put_serialized(raw_key, self._value_serde.serialize(value), timestamp)
+
+    def put_serialized(self, raw_key: bytes, raw_value: bytes | None, timestamp: int = NO_TIMESTAMP) -> None:
+        """``put`` of a key serialized by ``raw_key`` and a value already serialized by the value serde (``None``
+        deletes): for a caller that needs the bytes too (the record cache sizes its entries with them)."""
+        if raw_value is not None and self.timestamped:
+            raw_value = VALUE_TIMESTAMP.pack(timestamp) + raw_value
+        self._inner.put(raw_key, raw_value)
