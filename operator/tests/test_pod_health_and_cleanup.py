@@ -14,6 +14,7 @@ from streamapp_operator.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pod
 from streamapp_operator.kafka import AdminPool, KafkaConnection
 from streamapp_operator.main import DigestDiffBaseStorage
 from streamapp_operator.reconcile import App, World, cleanup, reconcile
+from streamapp_operator.validate import Peer
 
 APP = App(name="poisoned", namespace="apps", uid="uid-p", generation=1)
 LABELS = {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "poisoned"}
@@ -125,6 +126,31 @@ def test_cleanup_policy_delete_stops_pods_then_deletes_group_and_only_the_topics
     assert done.done and kafka.groups == set()
     assert kafka.topics == {"flights": 4, "poisoned-per-carrier-repartition": 4}
     assert [e.reason for e in done.events] == ["ConsumerGroupDeleted", "TopicsDeleted"]
+
+
+def test_cleanup_never_deletes_the_group_of_an_app_whose_id_this_one_was_refused_for(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    older = Peer("team-y", "poisoned", "uid-older", "2025-01-01T00:00:00Z", "poisoned")
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances(), peers=lambda: [older])
+    spec = flights_spec(cleanupPolicy="Delete")
+    newer = App(APP.name, APP.namespace, APP.uid, 1, created="2026-01-01T00:00:00Z")
+    status = reconcile(newer, spec, {}, world, NOW).status
+    assert "consumerGroups" not in status
+    kafka.groups.add("poisoned")  # the older app's group, same application.id
+    assert cleanup(newer, spec, status, world).done
+    assert kafka.groups == {"poisoned"}
+
+
+def test_the_consumer_groups_an_app_ran_with_are_recorded_across_application_ids(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    status = _deployed(cluster, kafka, cleanupPolicy="Delete")
+    assert status["consumerGroups"] == ["poisoned"]
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    spec = flights_spec(cleanupPolicy="Delete", applicationId="poisoned-v2")
+    later = reconcile(APP, spec, status, world, NOW).status
+    assert later["consumerGroups"] == ["poisoned", "poisoned-v2"]
 
 
 def test_a_stateful_set_someone_else_owns_is_not_deleted_by_cleanup(

@@ -202,7 +202,8 @@ def apply_service(ctx: StreamAppContext) -> StepOutcome:
 
 def apply_stateful_set(ctx: StreamAppContext) -> StepOutcome:
     """Apply the StatefulSet; when the change replaces running pods, ``Progressing=True`` is written to the
-    StreamApp's status first."""
+    StreamApp's status first. The consumer group its pods join (``application.id``) is added to
+    ``status.consumerGroups``: the groups this app made, the only ones ``cleanupPolicy: Delete`` deletes."""
     observation, app = ctx.observation, ctx.app
     if desired.rolls_pods(observation.stateful_set, ctx.stateful_set) and observation.pods:
         message = (
@@ -213,7 +214,10 @@ def apply_stateful_set(ctx: StreamAppContext) -> StepOutcome:
         previous = ctx.previous_status.get("conditions") or []
         fields = {"rollout": ctx.rollout.status}
         announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now, fields)
-    return apply_child(ctx.world.cluster, ctx.stateful_set, observation.stateful_set)
+    outcome = apply_child(ctx.world.cluster, ctx.stateful_set, observation.stateful_set)
+    groups = set(ctx.previous_status.get("consumerGroups") or []) | {ctx.application_id}
+    outcome.status["consumerGroups"] = sorted(groups)
+    return outcome
 
 
 def roll_pods(ctx: StreamAppContext) -> StepOutcome:
@@ -552,9 +556,10 @@ def cleanup(app: App, raw_spec: dict[str, Any], status: dict[str, Any], world: W
     ``Retain`` (the default): nothing; the internal topics, the consumer group's committed offsets and the
     state volumes stay, so an app re-created with the same ``application.id`` resumes where it stopped.
     ``Delete``: the pods are stopped first (the StatefulSet is deleted: a group with members cannot be
-    deleted, and the pods would re-create topics), then the consumer group and the internal topics this
-    operator created (``status.createdTopics``, never a topic someone else made) are deleted; the state
-    volumes go with the StatefulSet (``persistentVolumeClaimRetentionPolicy.whenDeleted: Delete``).
+    deleted, and the pods would re-create topics), then the consumer groups its pods joined
+    (``status.consumerGroups``: never the group of an app whose id this one was refused for) and the internal
+    topics this operator created (``status.createdTopics``, never a topic someone else made) are deleted; the
+    state volumes go with the StatefulSet (``persistentVolumeClaimRetentionPolicy.whenDeleted: Delete``).
     """
     spec, _ = parse_spec(raw_spec, app.name)
     if spec is None or spec.cleanup_policy != CleanupPolicy.DELETE:
@@ -570,10 +575,10 @@ def cleanup(app: App, raw_spec: dict[str, Any], status: dict[str, Any], world: W
     if problems:
         return Cleanup(done=False, waiting="; ".join(p.message for p in problems))
     kafka = world.kafka_for(connection)
-    application_id = status.get("applicationId") or spec.effective_application_id(app.name)
     events = []
-    if kafka.delete_group(application_id):
-        events.append(Event("Normal", "ConsumerGroupDeleted", f"Deleted consumer group {application_id}"))
+    for group in status.get("consumerGroups") or []:
+        if kafka.delete_group(group):
+            events.append(Event("Normal", "ConsumerGroupDeleted", f"Deleted consumer group {group}"))
     deleted = kafka.delete_topics(list(status.get("createdTopics") or []))
     if deleted:
         events.append(Event("Normal", "TopicsDeleted", f"Deleted internal topics {', '.join(deleted)}"))

@@ -464,6 +464,11 @@ class StreamAppStatus(_Model):
         default=None,
         description="Internal topics this operator created for the app: the only topics cleanupPolicy Delete deletes.",
     )
+    consumer_groups: list[str] | None = Field(
+        default=None,
+        description="Consumer groups (application.ids) this app's pods were started with: the only groups "
+        "cleanupPolicy Delete deletes.",
+    )
     paused: bool | None = Field(
         default=None, description='True while the annotation streamapp.io/paused: "true" stops reconciling.'
     )
