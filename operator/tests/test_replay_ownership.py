@@ -17,7 +17,7 @@ import pytest
 from operator_fakes import flights_spec
 from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, reconcile_step, replay_world
 from streamapp_operator.kafka import GroupMember
-from streamapp_operator.replay import handlers
+from streamapp_operator.replay import decisions, handlers
 from streamapp_operator.replay.controller import Replay, reconcile_replay
 from streamapp_operator.validate import Peer
 
@@ -215,3 +215,63 @@ def test_only_a_pod_the_replays_job_owns_says_what_the_replay_wrote() -> None:
     cluster.set_status("Job", NS, "flights-v2-replay", {"conditions": [{"type": "Complete", "status": "True"}]})
     status = reconcile_step(world, SPEC, status)
     assert status["phase"] == "Succeeded" and status["recordsWritten"] == 0  # the done markers: none
+
+
+# -- deleting a StreamReplay -------------------------------------------------------------------------------------
+
+
+def _handing_over() -> tuple[Any, Any, dict[str, Any]]:
+    world, cluster, _ = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    finish_job(cluster)
+    status = reconcile_step(world, HANDOVER, status)
+    assert decisions.next_step(status["handover"]) == "awaitCaughtUp"
+    return world, cluster, status
+
+
+def _collect_garbage(cluster: Any, owner_uid: str) -> None:
+    """What the garbage collector does once the StreamReplay is gone: its dependents go."""
+    for key, obj in list(cluster.objects.items()):
+        if any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or []):
+            del cluster.objects[key]
+
+
+def test_deleting_a_replay_in_the_middle_of_the_handover_leaves_both_versions_running_and_says_so() -> None:
+    _, cluster, status = _handing_over()
+    _collect_garbage(cluster, REPLAY.uid)
+    assert cluster.get("Job", NS, "flights-v2-replay") is None
+    assert cluster.get("StreamApp", NS, "flights") is not None and cluster.get("StreamApp", NS, "flights-v2")
+    kind, reason, message = decisions.deletion_event("flights", status)
+    assert (kind, reason) == ("Warning", "HandoverAbandoned")
+    assert "StreamApp flights (old version) and flights-v2 both keep running" in message
+
+
+def test_deleting_a_replay_before_the_new_version_exists_leaves_the_old_one_running_and_names_what_is_left() -> None:
+    started = {"phase": "HandingOver", "applicationId": "flights-flights-v2",
+               "handover": [{"name": "setGroupOffsets", "state": "Done"}]}  # fmt: skip
+    kind, reason, message = decisions.deletion_event("flights", started)
+    assert (kind, reason) == ("Warning", "HandoverAbandoned") and "StreamApp flights keeps running" in message
+    assert "flights-flights-v2-*-changelog" in message
+    assert "StreamApp flights is untouched" in decisions.deletion_event("flights", {"phase": "Running"})[2]
+
+
+def test_the_old_version_is_deleted_only_while_the_new_one_exists_and_is_caught_up() -> None:
+    """A restart may resume removeOldVersion long after awaitCaughtUp: it checks again, so that a deletion or a
+    failure of the new version in between never leaves both versions stopped."""
+    world, cluster, status = _handing_over()
+    _ready(cluster, "flights-v2")
+    steps = [{"name": n, "state": "Done"} for n in ("setGroupOffsets", "createNewVersion", "awaitCaughtUp")]
+    resumed = {**status, "handover": [*steps, {"name": "removeOldVersion", "state": "Started"}]}
+    cluster.set_status("StreamApp", NS, "flights-v2", {"conditions": [{"type": "Ready", "status": "False"}]})
+    status = reconcile_step(world, HANDOVER, resumed)
+    assert status["phase"] == "HandingOver" and cluster.get("StreamApp", NS, "flights") is not None
+    assert "stays until the new version is caught up" in _conditions(status)["Progressing"]["message"]
+    new = cluster.get("StreamApp", NS, "flights-v2")
+    del cluster.objects[("StreamApp", NS, "flights-v2")]
+    gone = reconcile_step(world, HANDOVER, resumed)
+    assert gone["phase"] == "Failed" and _conditions(gone)["Failed"]["reason"] == "NewVersionMissing"
+    assert cluster.get("StreamApp", NS, "flights") is not None
+    cluster.add({**new, "kind": "StreamApp"})
+    _ready(cluster, "flights-v2")
+    status = reconcile_step(world, HANDOVER, resumed)
+    assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None

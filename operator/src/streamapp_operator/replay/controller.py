@@ -391,9 +391,16 @@ def _await_caught_up(ctx: ReplayContext) -> str:
 
 def _remove_old_version(ctx: ReplayContext) -> str:
     old = ctx.spec.app_ref.name
-    _our_new_version(ctx)  # the old version is never deleted for a StreamApp this replay did not create
+    new = _our_new_version(ctx)  # the old version is never deleted for a StreamApp this replay did not create
     if ctx.spec.handover.old_version == OldVersionPolicy.KEEP:
         return f"StreamApp {old} kept (oldVersion: Keep)"
+    if new is None:  # deleted since it caught up: never leave no version running
+        raise ReplayFailed(
+            "NewVersionMissing", f"the new version {_new_name(ctx)} is gone: StreamApp {old} is kept running"
+        )
+    done, message = decisions.caught_up(new, ctx.spec.handover.max_lag)
+    if not done:  # checked again as it acts (a restart may resume this step long after awaitCaughtUp)
+        raise Waiting(f"StreamApp {old} stays until the new version is caught up: {message}")
     if ctx.app is not None:
         ctx.world.cluster.delete("StreamApp", ctx.replay.namespace, old, ctx.app["metadata"]["uid"])
     return f"StreamApp {old} deleted (oldVersion: Delete)"

@@ -586,6 +586,47 @@ def caught_up(app: Mapping[str, Any] | None, max_lag: int) -> tuple[bool, str]:
     return True, f"the new version is Ready with lag {lag}"
 
 
+def deletion_event(app: str, status: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(type, reason, message)`` of the event a deleted StreamReplay leaves: what still runs and what is
+    left. The deletion touches no StreamApp: the Job and its ConfigMap go with the StreamReplay (owner
+    references: a running Spark job stops), the new
+    version is not owned by it, the old one is deleted only by the handover's last step, after the new version
+    caught up. So a handover cut short leaves the old version, or both versions, running, never neither."""
+    phase = status.get("phase")
+    steps = {str(s.get("name")): s.get("state") for s in status.get("handover") or []}
+    new, group = status.get("newVersion") or "", status.get("applicationId") or ""
+    if phase != "HandingOver":
+        if phase in ("Succeeded", "Failed"):
+            return "Normal", "ReplayDeleted", f"the replay had finished ({phase}); nothing else changes"
+        return (
+            "Normal",
+            "ReplayDeleted",
+            (
+                f"a Spark job still running stops with its Job (its output keeps what it committed); StreamApp {app} "
+                "is untouched"
+            ),
+        )
+    if steps.get("removeOldVersion") is not None:
+        return "Normal", "HandoverDeleted", f"the new version {new} runs; StreamApp {app} is being removed by policy"
+    if steps.get("createNewVersion") is not None:
+        return (
+            "Warning",
+            "HandoverAbandoned",
+            (
+                f"deleted in the middle of the handover: StreamApp {app} (old version) and {new or 'the new version'} "
+                "both keep running and writing their outputs; delete the one you do not want"
+            ),
+        )
+    return (
+        "Warning",
+        "HandoverAbandoned",
+        (
+            f"deleted before the new version was created: StreamApp {app} keeps running; the replay's consumer group "
+            f"{group} and its changelog topics ({group}-*-changelog) are left for a new StreamReplay or for cleanup"
+        ),
+    )
+
+
 def next_step(recorded: Sequence[Mapping[str, Any]] | None) -> str | None:
     """The first handover step not Done (None: the handover is complete)."""
     done = {step.get("name") for step in recorded or [] if step.get("state") == StepState.DONE}

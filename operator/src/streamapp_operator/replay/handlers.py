@@ -20,6 +20,7 @@ import kopf
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
+from streamapp_operator.replay.decisions import deletion_event
 from streamapp_operator.replay.models import GROUP, PLURAL
 from streamapp_operator.resources import VERSION
 from streamapp_operator.validate import Peer
@@ -78,9 +79,16 @@ def reconcile_streamreplay(
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
-def forget_streamreplay(meta: kopf.Meta, **_: Any) -> None:
-    """The Job and its ConfigMap go with the StreamReplay (owner references); forget its admin client."""
+def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: Any) -> None:
+    """The Job and its ConfigMap go with the StreamReplay (owner references); no StreamApp is touched, and an
+    event says what still runs (``decisions.deletion_event``); forget its admin client. A reconcile in flight
+    finishes first (the same lock)."""
     uid = str(meta["uid"])
+    with _lock(uid):
+        app = str((spec.get("appRef") or {}).get("name", ""))
+        kind, reason, message = deletion_event(app, {k: status[k] for k in status})
+    (kopf.warn if kind == "Warning" else kopf.info)(body, reason=reason, message=message)
+    logger.info("StreamReplay %s/%s deleted: %s %s", meta["namespace"], meta["name"], reason, message)
     _admins.release(uid)
     with _guard:
         _locks.pop(uid, None)
