@@ -175,3 +175,20 @@ def test_a_hot_container_aggregate_is_serialized_once_on_insert_and_once_per_flu
     final = values.inner.serialize({"seen": list(range(50))})
     assert final is not None
     assert cache.size_bytes == len(b"k") + CACHE_ENTRY_OVERHEAD_BYTES + len(final)
+
+
+def test_a_flushed_tombstone_is_logged_at_the_deleting_records_time_not_the_last_processed_records() -> None:
+    store = Cached(ThreadCache(10 << 20))
+    store.put("k", 5, 10)
+    store.caching.flush()
+    store.logged.commit()
+
+    store.put("k", None, 20)
+    store.put("other", 1, 30)  # the last record processed before the commit
+    store.caching.flush()
+    store.logged.commit()
+
+    assert [(key, value, ts) for key, value, ts in store.logged.producer.sent[1:]] == [
+        (b"k", None, 20),
+        (b"other", serde_for("long").serialize(1), 30),
+    ]

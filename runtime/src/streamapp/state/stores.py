@@ -89,6 +89,8 @@ class TypedKeyValueStore:
         self._key_serde = key_serde
         self._value_serde = value_serde
         self.timestamped: bool = getattr(inner, "timestamped", False)
+        self._put_at: Callable[[bytes, bytes | None, int], None] | None = getattr(inner, "put_at", None)
+        """The changelogging store's write at a given changelog timestamp, when ``inner`` has one."""
         self.cached = False
         """Whether writes wait in the record cache (``streamapp.state.record_cache.CachingKeyValueStore``): the
         processor then forwards through ``set_flush_listener`` instead of after each write."""
@@ -127,7 +129,9 @@ class TypedKeyValueStore:
         raise TypeError(f"store '{self.name}' is not cached: it has no flushes to listen to")
 
     def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
-        """Store ``value`` for ``key`` (with ``timestamp``, epoch ms, in a timestamped store); ``None`` deletes it."""
+        """Store ``value`` for ``key`` (with ``timestamp``, epoch ms, in a timestamped store); ``None`` deletes it.
+        Over a changelogging store, the changelog record gets ``timestamp`` (a tombstone too: Kafka logs a delete
+        at the deleting record's time); without one (``NO_TIMESTAMP``), the time of the record being processed."""
         self.put_raw_key(self.raw_key(key), value, timestamp)
 
     def put_raw_key(self, raw_key: bytes, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
@@ -139,4 +143,8 @@ class TypedKeyValueStore:
         deletes): for a caller that needs the bytes too (the record cache sizes its entries with them)."""
         if raw_value is not None and self.timestamped:
             raw_value = VALUE_TIMESTAMP.pack(timestamp) + raw_value
-        self._inner.put(raw_key, raw_value)
+        put_at = self._put_at
+        if put_at is not None and timestamp != NO_TIMESTAMP:
+            put_at(raw_key, raw_value, timestamp)  # logged at the write's time (a tombstone flushed by the cache)
+        else:
+            self._inner.put(raw_key, raw_value)
