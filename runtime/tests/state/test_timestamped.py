@@ -117,3 +117,12 @@ def test_a_plain_store_reports_no_timestamp_and_keeps_values_unprefixed() -> Non
 def test_a_value_shorter_than_a_timestamp_is_refused_as_not_timestamped() -> None:
     with pytest.raises(ValueError, match="at least 8 bytes"):
         timestamped.decode(b"\x01\x02")
+
+
+def test_a_typed_read_of_a_value_shorter_than_a_timestamp_is_refused_as_not_timestamped() -> None:
+    persistent = InMemoryKeyValueStore("store")
+    persistent.write({b"red": b"\x01\x02"}, 0, metadata={timestamped.FORMAT_MARKER_KEY: timestamped.TIMESTAMPED_FORMAT})
+    view = typed(timestamped.logged_store(True, persistent, CHANGELOG, lambda: 0))
+
+    with pytest.raises(ValueError, match="at least 8 bytes, got 2"):
+        view.get("red")

@@ -19,7 +19,15 @@ from typing import Any, Protocol
 
 from streamapp.serdes import Serde
 
-__all__ = ["NO_TIMESTAMP", "VALUE_TIMESTAMP", "BytesKeyValueStore", "PersistentKeyValueStore", "TypedKeyValueStore"]
+__all__ = [
+    "NO_TIMESTAMP",
+    "VALUE_TIMESTAMP",
+    "BytesKeyValueStore",
+    "PersistentKeyValueStore",
+    "TypedKeyValueStore",
+    "decode_timestamped",
+    "encode_timestamped",
+]
 
 VALUE_TIMESTAMP = struct.Struct(">q")
 """The 8-byte big-endian timestamp (epoch ms) in front of a timestamped store's value (Kafka's
@@ -27,6 +35,20 @@ VALUE_TIMESTAMP = struct.Struct(">q")
 
 NO_TIMESTAMP = -1
 """The timestamp of an entry that has none (Kafka's ``ConsumerRecord.NO_TIMESTAMP``)."""
+
+
+def encode_timestamped(value: bytes, timestamp: int) -> bytes:
+    """A timestamped store's value: ``timestamp`` (epoch ms, 8 bytes big-endian) followed by ``value``."""
+    return VALUE_TIMESTAMP.pack(timestamp) + value
+
+
+def decode_timestamped(raw: bytes) -> tuple[bytes, int]:
+    """``(value bytes, timestamp)`` of a timestamped store's value. ValueError for fewer than 8 bytes (not this
+    format)."""
+    if len(raw) < VALUE_TIMESTAMP.size:
+        raise ValueError(f"a timestamped store value has at least {VALUE_TIMESTAMP.size} bytes, got {len(raw)}")
+    timestamp: int = VALUE_TIMESTAMP.unpack_from(raw)[0]
+    return raw[VALUE_TIMESTAMP.size :], timestamp
 
 
 class BytesKeyValueStore(Protocol):
@@ -118,8 +140,8 @@ class TypedKeyValueStore:
         if raw is None:
             return None
         if self.timestamped:
-            timestamp: int = VALUE_TIMESTAMP.unpack_from(raw)[0]
-            return self._value_serde.deserialize(raw[VALUE_TIMESTAMP.size :]), timestamp
+            value, timestamp = decode_timestamped(raw)
+            return self._value_serde.deserialize(value), timestamp
         return self._value_serde.deserialize(raw), NO_TIMESTAMP
 
     def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> None:
@@ -142,7 +164,7 @@ class TypedKeyValueStore:
         """``put`` of a key serialized by ``raw_key`` and a value already serialized by the value serde (``None``
         deletes): for a caller that needs the bytes too (the record cache sizes its entries with them)."""
         if raw_value is not None and self.timestamped:
-            raw_value = VALUE_TIMESTAMP.pack(timestamp) + raw_value
+            raw_value = encode_timestamped(raw_value, timestamp)
         put_at = self._put_at
         if put_at is not None and timestamp != NO_TIMESTAMP:
             put_at(raw_key, raw_value, timestamp)  # logged at the write's time (a tombstone flushed by the cache)

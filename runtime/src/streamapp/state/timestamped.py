@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping
 
 from streamapp.kafka.types import TopicPartition
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
-from streamapp.state.stores import NO_TIMESTAMP, VALUE_TIMESTAMP, PersistentKeyValueStore
+from streamapp.state.stores import NO_TIMESTAMP, PersistentKeyValueStore
+from streamapp.state.stores import decode_timestamped as decode
+from streamapp.state.stores import encode_timestamped as encode
 
 __all__ = [
     "FORMAT_MARKER_KEY",
@@ -42,22 +44,6 @@ FORMAT_MARKER_KEY = b"value.format"
 TIMESTAMPED_FORMAT = b"timestamped"
 
 log = logging.getLogger(__name__)
-
-_TIMESTAMP = VALUE_TIMESTAMP
-_PREFIX = VALUE_TIMESTAMP.size
-
-
-def encode(value: bytes, timestamp: int) -> bytes:
-    """``timestamp`` (epoch ms, 8 bytes big-endian) followed by ``value``."""
-    return _TIMESTAMP.pack(timestamp) + value
-
-
-def decode(raw: bytes) -> tuple[bytes, int]:
-    """``(value bytes, timestamp)`` of a stored entry. ValueError for fewer than 8 bytes (not this format)."""
-    if len(raw) < _PREFIX:
-        raise ValueError(f"a timestamped store value has at least {_PREFIX} bytes, got {len(raw)}")
-    timestamp: int = _TIMESTAMP.unpack_from(raw)[0]
-    return raw[_PREFIX:], timestamp
 
 
 def upgrade_to_timestamped(store: PersistentKeyValueStore) -> int:
@@ -85,11 +71,11 @@ class TimestampedChangeLoggingKeyValueStore(ChangeLoggingKeyValueStore):
     timestamped = True
 
     def _log_timestamp(self, value: bytes | None, timestamp: int) -> int:
-        return timestamp if value is None else int(_TIMESTAMP.unpack_from(value)[0])
+        return timestamp if value is None else decode(value)[1]
 
     @staticmethod
     def _logged_value(value: bytes | None) -> bytes | None:
-        return None if value is None else value[_PREFIX:]
+        return None if value is None else decode(value)[0]
 
     def restore(self, batch: Mapping[bytes, tuple[bytes | None, int]], last_offset: int) -> None:
         """Apply changelog records ``{key: (plain value, record timestamp)}`` read during restore."""

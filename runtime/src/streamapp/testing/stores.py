@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from streamapp.serdes import Serde
-from streamapp.state.stores import VALUE_TIMESTAMP, PersistentKeyValueStore
+from streamapp.state.stores import PersistentKeyValueStore, decode_timestamped
 
 __all__ = ["KeyValueStoreView", "SessionStoreView", "WindowStoreView"]
 
@@ -73,7 +73,7 @@ class KeyValueStoreView:
 
 def _plain(read_store: Any, raw: bytes) -> bytes:
     """The value bytes of a stored entry: without the timestamp of a timestamped store (KIP-258)."""
-    return raw[VALUE_TIMESTAMP.size :] if getattr(read_store, "timestamped", False) else raw
+    return decode_timestamped(raw)[0] if getattr(read_store, "timestamped", False) else raw
 
 
 def _plain_items(read_store: Any, persistent: PersistentKeyValueStore) -> Iterator[tuple[bytes, bytes]]:
