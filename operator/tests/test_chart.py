@@ -153,7 +153,9 @@ def test_image_tag_defaults_to_the_app_version(helm: Path) -> None:
 
 
 def test_each_template_renders_one_kind_of_resource(helm: Path) -> None:
-    rendered = _render(helm, "metrics.serviceMonitor.enabled=true") + _render(helm, "watchNamespaces={a,b}")
+    rendered = _render(helm, "metrics.serviceMonitor.enabled=true") + _render(
+        helm, "watchNamespaces={a,b}", "replayDriver.create=true"
+    )
     for template in sorted((CHART / "templates").glob("*.yaml")):
         kinds = {d["kind"] for d in rendered if d["_source"] == template.name}
         assert len(kinds) == 1, f"{template.name} renders {kinds}"

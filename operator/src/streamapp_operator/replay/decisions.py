@@ -246,8 +246,9 @@ def job_manifests(
     ``spark.mode: local``: one pod running ``streamapp replay run`` with Spark's local master, without a service
     account token (the replay needs Kafka, not the Kubernetes API). ``spark.mode: kubernetes``: that pod is the
     Spark driver (client mode, ``--master k8s://``) and starts ``executor.instances`` executor pods of the same
-    image through Spark's Kubernetes backend, as ``spark.serviceAccountName`` (the user's: it may create, watch
-    and delete pods and configmaps; the operator grants nothing); the executors are owned by the driver pod
+    image through Spark's Kubernetes backend, as ``spark.serviceAccountName`` (the user's, e.g. the chart's
+    ``replayDriver``: it may create, watch and delete pods, configmaps and services; the operator grants
+    nothing); the executors are owned by the driver pod
     (gone with it) and run the executor entrypoint of the pod template (``executor.yaml`` in the ConfigMap);
     Spark's settings are ``spark-defaults.conf`` there.
 

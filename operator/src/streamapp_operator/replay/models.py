@@ -126,7 +126,8 @@ class SparkSpec(_Model):
         default=None,
         min_length=1,
         description="kubernetes mode (required there): the Spark driver's ServiceAccount, allowed to create, watch "
-        "and delete pods and configmaps in the namespace (docs/replay.md). local mode needs none.",
+        "and delete pods, configmaps and services in the namespace (the chart's replayDriver value makes one; "
+        "docs/replay.md). local mode needs none.",
     )
 
 
