@@ -38,7 +38,6 @@ from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.native import (
     COUNTED,
-    FALLBACK,
     PATH_NATIVE_COUNT,
     PATH_NATIVE_WINDOWED_COUNT,
     PATH_TASK,
@@ -175,9 +174,18 @@ def _run_stages(
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
-        stage, path = _native_stage(plan, sub, stage_input, tasks, tracker) if native_ok else (None, PATH_TASK)
-        result.paths[sub.id] = PATH_TASK if stage is None else path
+        native = _native_stage(spark, plan, sub, stage_input, tasks, tracker.records) if native_ok else None
+        stage: DataFrame | None = None
+        if native is not None:
+            stage = native.frame.persist(StorageLevel.MEMORY_AND_DISK)
+            records = stage.count()  # runs the stage now: its time is the stage's, not the write's
+            if native.fallbacks.value:  # a record needs the runtime's handlers: nothing of the attempt is kept
+                stage.unpersist()
+                stage = None
+            else:
+                result.paths[sub.id] = native.path
         if stage is None:
+            result.paths[sub.id] = PATH_TASK
             task = _StageFunction(
                 document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms, tracker.records, global_records
             )
@@ -187,9 +195,9 @@ def _run_stages(
                 stage_input.repartitionById(tasks, F.col("partition").cast("int"))
                 .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
                 .mapInArrow(task, RECORD_SCHEMA)
+                .persist(StorageLevel.MEMORY_AND_DISK)
             )
-        stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
-        records = stage.count()  # runs the stage now: its time is the stage's, not the write's
+            records = stage.count()
         result.records_written_by_stage[sub.id] = records
         tracker.stages_done += 1
         outputs.append(stage)
@@ -262,12 +270,46 @@ _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 _CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
 
 
-def _native_count_stage(
-    stage_input: DataFrame, count: NativeCount, sink_partitions: int, records: Any = None
-) -> DataFrame | None:
+@dataclass(frozen=True)
+class _NativeStage:
+    """A sub-topology as Spark operators (``streamapp.replay.native``), computed optimistically: ``fallbacks``
+    counts the records that need the runtime's task, known once the stage ran; any such record means the stage's
+    output is dropped and the task path runs instead (before anything is written)."""
+
+    frame: DataFrame
+    path: str
+    fallbacks: Any
+    """A Spark accumulator of the classified records whose status is ``FALLBACK``."""
+
+
+def _native_stage(
+    spark: SparkSession, plan: ReplayPlan, sub: Subtopology, stage_input: DataFrame, tasks: int, records: Any
+) -> _NativeStage | None:
+    """The sub-topology as Spark operators, or ``None`` when its shape has no native translation."""
+    counts = plan.topic_partitions()
+    fallbacks = spark.sparkContext.accumulator(0)
+    stage_input = stage_input.select("partition", "offset", "key", "value", "timestamp")  # what the classifiers read
+    count = native_count(plan.description, sub, plan.config)
+    if count is not None:
+        classifier: Any = BatchClassifier(count, counts[count.sink_topic], records, fallbacks)
+        frame = _native_count_stage(stage_input.mapInArrow(classifier, _CLASSIFIED_SCHEMA), count)
+        return _NativeStage(frame, PATH_NATIVE_COUNT, fallbacks)
+    windowed = native_windowed_count(plan.description, sub, plan.config)
+    if windowed is not None:
+        classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks)
+        classified = stage_input.mapInArrow(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
+        return _NativeStage(
+            _native_windowed_count_stage(classified, windowed, tasks), PATH_NATIVE_WINDOWED_COUNT, fallbacks
+        )
+    return None
+
+
+_CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
+
+
+def _native_count_stage(classified: DataFrame, count: NativeCount) -> DataFrame:
     """A keyed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
-    write, as ``RECORD_SCHEMA`` rows, or ``None`` when a record needs the runtime's task (a serde refuses its
-    bytes, a negative timestamp): then nothing of this attempt is kept and the caller runs the task path.
+    write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.CLASSIFIED_SCHEMA`` rows).
 
     Per task (the ``partition`` column): the sink record of every counted record is its key's ``row_number``
     ordered by offset (the running count the runtime's ``CountProcessor`` emits) at the record's offset, with the
@@ -275,57 +317,51 @@ def _native_count_stage(
     stored aggregate's); the changelog has one record per key at the offset where the key was first seen (the
     order the store's write buffer keeps), with the final count and the key's largest timestamp.
     """
-    classified = (
-        stage_input.select("partition", "offset", "key", "value", "timestamp")  # per record: any Spark partition
-        .mapInArrow(BatchClassifier(count, sink_partitions, records), _CLASSIFIED_SCHEMA)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    if classified.where(F.col("status") == FALLBACK).limit(1).count():
-        classified.unpersist()
-        return None
     counted = classified.where(F.col("status") == COUNTED)
-    by_key = Window.partitionBy("partition", "key").orderBy("offset")
-    sink = counted.select(
-        F.lit(count.sink_topic).alias("topic"),
-        F.col("out_partition").alias("partition"),
-        F.col("offset"),
-        F.col("key"),
-        _count_bytes(F.row_number().over(by_key), count.sink_value_serde).alias("value"),
-        F.max("timestamp").over(by_key).alias("timestamp"),
-        *_written_by_task(count.subtopology, "sink"),
+    return _fold(
+        counted,
+        ["partition", "key"],
+        "offset",
+        sink=[
+            F.lit(count.sink_topic).alias("topic"),
+            F.col("out_partition").alias("partition"),
+            F.col("offset"),
+            F.col("key"),
+            _count_bytes(F.col("running_count"), count.sink_value_serde).alias("value"),
+            F.col("running_timestamp").alias("timestamp"),
+            *_written_by_task(count.subtopology, "sink"),
+        ],
+        changelog=[
+            F.lit(count.changelog_topic).alias("topic"),
+            F.col("partition"),
+            F.col("first_sequence").alias("offset"),
+            F.col("key"),
+            _count_bytes(F.col("running_count"), count.store_value_serde).alias("value"),
+            F.col("running_timestamp").alias("timestamp"),
+            *_written_by_task(count.subtopology, "changelog"),
+        ],
     )
-    finals = counted.groupBy("partition", "key").agg(
-        F.min("offset").alias("first_offset"),
-        F.max("timestamp").alias("last_timestamp"),
-        F.count(F.lit(1)).alias("final_count"),
-    )
-    changelog = finals.select(
-        F.lit(count.changelog_topic).alias("topic"),
-        F.col("partition"),
-        F.col("first_offset").alias("offset"),
-        F.col("key"),
-        _count_bytes(F.col("final_count"), count.store_value_serde).alias("value"),
-        F.col("last_timestamp").alias("timestamp"),
-        *_written_by_task(count.subtopology, "changelog"),
-    )
-    return sink.unionByName(changelog)
 
 
-def _native_stage(
-    plan: ReplayPlan, sub: Subtopology, stage_input: DataFrame, tasks: int, tracker: _ProgressTracker
-) -> tuple[DataFrame | None, str]:
-    """The sub-topology run with Spark's operators (``streamapp.replay.native``) and its path, or ``(None,
-    PATH_TASK)`` when its shape has no native translation or a record needs the runtime's task."""
-    counts = plan.topic_partitions()
-    count = native_count(plan.description, sub, plan.config)
-    if count is not None:
-        return _native_count_stage(stage_input, count, counts[count.sink_topic], tracker.records), PATH_NATIVE_COUNT
-    windowed = native_windowed_count(plan.description, sub, plan.config)
-    if windowed is not None:
-        sink_partitions = counts[windowed.count.sink_topic]
-        stage = _native_windowed_count_stage(stage_input, windowed, sink_partitions, tasks, tracker.records)
-        return stage, PATH_NATIVE_WINDOWED_COUNT
-    return None, PATH_TASK
+def _fold(rows: DataFrame, group: list[str], sequence: str, sink: list[Column], changelog: list[Column]) -> DataFrame:
+    """Count ``rows`` per ``group`` in ``sequence`` order with one Spark window (one shuffle and sort): every row
+    gives a sink record (``sink``'s columns), the last row of each group also the group's changelog record
+    (``changelog``'s columns). The columns may read ``running_count`` (the row's ``row_number``),
+    ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's first sequence: where
+    the runtime's write buffer put the key) and ``timestamp`` (the row's own)."""
+    running = Window.partitionBy(*group).orderBy(sequence)
+    whole = running.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    folded = rows.select(
+        "*",
+        F.row_number().over(running).alias("running_count"),
+        F.max("timestamp").over(running).alias("running_timestamp"),
+        F.count(F.lit(1)).over(whole).alias("final_count"),
+        F.first(sequence).over(whole).alias("first_sequence"),
+    )
+    records = F.when(
+        F.col("running_count") == F.col("final_count"), F.array(F.struct(*sink), F.struct(*changelog))
+    ).otherwise(F.array(F.struct(*sink)))
+    return folded.select(F.explode(records).alias("record")).select("record.*")
 
 
 _WINDOWED_CLASSIFIED_SCHEMA = (
@@ -334,11 +370,9 @@ _WINDOWED_CLASSIFIED_SCHEMA = (
 )
 
 
-def _native_windowed_count_stage(
-    stage_input: DataFrame, windowed: NativeWindowedCount, sink_partitions: int, tasks: int, records: Any = None
-) -> DataFrame | None:
+def _native_windowed_count_stage(classified: DataFrame, windowed: NativeWindowedCount, tasks: int) -> DataFrame:
     """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
-    write, as ``RECORD_SCHEMA`` rows, or ``None`` when a record needs the runtime's task.
+    write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
 
     Per task (the ``partition`` column, one Spark partition each): stream time is the running ``max(timestamp)``
     of the counted records ordered by offset (the record's own included, null keys excluded: they are dropped
@@ -346,16 +380,10 @@ def _native_windowed_count_stage(
     exploded and a window with ``start + size <= streamTime - grace`` is dropped as late; the sink record of an
     accepted (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset,
     with the largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task
-    by ``offset * windows_per_record + window index`` (the order the runtime writes them).
+    by ``offset * windows_per_record + window index`` (the order the runtime writes them). The changelog record of
+    a window is its final count after its largest timestamp (Kafka's window store value), at the timestamp of its
+    last record.
     """
-    classified = (
-        stage_input.select("partition", "offset", "key", "value", "timestamp")
-        .mapInArrow(WindowedBatchClassifier(windowed, sink_partitions, records), _WINDOWED_CLASSIFIED_SCHEMA)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    if classified.where(F.col("status") == FALLBACK).limit(1).count():
-        classified.unpersist()
-        return None
     count, size, grace = windowed.count, windowed.windows.size, windowed.windows.grace_ms
     by_task = (
         Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -383,34 +411,31 @@ def _native_windowed_count_stage(
         )
     )
     accepted = windows.where(F.col("start") + size > F.col("stream_time") - grace)
-    by_window = Window.partitionBy("partition", "key", "start").orderBy("sequence")
-    sink = accepted.select(
-        F.lit(count.sink_topic).alias("topic"),
-        F.col("out_partition").alias("partition"),
-        F.col("sequence").alias("offset"),
-        F.concat(F.col("key"), _long_bytes(F.col("start"))).alias("key"),
-        _count_bytes(F.row_number().over(by_window), count.sink_value_serde).alias("value"),
-        F.max("timestamp").over(by_window).alias("timestamp"),
-        *_written_by_task(count.subtopology, "sink"),
+    return _fold(
+        accepted,
+        ["partition", "key", "start"],
+        "sequence",
+        sink=[
+            F.lit(count.sink_topic).alias("topic"),
+            F.col("out_partition").alias("partition"),
+            F.col("sequence").alias("offset"),
+            F.concat(F.col("key"), _long_bytes(F.col("start"))).alias("key"),
+            _count_bytes(F.col("running_count"), count.sink_value_serde).alias("value"),
+            F.col("running_timestamp").alias("timestamp"),
+            *_written_by_task(count.subtopology, "sink"),
+        ],
+        changelog=[
+            F.lit(count.changelog_topic).alias("topic"),
+            F.col("partition"),
+            F.col("first_sequence").alias("offset"),
+            F.concat(F.col("key"), _long_bytes(F.col("start")), F.unhex(F.lit("00000000"))).alias("key"),
+            F.concat(
+                _long_bytes(F.col("running_timestamp")), _count_bytes(F.col("running_count"), count.store_value_serde)
+            ).alias("value"),
+            F.col("timestamp"),
+            *_written_by_task(count.subtopology, "changelog"),
+        ],
     )
-    finals = accepted.groupBy("partition", "key", "start").agg(
-        F.min("sequence").alias("first_sequence"),
-        F.max("timestamp").alias("window_timestamp"),
-        F.max_by("timestamp", "sequence").alias("last_timestamp"),
-        F.count(F.lit(1)).alias("final_count"),
-    )
-    changelog = finals.select(
-        F.lit(count.changelog_topic).alias("topic"),
-        F.col("partition"),
-        F.col("first_sequence").alias("offset"),
-        F.concat(F.col("key"), _long_bytes(F.col("start")), F.unhex(F.lit("00000000"))).alias("key"),
-        F.concat(
-            _long_bytes(F.col("window_timestamp")), _count_bytes(F.col("final_count"), count.store_value_serde)
-        ).alias("value"),
-        F.col("last_timestamp").alias("timestamp"),
-        *_written_by_task(count.subtopology, "changelog"),
-    )
-    return sink.unionByName(changelog)
 
 
 def _written_by_task(subtopology: int, kind: str) -> list[Column]:

@@ -252,18 +252,31 @@ class BatchClassifier:
     """``classify_batch`` as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
     timestamp)`` batches; the output partition of each key is cached per worker (few distinct keys)."""
 
-    def __init__(self, count: NativeCount, sink_partitions: int, records: Any = None) -> None:
+    def __init__(self, count: NativeCount, sink_partitions: int, records: Any = None, fallbacks: Any = None) -> None:
         self.count = count
         self.sink_partitions = sink_partitions
         self.records = records
         """A Spark accumulator of the records classified (the replay's progress), or None."""
+        self.fallbacks = fallbacks
+        """A Spark accumulator of the ``FALLBACK`` records, or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         cache: dict[bytes, int] = {}
         for batch in batches:
-            if self.records is not None:
-                self.records.add(batch.num_rows)
-            yield classify_batch(batch, self.count, self.sink_partitions, cache)
+            classified = classify_batch(batch, self.count, self.sink_partitions, cache)
+            _account(classified, batch.num_rows, self.records, self.fallbacks)
+            yield classified
+
+
+def _account(classified: pa.RecordBatch, rows: int, records: Any, fallbacks: Any) -> None:
+    """Add a classified batch's rows to ``records`` and its ``FALLBACK`` rows to ``fallbacks`` (accumulators)."""
+    if records is not None:
+        records.add(rows)
+    if fallbacks is not None:
+        status = classified.column("status")
+        fallback = sum(1 for s in status.to_pylist() if s == FALLBACK) if status.null_count == 0 else 0
+        if fallback:
+            fallbacks.add(fallback)
 
 
 def classify_batch(
@@ -316,17 +329,21 @@ class WindowedBatchClassifier:
     """``classify_windowed_batch`` as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
     timestamp)`` batches."""
 
-    def __init__(self, count: NativeWindowedCount, sink_partitions: int, records: Any = None) -> None:
+    def __init__(
+        self, count: NativeWindowedCount, sink_partitions: int, records: Any = None, fallbacks: Any = None
+    ) -> None:
         self.count = count
         self.sink_partitions = sink_partitions
         self.records = records
         """A Spark accumulator of the records classified (the replay's progress), or None."""
+        self.fallbacks = fallbacks
+        """A Spark accumulator of the ``FALLBACK`` records, or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            if self.records is not None:
-                self.records.add(batch.num_rows)
-            yield classify_windowed_batch(batch, self.count, self.sink_partitions)
+            classified = classify_windowed_batch(batch, self.count, self.sink_partitions)
+            _account(classified, batch.num_rows, self.records, self.fallbacks)
+            yield classified
 
 
 _START = struct.Struct(">q")
