@@ -93,6 +93,30 @@ def wait_phase(
         time.sleep(2)
 
 
+def counts_while_running(
+    app: str, namespace: str, topic: str, expected: dict[str, int], timeout_s: float = 120
+) -> dict[str, int]:
+    """Wait until the last count per key on ``topic`` (read_committed) equals ``expected``, read while StreamApp
+    ``app`` still runs: each read is followed by a look at the StreamApp, and one that is gone or being deleted
+    before the counts match raises AssertionError (what it wrote up to then is not all it should have)."""
+    from e2e import flights
+
+    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = flights.read_counts(bootstrap, topic)
+        listed = cluster.kubectl("get", "streamapp", app, "-n", namespace, "--ignore-not-found", "-o", "json")
+        running = bool(listed.strip()) and not json.loads(listed)["metadata"].get("deletionTimestamp")
+        if found == expected and running:
+            return found
+        if not running:
+            raise AssertionError(f"StreamApp {app} was removed before {topic} reached pandas' counts: "
+                                 f"read {found}, pandas {expected}")  # fmt: skip
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic} is not pandas' counts after {timeout_s:.0f}s: read {found}, pandas {expected}")
+        time.sleep(1)
+
+
 def expected_counts(frames: list[pd.DataFrame], key: str) -> dict[str, int]:
     """Departed flights of ``frames`` per key, by pandas."""
     every = pd.concat(frames, ignore_index=True)

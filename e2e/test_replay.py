@@ -4,9 +4,11 @@ Spark, Java, in the replay image) and the app's pods, the operator installed by 
 Guarantees protected:
 - ``mode: backfill`` writes exactly pandas' counts of the replayed range (flights per carrier and origin) to the
   replay topology's output, and leaves the running app alone;
-- ``mode: handover``: the old version keeps running until the switch; the new version (a new ``application.id``)
-  starts from the replay's end offsets with the state the replay wrote and becomes active; its output, per key,
-  is exactly pandas' counts over the flights before and after the switch: nothing lost, nothing counted twice;
+- ``mode: handover``: the old version keeps processing until the switch (its own output, read while it still
+  runs, is pandas' counts over every flight produced, those after the replay's end offsets included); the new
+  version (a new ``application.id``) starts from the replay's end offsets with the state the replay wrote and
+  becomes active; its output, per key, is exactly pandas' counts over the flights before and after the switch:
+  nothing lost, nothing counted twice;
 - an operator restart in the middle of the handover resumes it (each step is recorded before it acts);
 - ``spark.mode: kubernetes``: the Job's pod is the Spark driver and two executor pods do the work, exactly;
 - a failed Spark job fails the replay with the Job's reason in the ``Failed`` condition, creates no new version and
@@ -155,7 +157,10 @@ def test_handover_to_a_new_version_is_exact_across_the_switch_and_survives_an_op
 
     status = replay.wait_phase("v2", namespace, ("HandingOver", "Succeeded"), show=print)
     assert status["phase"] == "HandingOver"  # the new version needs a while to start and catch up
-    assert cluster.get_json("streamapp", "flights", namespace)  # the old version runs until the switch
+    # the old version processed until the switch: its own output (per carrier), read while it still runs, is
+    # pandas' counts over both batches, the flights after the replay's end offsets included
+    old_expected = replay.expected_counts([every.iloc[: BATCH_1 + BATCH_2]], PER_CARRIER)
+    replay.counts_while_running("flights", namespace, f"{prefix}-per-carrier", old_expected)
     # the operator restarts in the middle of the handover: the steps recorded in status resume
     cluster.kubectl("delete", "pod", "-n", "streamapp-system", "-l", "app.kubernetes.io/name=streamapp-operator")
     status = replay.wait_phase("v2", namespace, ("Succeeded",), timeout_s=600, show=print)
