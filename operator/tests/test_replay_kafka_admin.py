@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from streamapp_operator.kafka import ConfluentKafkaAdmin, TopicSpec
 
@@ -59,3 +59,21 @@ def test_committed_values_leave_aborted_transactions_out(topic: str) -> None:
     admin = ConfluentKafkaAdmin(BOOTSTRAP)
     assert admin.read_committed_values(topic) == [b"one", b"two"]
     assert admin.read_committed_values(f"{topic}-absent") == []
+
+
+def test_a_groups_members_are_what_the_replays_identity_check_sees(topic: str) -> None:
+    """``check_identity`` asks ``group_lag(group, [])`` for members only (no offsets listed): none for a group
+    that never existed, the client id of a consumer that joined."""
+    admin = ConfluentKafkaAdmin(BOOTSTRAP)
+    group = f"{topic}-in-use"
+    assert admin.group_lag(group, []).members == ()
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": group, "client.id": "someone-else"})
+    try:
+        consumer.subscribe([topic])
+        for _ in range(60):  # joining takes the broker's initial rebalance delay
+            consumer.poll(0.5)
+            if consumer.assignment():
+                break
+        assert [m.client_id for m in admin.group_lag(group, []).members] == ["someone-else"]
+    finally:
+        consumer.close()
