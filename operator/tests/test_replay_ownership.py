@@ -275,3 +275,15 @@ def test_the_old_version_is_deleted_only_while_the_new_one_exists_and_is_caught_
     _ready(cluster, "flights-v2")
     status = reconcile_step(world, HANDOVER, resumed)
     assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
+
+
+def test_a_handover_removes_only_the_streamapp_it_replayed_not_one_made_again_under_its_name() -> None:
+    world, cluster, status = _handing_over()
+    assert status["appUid"] == "app-uid"
+    del cluster.objects[("StreamApp", NS, "flights")]
+    cluster.add(_someone_elses("flights"))  # a new app under the old name, while the new version caught up
+    _ready(cluster, "flights-v2")
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Succeeded" and "left untouched" in status["handover"][-1]["message"]
+    stored = cluster.get("StreamApp", NS, "flights")
+    assert stored is not None and stored["metadata"]["uid"] == "theirs"

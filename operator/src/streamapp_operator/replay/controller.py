@@ -280,7 +280,8 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     image = ctx.spec.spark.image or ctx.world.image
     # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
     # operator never resolves another range for a Job already running (its end offsets are the handover point)
-    recorded = {key: ctx.status[key] for key in ("resolvedOffsets", "recordsRead", "applicationId", "replayId")}
+    keys = ("resolvedOffsets", "recordsRead", "applicationId", "replayId", "appUid")
+    recorded = {key: ctx.status[key] for key in keys if key in ctx.status}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
     for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
@@ -401,8 +402,12 @@ def _remove_old_version(ctx: ReplayContext) -> str:
     done, message = decisions.caught_up(new, ctx.spec.handover.max_lag)
     if not done:  # checked again as it acts (a restart may resume this step long after awaitCaughtUp)
         raise Waiting(f"StreamApp {old} stays until the new version is caught up: {message}")
-    if ctx.app is not None:
-        ctx.world.cluster.delete("StreamApp", ctx.replay.namespace, old, ctx.app["metadata"]["uid"])
+    if ctx.app is None:
+        return f"StreamApp {old} is gone already"
+    uid, replayed = ctx.app["metadata"].get("uid"), ctx.status.get("appUid")
+    if replayed and uid != replayed:  # deleted and made again by someone since the replay started: not ours
+        return f"StreamApp {old} is not the app replayed (made again since, uid {uid}): left untouched"
+    ctx.world.cluster.delete("StreamApp", ctx.replay.namespace, old, uid)
     return f"StreamApp {old} deleted (oldVersion: Delete)"
 
 
@@ -490,6 +495,7 @@ def _context(
         app_id = app_spec.effective_application_id(parsed.app_ref.name)
         status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)
         status["replayId"] = decisions.replay_id(replay.name, replay.uid)
+        status["appUid"] = (app or {}).get("metadata", {}).get("uid")
     kafka = None
     if app_spec is not None:
         connection, problems = kafka_connection(world.cluster, replay.namespace, app_spec.kafka)

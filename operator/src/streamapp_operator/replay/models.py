@@ -256,6 +256,9 @@ class StreamReplayStatus(_Model):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     application_id: str | None = Field(default=None, description="application.id of the replay's state.")
+    app_uid: str | None = Field(
+        default=None, description="uid of the replayed StreamApp: the only one a handover removes (oldVersion Delete)."
+    )
     replay_id: str | None = Field(default=None, description="Keys the replay's transactional writes.")
     resolved_offsets: ResolvedOffsets | None = None
     records_read: int | None = None
