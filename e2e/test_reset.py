@@ -13,13 +13,12 @@ makes the operator walk ``status.reset.step`` through scaleToZero .. done. After
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from e2e import cluster, operations
+from e2e import cluster, operations, resets
 
 pytestmark = pytest.mark.e2e
 RECORDS = 600
@@ -34,39 +33,15 @@ def namespace(operator_installed: None) -> Iterator[str]:
 
 def test_a_new_reset_nonce_recounts_the_input_from_scratch(namespace: str) -> None:
     name = f"reset-{uuid.uuid4().hex[:6]}"
-    cluster.create_topics({f"{name}-in": 3, f"{name}-out": 3})
     try:
-        load = operations.Load(f"{name}-in")
-        load.produce(RECORDS)
-        # no store cache: every count update is an output record (the re-read is then countable); the stopped
-        # pod's static member is removed by the operator (the group protocol's session timeout is the broker's)
-        config = {"statestore.cache.max.bytes": "0"}
-        app = operations.counting_app(name, 1, config=config, processingGuarantee="exactly_once_v2")
-        cluster.apply(app, namespace)
-        operations.wait_settled(namespace, name, 1)
-        assert operations.latest_counts(f"{name}-out", load.sent) == dict(load.sent)
+        load = resets.start_counted_app(namespace, name, RECORDS)
         claim_before = cluster.get_json("pvc", f"state-{name}-0", namespace)["metadata"]["uid"]
-
         steps: list[str] = []
-        cluster.kubectl("patch", "streamapp", name, "-n", namespace, "--type=merge",
-                        "-p", json.dumps({"spec": {"reset": {"nonce": "first", "to": "earliest"}}}))  # fmt: skip
-
-        def reset_done() -> bool:
-            reset = (cluster.get_json("streamapp", name, namespace).get("status") or {}).get("reset") or {}
-            if reset.get("step") and (not steps or steps[-1] != reset["step"]):
-                steps.append(reset["step"])
-            return reset.get("nonce") == "first" and reset.get("step") == "done"
-
-        cluster.wait_until(reset_done, 150, "the reset to finish", 1, operations.describe(namespace, name))
-        order = ["scaleToZero", "awaitStopped", "resetOffsets", "deleteInternalTopics", "deleteLocalState",
-                 "scaleBack", "done"]  # fmt: skip
-        assert [order.index(step) for step in steps] == sorted(order.index(step) for step in steps), steps
-        operations.wait_settled(namespace, name, 1)
+        resets.ask_reset(namespace, name, "first")
+        done = resets.step_recorder(namespace, name, "first", steps)
+        cluster.wait_until(done, 150, "the reset to finish", 1, operations.describe(namespace, name))
+        resets.assert_in_order(steps)
+        resets.assert_recounted(namespace, name, load, RECORDS)
         assert cluster.get_json("pvc", f"state-{name}-0", namespace)["metadata"]["uid"] != claim_before
-        assert operations.latest_counts(f"{name}-out", load.sent) == dict(load.sent)  # not twice the counts
-        assert cluster.count_records(f"{name}-out", 2 * RECORDS) >= 2 * RECORDS  # the input was read again
-        reasons = [e["reason"] for e in cluster.events(name, namespace)]
-        assert "ResetOffsets" in reasons and "ResetStateDeleted" in reasons, reasons
-        assert cluster.get_json("statefulset", name, namespace)["spec"]["replicas"] == 1
     finally:
         cluster.delete_topics(name)

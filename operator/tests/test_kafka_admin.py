@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import uuid
 import weakref
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
+from stack_env import stack_variable
 from streamapp_operator.kafka import (
     ConfluentKafkaAdmin,
     KafkaConnection,
@@ -27,14 +27,6 @@ BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
 @pytest.fixture
 def admin() -> ConfluentKafkaAdmin:
     return ConfluentKafkaAdmin(BOOTSTRAP)
-
-
-def _stack_env() -> dict[str, str]:
-    """The variables ``hack/stack/up.sh`` wrote (``.cache/run/env``), for a run outside ``source``."""
-    path = Path(__file__).resolve().parents[2] / ".cache" / "run" / "env"
-    lines = path.read_text().splitlines() if path.exists() else []
-    pairs = (line.removeprefix("export ").partition("=") for line in lines if "=" in line)
-    return {key.strip(): value.strip().strip('"') for key, _, value in pairs}
 
 
 def _name(prefix: str) -> str:
@@ -124,8 +116,7 @@ def test_group_members_are_described_and_only_existing_topics_and_groups_are_del
 
 
 def test_a_refused_login_says_so_instead_of_a_bare_transport_failure() -> None:
-    sasl = os.environ.get("KAFKA_SASL_BOOTSTRAP") or _stack_env().get("KAFKA_SASL_BOOTSTRAP")
-    assert sasl, "the stack's SASL listener (KAFKA_SASL_BOOTSTRAP, hack/stack/up.sh) is needed"
+    sasl = stack_variable("KAFKA_SASL_BOOTSTRAP")
     settings = {"sasl.mechanism": "SCRAM-SHA-512", "sasl.password": "wrong", "sasl.username": "admin",
                 "security.protocol": "SASL_PLAINTEXT"}  # fmt: skip
     connection = KafkaConnection(sasl, tuple(sorted(settings.items())))

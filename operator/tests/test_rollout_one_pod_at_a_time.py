@@ -9,8 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
+from streamapp_operator import main
 from streamapp_operator.reconcile import App, World, reconcile
-from streamapp_operator.rollout import PodState, RolloutPlan, partition_of, plan_rollout, pod_states
+from streamapp_operator.rollout import (
+    ROLLOUT_INTERVAL,
+    PodState,
+    RolloutPlan,
+    in_progress,
+    partition_of,
+    plan_rollout,
+    pod_states,
+)
 
 NOW = "2026-01-01T00:00:10Z"
 NAME = "app"
@@ -167,3 +176,12 @@ def test_roll_pods_writes_the_intent_to_status_before_it_lowers_the_partition(
     assert partition_of(cluster.get("StatefulSet", "apps", "flights-per-carrier")) == 1
     assert fifth.status["rollout"]["waitingFor"] == "pod flights-per-carrier-1 does not run revision rev-2 yet"
     assert fifth.status["rollout"]["replacing"] == "flights-per-carrier-1"
+
+
+def test_the_rollout_is_reconciled_at_its_own_faster_pace_only_while_it_is_in_progress() -> None:
+    """The next pod goes within ``ROLLOUT_INTERVAL`` of the app being calm again, not up to the 10 s timer later;
+    without a rollout only the 10 s timer runs."""
+    rolling = {"rollout": {"partition": 2, "replacing": "app-2"}}
+    assert in_progress(rolling) and main.rolling_out(status=rolling)
+    assert not in_progress({}) and not in_progress(None) and not main.rolling_out(status={"rollout": None})
+    assert ROLLOUT_INTERVAL < main.RECONCILE_INTERVAL

@@ -21,7 +21,7 @@ from streamapp.kafka.admin import TopicAdmin
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, is_internal_topic, plan_reset
 from streamapp.kafka.types import KafkaClientError
 
-from streamapp_operator.kafka_wire import LeaveGroupFailed, remove_static_members
+from streamapp_operator.kafka_wire import LeaveGroupFailed, WireSecurity, remove_static_members
 
 
 class KafkaUnavailable(Exception):
@@ -259,18 +259,23 @@ class ConfluentKafkaAdmin:
 
     def remove_static_members(self, group_id: str, instance_ids: Sequence[str]) -> list[str]:
         """Through the group's coordinator (from ``describe_consumer_groups``) with a hand-sent ``LeaveGroup``
-        (``kafka_wire``: confluent-kafka does not expose it). PLAINTEXT only: on a secured connection nothing is
-        removed and the members leave after the broker's session timeout instead (docs/operator.md)."""
-        protocol = self._settings.get("security.protocol", "PLAINTEXT").upper()
-        if not instance_ids or protocol != "PLAINTEXT":
+        (``kafka_wire``: confluent-kafka does not expose it), over the admin client's own security settings
+        (TLS with its CA, SASL PLAIN or SCRAM with its credentials)."""
+        if not instance_ids:
             return []
+        try:
+            security = WireSecurity.from_settings(self._settings)
+        except LeaveGroupFailed as exc:
+            raise KafkaUnavailable(f"removing members of group {group_id!r}: {exc}") from exc
         future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
         try:
             coordinator = future.result().coordinator
         except KafkaException as exc:
             raise KafkaUnavailable(f"describing consumer group {group_id!r} failed: {_describe(exc)}") from exc
         try:
-            answers = remove_static_members(coordinator.host, coordinator.port, group_id, instance_ids, self._timeout)
+            answers = remove_static_members(
+                coordinator.host, coordinator.port, group_id, instance_ids, self._timeout, security
+            )
         except LeaveGroupFailed as exc:
             raise KafkaUnavailable(str(exc)) from exc
         return [instance for instance in instance_ids if answers.get(instance) == 0]

@@ -1,7 +1,9 @@
 """kopf registration of the StreamApp operator; run with ``kopf run --standalone -m streamapp_operator.main``.
 
 Only wiring lives here: one level-based :func:`streamapp_operator.reconcile.reconcile` is registered for
-create, update, resume and a timer, and its result is written back through kopf (status patch, events);
+create, update, resume and a timer (every ``RECONCILE_INTERVAL`` s, and every ``rollout.ROLLOUT_INTERVAL`` s
+while a rollout is in progress, so the next pod goes soon after the previous one is back), and its result
+is written back through kopf (status patch, events);
 :func:`streamapp_operator.reconcile.cleanup` runs on deletion behind kopf's finalizer
 (``kopf.zalando.org/KopfFinalizerMarker``, added to every StreamApp; see docs/operator.md "Deletion").
 An index of every StreamApp's ``application.id`` feeds the identity check. kopf's record of the last
@@ -24,7 +26,7 @@ from typing import Any
 
 import kopf
 
-from streamapp_operator import metrics, reconcile
+from streamapp_operator import metrics, reconcile, rollout
 from streamapp_operator.conditions import Event
 from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
@@ -146,6 +148,20 @@ def reconcile_streamapp(
     patch.status.update(result.status)
     metrics.record(app.namespace, app.name, result.status)
     _post(body, app, result.events)
+
+
+def rolling_out(status: kopf.Status, **_: Any) -> bool:
+    """kopf's filter of :func:`advance_rollout`: the StreamApp's status records a rollout in progress. kopf
+    re-evaluates it at every change of the StreamApp (its status included), starting and stopping the timer."""
+    return rollout.in_progress(status)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=rollout.ROLLOUT_INTERVAL, when=rolling_out)
+def advance_rollout(**kwargs: Any) -> None:
+    """The same reconcile, every ``rollout.ROLLOUT_INTERVAL`` seconds while a rollout is in progress (the
+    10 s timer would hold each pod up to 10 s after the previous one is back); the per-app lock keeps it from
+    running beside another reconcile of the same app."""
+    reconcile_streamapp(**kwargs)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

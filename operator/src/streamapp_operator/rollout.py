@@ -21,6 +21,11 @@ it restarts, for the broker's ``group.consumer.session.timeout.ms`` (45 s by def
 rebalance. A pod removed by a scale-down, on the other hand, must leave at once: :func:`departed_members` names
 the static members whose pods a scale-down removed, which ``reconcile.release_departed_members`` removes from
 the group. Everything here is pure; the steps do the side effects.
+
+Pace: the reconcile runs on changes and on a 10 s timer, which would make each pod of a rollout wait up to 10 s
+after the previous one is back. While :func:`in_progress` (``status.rollout`` is set) a second timer reconciles
+every ``ROLLOUT_INTERVAL`` seconds (``main.advance_rollout``), so the next pod goes within that time of the app
+being calm again; it stops with the rollout.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from typing import Any
 REVISION_LABEL = "controller-revision-hash"
 #: The consumer group's state (Kafka's spelling) in which no assignment is moving.
 STABLE = "Stable"
+#: Seconds between two reconciles while a rollout is in progress (the readiness checks are re-read this often).
+ROLLOUT_INTERVAL = 2.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,12 @@ class RolloutPlan:
     replacing: str | None = None
     waiting: str = ""
     status: dict[str, Any] | None = None
+
+
+def in_progress(status: Mapping[str, Any] | None) -> bool:
+    """Whether the StreamApp's ``status`` records a rollout in progress (``status.rollout`` set; it is removed
+    when the rollout is done)."""
+    return bool((status or {}).get("rollout"))
 
 
 def with_partition(stateful_set: Mapping[str, Any], partition: int) -> dict[str, Any]:
