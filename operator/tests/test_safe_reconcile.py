@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import GroupMember
+from streamapp_operator.main import application_ids
 from streamapp_operator.reconcile import STEPS, App, Result, World, kafka_connection, reconcile
 from streamapp_operator.resources import KafkaSpec
-from streamapp_operator.validate import Peer
+from streamapp_operator.validate import Peer, identity_conflicts
 
 APP = App(name="victim", namespace="team-x", uid="uid-victim", generation=1, created="2026-01-02T00:00:00Z")
 NOW = "2026-01-03T00:00:00Z"
@@ -278,3 +279,15 @@ def test_the_admin_clients_connection_takes_user_name_password_and_ca_from_their
     del cluster.secrets[("team-x", "kafka-ca")]
     _, problems = kafka_connection(cluster, "team-x", kafka)
     assert [p.message for p in problems] == ["spec.kafka.tls.caSecret: Secret kafka-ca does not exist"]
+
+
+def test_the_application_id_an_upgrade_runs_under_is_claimed_beside_the_specs() -> None:
+    meta = {"name": "orders", "namespace": "team-x", "uid": "uid-orders", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    index = application_ids(meta=meta, spec={"applicationId": "orders"}, status={"applicationId": "orders-g3"})
+    claimed = sorted(peer.application_id for peer in index.values())
+    assert claimed == ["orders", "orders-g3"]
+    newer = Peer("team-y", "copycat", "uid-copycat", "2026-02-01T00:00:00Z", "orders-g3")
+    assert [p.reason for p in identity_conflicts(newer, index.values())] == ["ApplicationIdInUse"]
+    assert list(application_ids(meta=meta, spec={}, status={}).values()) == [
+        Peer("team-x", "orders", "uid-orders", "2026-01-01T00:00:00Z", "orders")
+    ]

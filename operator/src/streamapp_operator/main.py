@@ -31,7 +31,7 @@ from streamapp_operator.conditions import Event
 from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool, KafkaUnavailable
-from streamapp_operator.replay import handlers as replay_handlers  # noqa: F401  (registers the StreamReplay handlers)
+from streamapp_operator.replay import handlers as replay_handlers  # registers the StreamReplay handlers too
 from streamapp_operator.resources import GROUP, PLURAL, VERSION
 from streamapp_operator.validate import Peer
 
@@ -92,27 +92,23 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 
 @kopf.index(GROUP, VERSION, PLURAL)
-def application_ids(meta: kopf.Meta, spec: kopf.Spec, **_: Any) -> dict[str, Peer]:
-    """Every StreamApp the operator watches, by uid, with the ``application.id`` it claims."""
-    name = str(meta["name"])
+def application_ids(meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, Peer]:
+    """Every StreamApp the operator watches, by uid, with each ``application.id`` it claims: the spec's (or the
+    name) and, when an upgrade runs it under another one (``upgradePolicy: newApplicationId``:
+    ``<id>-g<generation>``), the one in ``status.applicationId`` its pods use."""
+    name, uid = str(meta["name"]), str(meta["uid"])
+    claimed = [str(spec.get("applicationId") or name), str(status.get("applicationId") or "")]
     return {
-        str(meta["uid"]): Peer(
+        f"{uid}/{application_id}": Peer(
             namespace=str(meta["namespace"]),
             name=name,
-            uid=str(meta["uid"]),
+            uid=uid,
             created=str(meta.get("creationTimestamp", "")),
-            application_id=str(spec.get("applicationId") or name),
+            application_id=application_id,
         )
+        for application_id in dict.fromkeys(claimed)
+        if application_id
     }
-
-
-def _peers(index: kopf.Index[str, Peer]) -> list[Peer]:
-    for _ in range(3):  # the watcher changes the index from another thread; take a copy
-        try:
-            return [peer for store in list(index.values()) for peer in store]
-        except RuntimeError:
-            time.sleep(0.01)
-    return []
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
@@ -134,7 +130,7 @@ def reconcile_streamapp(
     world = dataclasses.replace(
         _world,
         kafka_for=functools.partial(_admins.admin_for, user=app.uid),
-        peers=functools.partial(_peers, kwargs["application_ids"]),
+        peers=functools.partial(replay_handlers.snapshot, kwargs["application_ids"]),
     )
     started = time.monotonic()
     with _lock(app.uid):
