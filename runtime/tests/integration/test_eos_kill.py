@@ -83,6 +83,9 @@ def _run_with_kills(
         "processing.guarantee": guarantee,
         "group.protocol": "classic",
         "state.dir": str(workdir / "state"),
+        # every update of a window is checked, so the record cache (which merges a window's updates per commit,
+        # Kafka's CachingWindowStore) is off: one output per counted record
+        "statestore.cache.max.bytes": 0,
     }
     topology = windowed_count_by_color_topology([source], output)
     instance = StreamAppInstance(workdir, topology, config, instance_id=f"{app}-0")

@@ -35,6 +35,7 @@ from streamapp.processors.base import RecordContext
 from streamapp.processors.io import RecordSerializationError
 from streamapp.processors.process import ProcessorHooks, PunctuationError
 from streamapp.serdes import Serde, serde_for
+from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import TaskDirectoryLock
@@ -44,6 +45,7 @@ from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
 from streamapp.state.timestamped import logged_store
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import SourceNode, Subtopology, TopologyDescription
+from streamapp.topology.nodes.windowed import WindowedAggregationNode
 from streamapp.topology.stores import cached_stores, timestamped_stores
 
 __all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
@@ -124,6 +126,16 @@ def open_task_stores(
     return stores
 
 
+def cached_window_stores(description: TopologyDescription) -> frozenset[str]:
+    """The ``window`` stores a task puts behind the record cache when it is on: those of tumbling and hopping
+    window aggregations (``streamapp.state.caching_window_store``; sliding and session windows are not cached)."""
+    return frozenset(
+        node.store
+        for node in description.nodes
+        if isinstance(node, WindowedAggregationNode) and node.windows.type in ("tumbling", "hopping")
+    )
+
+
 class _Route:
     """How a record of one source topic goes through the task: the source node's ``deserialize`` (``None``:
     the node takes the raw bytes), its ``forward`` (or ``process``), the topic's timestamp extractor, and
@@ -163,7 +175,8 @@ class StreamTask:
         self.record_cache = record_cache
         """The stream thread's record cache (``statestore.cache.max.bytes`` > 0), or ``None``: caching off. Set
         before ``initialize``."""
-        self._caching: dict[str, CachingKeyValueStore] = {}
+        self._caching: dict[str, CachingKeyValueStore | CachingWindowStore] = {}
+        """The task's stores behind the record cache, flushed at commit (key-value and time-window stores)."""
         self.description = description
         self.subtopology = subtopology
         self.application_id = application_id
@@ -240,6 +253,11 @@ class StreamTask:
             raise
         self._log_checkpoint_mismatch()
         self.windowed_state = WindowedStateAccess(self.description, self.stores)
+        if self.record_cache is not None:
+            for name in cached_window_stores(self.description) & set(self.subtopology.stores):
+                self._caching[name] = self.windowed_state.enable_cache(
+                    name, self.record_cache, f"{self.id}-{name}", self.record_context
+                )
         ctx = BuildContext(
             application_id=self.application_id,
             partition=self.id.partition,
@@ -567,7 +585,9 @@ class StreamTask:
 
     def _typed_store(self, name: str) -> TypedKeyValueStore:
         caching = self._caching.get(name)
-        return caching if caching is not None else TypedKeyValueStore(self.stores[name], *self._serdes(name))
+        if isinstance(caching, CachingKeyValueStore):
+            return caching
+        return TypedKeyValueStore(self.stores[name], *self._serdes(name))
 
     def _serdes(self, name: str) -> tuple[Serde, Serde]:
         """Key and value serdes of store ``name``, bound to its changelog topic (as Kafka Streams serializes store

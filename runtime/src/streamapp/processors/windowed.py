@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordContext
+from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import BufferedUpdate, SuppressionBuffer
 from streamapp.state.window_store import WindowStore, WindowValue
@@ -108,7 +109,7 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
     def __init__(
         self,
         name: str,
-        store: WindowStore,
+        store: WindowStore | CachingWindowStore,
         windows: WindowSpec,
         initializer: Initializer,
         aggregator: Aggregator,
@@ -118,6 +119,16 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
         super().__init__(name, windows, initializer, aggregator, children, metrics)
         self._store = store
         self._size, self._advance, self._grace = windows.size, windows.advance, windows.grace_ms
+        self._cached = isinstance(store, CachingWindowStore)
+        """Whether the record cache forwards the updates when it flushes (Kafka's ``CachingWindowStore`` with
+        ``TimestampedCacheFlushListener``): the processor then only writes."""
+        if isinstance(store, CachingWindowStore):
+            store.set_flush_listener(self._forward_flushed)
+
+    def _forward_flushed(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
+        change = Change(new, old)
+        for child in self._children:
+            child.process(windowed, change, timestamp)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
@@ -145,6 +156,8 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
                 new_timestamp = old.timestamp if old.timestamp > timestamp else timestamp
             new_agg = self._aggregator(key, value, old_agg)
             store.put(key, new_agg, start, new_timestamp)
+            if self._cached:
+                continue  # forwarded when the cache flushes the window
             windowed, change = Windowed(key, start, end), Change(new_agg, old_agg)
             for child in children:
                 child.process(windowed, change, new_timestamp)
@@ -408,11 +421,11 @@ def build_windowed_aggregation(
         return SessionWindowAggregateProcessor(
             node.name, ctx.session_store(node.store), windows, initializer, aggregator, merger, children, ctx.metrics
         )
-    store = ctx.window_store(node.store)
     if windows.type == "sliding":
         return SlidingWindowAggregateProcessor(
-            node.name, store, windows, initializer, aggregator, children, ctx.metrics
+            node.name, ctx.window_store(node.store), windows, initializer, aggregator, children, ctx.metrics
         )
+    store = ctx.cached_window_store(node.store)
     return TimeWindowAggregateProcessor(node.name, store, windows, initializer, aggregator, children, ctx.metrics)
 
 

@@ -39,11 +39,14 @@ from streamapp.state.stores import NO_TIMESTAMP, BytesKeyValueStore, TypedKeyVal
 
 __all__ = [
     "CACHE_ENTRY_OVERHEAD_BYTES",
+    "CachedStore",
     "CachingKeyValueStore",
     "DirtyEntry",
     "FlushListener",
+    "HeadersContext",
     "NamedCache",
     "ThreadCache",
+    "cached_value_size",
 ]
 
 CACHE_ENTRY_OVERHEAD_BYTES = 200
@@ -216,7 +219,82 @@ class NamedCache:
         self._thread.size_bytes -= size
 
 
-class CachingKeyValueStore(TypedKeyValueStore):
+def cached_value_size(value: Any, serde: Serde, known: int | None) -> int:
+    """The size (bytes) a cache entry counts for ``value``: 0 for ``None``, the length of a ``str`` / ``bytes``, 8
+    for a number; a container's serialized length, measured with ``serde`` only when ``known`` (the size its entry
+    already counts) is ``None``."""
+    if value is None:
+        return 0
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (int, float)):
+        return 8
+    if known is not None:
+        return known
+    serialized = serde.serialize(value)
+    return 0 if serialized is None else len(serialized)
+
+
+class CachedStore:
+    """What every store behind the record cache shares (the key-value and the window store): one named cache of
+    the thread's cache, the flush protocol a task drives (``has_dirty``, ``flush``, ``discard``, ``close``), and the
+    headers of each entry's writer, set in the task's ``record_context`` while the entry is forwarded (Kafka sets
+    the cache entry's record context while it flushes it). Subclasses call ``_attach`` and implement
+    ``_write_and_forward(key bytes, value, timestamp)``, called per flushed entry."""
+
+    _thread: ThreadCache
+    _cache: NamedCache
+    _context: HeadersContext | None
+
+    def _attach(self, cache: ThreadCache, namespace: str, record_context: HeadersContext | None) -> None:
+        self._thread = cache
+        self._cache = cache.named_cache(namespace, self._flushed)
+        self._context = record_context
+
+    @property
+    def has_dirty(self) -> bool:
+        """Whether entries wait to be flushed."""
+        return self._cache.has_dirty
+
+    def flush(self) -> None:
+        """Write down and forward every dirty entry (commit)."""
+        self._cache.flush()
+
+    def discard(self) -> None:
+        """Drop the cached entries unflushed (the task's uncommitted work is discarded)."""
+        self._cache.clear()
+
+    def close(self) -> None:
+        self._thread.close(self._cache.namespace)
+
+    def _cache_put(self, key: bytes, value: Any, timestamp: int, value_serde: Serde) -> None:
+        """A dirty entry for ``key`` with the headers of the record being processed; a container value is
+        serialized to size it only when its key enters the cache (``cached_value_size``)."""
+        cache, context = self._cache, self._context
+        size = cached_value_size(value, value_serde, cache.value_size(key))
+        cache.put(key, value, timestamp, size, None if context is None else context.headers)
+
+    def _write_and_forward(self, key: bytes, value: Any, timestamp: int) -> None:
+        raise NotImplementedError
+
+    def _flushed(self, entries: list[DirtyEntry]) -> None:
+        """Each flushed entry with its writer's headers set, the headers of the record being processed restored
+        afterwards (an eviction flushes in the middle of a record)."""
+        context = self._context
+        if context is None:
+            for key, value, timestamp, _ in entries:
+                self._write_and_forward(key, value, timestamp)
+            return
+        current = context.headers
+        try:
+            for key, value, timestamp, headers in entries:
+                context.headers = headers
+                self._write_and_forward(key, value, timestamp)
+        finally:
+            context.headers = current
+
+
+class CachingKeyValueStore(TypedKeyValueStore, CachedStore):
     """A typed key-value store whose writes wait in the thread's record cache (Kafka's ``CachingKeyValueStore``),
     over the task's changelogging store ``below`` (timestamped: the cached stores are the DSL's, KIP-258).
 
@@ -240,15 +318,8 @@ class CachingKeyValueStore(TypedKeyValueStore):
     ) -> None:
         super().__init__(below, key_serde, value_serde)
         self.cached = True
-        self._thread = cache
-        self._cache = cache.named_cache(namespace, self._flushed)
+        self._attach(cache, namespace, record_context)
         self._listener: StoreFlushListener | None = None
-        self._context = record_context
-
-    @property
-    def has_dirty(self) -> bool:
-        """Whether entries wait to be flushed."""
-        return self._cache.has_dirty
 
     def set_flush_listener(self, listener: StoreFlushListener) -> None:
         self._listener = listener
@@ -261,50 +332,15 @@ class CachingKeyValueStore(TypedKeyValueStore):
         return None if value is None else (value, entry[1])
 
     def put_raw_key(self, raw_key: bytes, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
-        if value is None:
-            size = 0
-        elif isinstance(value, (str, bytes)):
-            size = len(value)
-        elif isinstance(value, (int, float)):
-            size = 8
-        else:  # a container: serialized to size it only when its key enters the cache (re-measured on flush)
-            known = self._cache.value_size(raw_key)
-            if known is None:
-                serialized = self._value_serde.serialize(value)
-                known = 0 if serialized is None else len(serialized)
-            size = known
-        context = self._context
-        self._cache.put(raw_key, value, timestamp, size, None if context is None else context.headers)
+        self._cache_put(raw_key, value, timestamp, self._value_serde)
 
-    def flush(self) -> None:
-        """Forward and write down every dirty entry (commit)."""
-        self._cache.flush()
-
-    def discard(self) -> None:
-        """Drop the cached entries unflushed (the task's uncommitted work is discarded)."""
-        self._cache.clear()
-
-    def close(self) -> None:
-        self._thread.close(self._cache.namespace)
-
-    def _flushed(self, entries: list[DirtyEntry]) -> None:
-        listener = self._listener
-        below_get, serialize, cache = super().get_raw_key, self._value_serde.serialize, self._cache
-        context = self._context
-        current = None if context is None else context.headers
-        try:
-            for raw_key, value, timestamp, headers in entries:
-                old = below_get(raw_key)
-                if value is None and old is None:
-                    continue
-                raw_value = serialize(value)
-                self.put_serialized(raw_key, raw_value, timestamp)
-                if raw_value is not None and not isinstance(value, (str, bytes, int, float)):
-                    cache.resize(raw_key, len(raw_value))  # a container may have grown since it was sized
-                if listener is not None:
-                    if context is not None:
-                        context.headers = headers
-                    listener(self._key_serde.deserialize(raw_key), value, None if old is None else old[0], timestamp)
-        finally:
-            if context is not None:
-                context.headers = current
+    def _write_and_forward(self, raw_key: bytes, value: Any, timestamp: int) -> None:
+        old = super().get_raw_key(raw_key)
+        if value is None and old is None:
+            return
+        raw_value = self._value_serde.serialize(value)
+        self.put_serialized(raw_key, raw_value, timestamp)
+        if raw_value is not None and not isinstance(value, (str, bytes, int, float)):
+            self._cache.resize(raw_key, len(raw_value))  # a container may have grown since it was sized
+        if self._listener is not None:
+            self._listener(self._key_serde.deserialize(raw_key), value, None if old is None else old[0], timestamp)

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamapp.serdes import Serde, serde_for
+from streamapp.state.caching_window_store import CachingWindowStore
+from streamapp.state.record_cache import HeadersContext, ThreadCache
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
@@ -29,6 +31,21 @@ class WindowedStateAccess:
         self._description = description
         self._stores = stores
         self._views: dict[str, Any] = {}
+        self._cached: dict[str, CachingWindowStore] = {}
+
+    def enable_cache(
+        self, name: str, cache: ThreadCache, namespace: str, record_context: HeadersContext | None
+    ) -> CachingWindowStore:
+        """Put the ``window`` store ``name`` behind the record cache (``streamapp.state.caching_window_store``):
+        ``cached_window_store(name)`` then returns the caching view (the task flushes it at commit)."""
+        view = self._cached[name] = CachingWindowStore(self.window_store(name), cache, namespace, record_context)
+        return view
+
+    def cached_window_store(self, name: str) -> WindowStore | CachingWindowStore:
+        """The view a time-window aggregation writes through: the caching view when ``enable_cache`` was called
+        for ``name``, else ``window_store(name)``."""
+        cached = self._cached.get(name)
+        return cached if cached is not None else self.window_store(name)
 
     def window_store(self, name: str) -> WindowStore:
         """The ``window`` store ``name`` (retention, window size and duplicates from its spec)."""

@@ -1,0 +1,69 @@
+"""A window store behind the record cache (Kafka's CachingWindowStore): a window updated many times between two
+flushes is written below and forwarded once, with the value the store below held as the old value; reads see the
+cache; a discard drops the cached windows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logged_store_fixtures import LoggedStore
+from streamapp.serdes import serde_for
+from streamapp.state.caching_window_store import CachingWindowStore
+from streamapp.state.record_cache import ThreadCache
+from streamapp.state.window_store import WindowStore, WindowValue
+from streamapp.windowed import Windowed
+
+SIZE = 60_000
+
+
+class CachedWindows:
+    """A caching window store (string -> long) over a logged in-memory window store, recording what it forwards."""
+
+    def __init__(self, cache: ThreadCache) -> None:
+        self.logged = LoggedStore("memory", Path("."))
+        self.below = WindowStore(
+            self.logged.logged, serde_for("string"), serde_for("long"), retention_ms=2 * SIZE, window_size_ms=SIZE
+        )
+        self.store = CachingWindowStore(self.below, cache, "0_0-windows")
+        self.forwarded: list[tuple[Windowed, int | None, int | None, int]] = []
+        self.store.set_flush_listener(lambda key, new, old, ts: self.forwarded.append((key, new, old, ts)))
+
+    def count(self, key: str, start: int, timestamp: int) -> None:
+        found = self.store.fetch(key, start)
+        self.store.put(key, 1 if found is None else found.value + 1, start, timestamp)
+
+
+def test_a_hot_window_is_written_below_and_forwarded_once_per_flush_with_the_last_flushed_value_as_old() -> None:
+    windows = CachedWindows(ThreadCache(10 << 20))
+    for t in range(100):
+        windows.count("a", 0, t)
+    assert windows.forwarded == []
+    assert windows.store.fetch("a", 0) == WindowValue(100, 99)  # reads see the cache
+    assert windows.below.fetch("a", 0) is None
+
+    windows.store.flush()
+    windows.logged.commit()
+    windows.count("a", 0, 100)
+    windows.count("b", SIZE, SIZE)
+    windows.store.flush()
+
+    assert windows.forwarded == [
+        (Windowed("a", 0, SIZE), 100, None, 99),
+        (Windowed("a", 0, SIZE), 101, 100, 100),
+        (Windowed("b", SIZE, 2 * SIZE), 1, None, SIZE),
+    ]
+    assert [key for key, _, _ in windows.logged.producer.sent] == [b"a" + (0).to_bytes(12, "big")]  # one per flush
+
+
+def test_eviction_flushes_the_dirty_windows_while_processing_and_discard_drops_the_rest() -> None:
+    windows = CachedWindows(ThreadCache(600))  # room for two windows
+    windows.count("a", 0, 1)
+    windows.count("b", 0, 2)
+    windows.count("c", 0, 3)  # over the bound: the least recently used window "a" leaves, flushing all three
+
+    assert [(key.key, new) for key, new, _, _ in windows.forwarded] == [("a", 1), ("b", 1), ("c", 1)]
+    windows.count("c", 0, 4)
+    windows.store.discard()
+    windows.store.flush()
+    assert len(windows.forwarded) == 3
+    assert windows.store.fetch("c", 0) == WindowValue(1, 3)  # the flushed value, not the discarded update
