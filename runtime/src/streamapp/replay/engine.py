@@ -322,24 +322,24 @@ def _native_count_stage(classified: DataFrame, count: NativeCount) -> DataFrame:
         counted,
         ["partition", "key"],
         "offset",
-        sink=[
-            F.lit(count.sink_topic).alias("topic"),
-            F.col("out_partition").alias("partition"),
+        sink=_native_record(
+            count,
+            "sink",
+            F.col("out_partition"),
             F.col("offset"),
             F.col("key"),
-            _count_bytes(F.col("running_count"), count.sink_value_serde).alias("value"),
-            F.col("running_timestamp").alias("timestamp"),
-            *_written_by_task(count.subtopology, "sink"),
-        ],
-        changelog=[
-            F.lit(count.changelog_topic).alias("topic"),
+            _count_bytes(F.col("running_count"), count.sink_value_serde),
+            F.col("running_timestamp"),
+        ),
+        changelog=_native_record(
+            count,
+            "changelog",
             F.col("partition"),
-            F.col("first_sequence").alias("offset"),
+            F.col("first_sequence"),
             F.col("key"),
-            _count_bytes(F.col("running_count"), count.store_value_serde).alias("value"),
-            F.col("running_timestamp").alias("timestamp"),
-            *_written_by_task(count.subtopology, "changelog"),
-        ],
+            _count_bytes(F.col("running_count"), count.store_value_serde),
+            F.col("running_timestamp"),
+        ),
     )
 
 
@@ -415,34 +415,48 @@ def _native_windowed_count_stage(classified: DataFrame, windowed: NativeWindowed
         accepted,
         ["partition", "key", "start"],
         "sequence",
-        sink=[
-            F.lit(count.sink_topic).alias("topic"),
-            F.col("out_partition").alias("partition"),
-            F.col("sequence").alias("offset"),
-            F.concat(F.col("key"), _long_bytes(F.col("start"))).alias("key"),
-            _count_bytes(F.col("running_count"), count.sink_value_serde).alias("value"),
-            F.col("running_timestamp").alias("timestamp"),
-            *_written_by_task(count.subtopology, "sink"),
-        ],
-        changelog=[
-            F.lit(count.changelog_topic).alias("topic"),
+        sink=_native_record(
+            count,
+            "sink",
+            F.col("out_partition"),
+            F.col("sequence"),
+            F.concat(F.col("key"), _long_bytes(F.col("start"))),
+            _count_bytes(F.col("running_count"), count.sink_value_serde),
+            F.col("running_timestamp"),
+        ),
+        changelog=_native_record(
+            count,
+            "changelog",
             F.col("partition"),
-            F.col("first_sequence").alias("offset"),
-            F.concat(F.col("key"), _long_bytes(F.col("start")), F.unhex(F.lit("00000000"))).alias("key"),
+            F.col("first_sequence"),
+            F.concat(F.col("key"), _long_bytes(F.col("start")), F.unhex(F.lit("00000000"))),
             F.concat(
                 _long_bytes(F.col("running_timestamp")), _count_bytes(F.col("running_count"), count.store_value_serde)
-            ).alias("value"),
+            ),
             F.col("timestamp"),
-            *_written_by_task(count.subtopology, "changelog"),
-        ],
+        ),
     )
 
 
-def _written_by_task(subtopology: int, kind: str) -> list[Column]:
-    """``RECORD_SCHEMA``'s last columns of a native stage's ``kind`` records: written by task ``<subtopology>_<the
-    partition column>``, no headers."""
+def _native_record(
+    count: NativeCount,
+    kind: str,
+    partition: Column,
+    offset: Column,
+    key: Column,
+    value: Column,
+    timestamp: Column,
+) -> list[Column]:
+    """The ``RECORD_SCHEMA`` columns of a native stage's ``kind`` (``sink`` | ``changelog``) record: to the count's
+    sink or changelog topic, written by task ``<subtopology>_<the partition column>``, no headers."""
     return [
-        F.lit(subtopology).alias("producer_sub"),
+        F.lit(count.sink_topic if kind == "sink" else count.changelog_topic).alias("topic"),
+        partition.alias("partition"),
+        offset.alias("offset"),
+        key.alias("key"),
+        value.alias("value"),
+        timestamp.alias("timestamp"),
+        F.lit(count.subtopology).alias("producer_sub"),
         F.col("partition").alias("producer_part"),
         F.lit(kind).alias("kind"),
         F.lit(None).cast(_HEADERS_TYPE).alias("headers"),

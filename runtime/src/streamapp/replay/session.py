@@ -28,6 +28,13 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.speculation": "false",  # a speculative copy of a writer task would only be fenced, but costs a producer
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    # A replay is a short batch job on few cores (local[2] by default): the shuffle files and the cached stage
+    # outputs stay on this machine, so compressing them costs CPU and saves nothing worth it, and the throughput
+    # collector spends less CPU beside the tasks than G1's concurrent threads (docs/benchmarks.md, the replay).
+    "spark.shuffle.compress": "false",
+    "spark.shuffle.spill.compress": "false",
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
 
