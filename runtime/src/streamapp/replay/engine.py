@@ -81,6 +81,7 @@ _ARROW_SCHEMA = pa.schema(
 JOB_DESCRIPTION_PREFIX = "streamapp-replay"
 """Spark job descriptions: ``streamapp-replay stage <sub-topology id>`` for a stage's jobs (reading, processing,
 materializing), ``streamapp-replay write`` for the final write's."""
+_PRODUCER = ("producer_sub", "producer_part")
 _WRITE_SCHEMA = "topic string, partition int, records long, chunks_written long, chunks_skipped long"
 DEFAULT_CHUNK_RECORDS = 10_000
 
@@ -740,6 +741,8 @@ def _write(
     for (topic, partition), writer in writers.items():
         target = (F.col("topic") == topic) & (F.col("partition") == partition)
         writer_index = F.when(target, writer.index) if writer_index is None else writer_index.when(target, writer.index)
+    # the writers read no ``kind``: one column less through the shuffle, the sort and Arrow
+    written = written.select("topic", "partition", "offset", "key", "value", "timestamp", *_PRODUCER, "headers")
     if writer_index is not None:
         written = written.repartitionById(len(writers), writer_index)
     rows = (
