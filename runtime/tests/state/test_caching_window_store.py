@@ -67,3 +67,40 @@ def test_eviction_flushes_the_dirty_windows_while_processing_and_discard_drops_t
     windows.store.flush()
     assert len(windows.forwarded) == 3
     assert windows.store.fetch("c", 0) == WindowValue(1, 3)  # the flushed value, not the discarded update
+
+
+def test_the_old_value_of_a_window_read_from_below_before_its_put_is_what_the_flush_forwards() -> None:
+    windows = CachedWindows(ThreadCache(10 << 20))
+    windows.count("a", 0, 1)
+    windows.store.flush()
+    windows.logged.commit()
+    windows.store.discard()  # the cache forgets "a": the next fetch reads the store below
+
+    windows.count("a", 0, 2)
+    windows.store.flush()
+
+    assert windows.forwarded[-1] == (Windowed("a", 0, SIZE), 2, 1, 2)
+
+
+def test_an_aggregate_changed_in_place_is_forwarded_with_the_old_value_the_store_below_held() -> None:
+    logged = LoggedStore("memory", Path("."))
+    below = WindowStore(
+        logged.logged, serde_for("string"), serde_for("json"), retention_ms=2 * SIZE, window_size_ms=SIZE
+    )
+    store = CachingWindowStore(below, ThreadCache(10 << 20), "0_0-lists")
+    forwarded: list[tuple[object, object]] = []
+    store.set_flush_listener(lambda key, new, old, ts: forwarded.append((list(new), old)))
+
+    def append(item: int, timestamp: int) -> None:
+        found = store.fetch("a", 0)
+        aggregate = [] if found is None else found.value
+        aggregate.append(item)  # an aggregator that updates its aggregate in place
+        store.put("a", aggregate, 0, timestamp)
+
+    append(1, 1)
+    store.flush()
+    logged.commit()
+    append(2, 2)
+    store.flush()
+
+    assert forwarded == [([1], None), ([1, 2], [1])]

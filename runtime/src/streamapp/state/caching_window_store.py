@@ -11,7 +11,8 @@ what the store below held (what downstream last saw; Kafka's ``TimestampedCacheF
 ``sendOldValues``). A window updated by many records between two commits is therefore forwarded and logged once.
 
 Sizes are counted as the key-value cache counts them (``record_cache.cached_value_size``); a container aggregate is
-sized when its window enters the cache and not re-measured at flush. Range reads (``fetch_range``, ``all``) are
+sized when its window enters the cache and not re-measured at flush. A flush does not read the store below again
+for an immutable aggregate (a count): see ``CachingWindowStore``. Range reads (``fetch_range``, ``all``) are
 not cached: they read the store below, i.e. the windows as of the last
 flush, which is why only time windows, whose processor reads single windows, are cached (Kafka caches sliding and
 session stores too, with merged range iterators; not done here).
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from streamapp.state.record_cache import CachedStore, HeadersContext, ThreadCache
+from streamapp.state.record_cache import CachedStore, HeadersContext, ThreadCache, cached_value_size
 from streamapp.state.window_store import WindowStore, WindowValue
 from streamapp.windowed import Windowed
 
@@ -39,6 +40,22 @@ _IMMUTABLE_KEY_TYPES = (str, bytes, int)
 _NO_KEY = object()
 
 
+class _Window(NamedTuple):
+    """A cache entry's value: the window's aggregate (``None``: deleted), what the store below holds for the window
+    (``_UNKNOWN`` when not known, read at flush), and the record key, its bytes and the window start (so a flush
+    neither deserializes the key nor reads the store again)."""
+
+    value: Any
+    below: Any
+    key: Any
+    raw_key: bytes
+    start: int
+
+
+_UNKNOWN: Any = object()
+_IMMUTABLE_VALUE_TYPES = (int, float, str, bytes)
+
+
 class CachingWindowStore(CachedStore):
     """A ``WindowStore`` (``below``) whose puts wait in the thread's record ``cache`` (see the module docstring).
 
@@ -46,6 +63,11 @@ class CachingWindowStore(CachedStore):
     kept with each entry and set back while it is forwarded. Offers ``fetch``, ``put`` and the flush protocol
     of cached stores (``has_dirty``, ``flush``, ``discard``, ``close``); a store that retains duplicates cannot
     be cached (ValueError).
+
+    The old value a flush forwards is what the store below holds. A put remembers it from the read that preceded
+    it (a processor's fetch then put; the entry's own value after a flush, since only this cache writes the store
+    below) when it is immutable; a mutable aggregate, which an aggregator may have changed in place, is read
+    from the store below at flush.
     """
 
     cached = True
@@ -65,9 +87,12 @@ class CachingWindowStore(CachedStore):
         self._attach(cache, namespace, record_context)
         self._listener: WindowFlushListener | None = None
         self._key_serde = below.key_serde
+        self._value_serde = below.value_serde
         self._last_key: Any = _NO_KEY
         self._last_raw_key = b""
         """The last immutable key serialized and its bytes (a processor's fetch then put of one record's key)."""
+        self._missed: tuple[bytes, WindowValue | None] | None = None
+        """The store key and value of the last fetch that missed the cache (what the store below holds)."""
 
     def set_flush_listener(self, listener: WindowFlushListener) -> None:
         """Call ``listener(Windowed key, new, old, timestamp)`` for each flushed window."""
@@ -75,34 +100,65 @@ class CachingWindowStore(CachedStore):
 
     def fetch(self, key: Any, window_start: int) -> WindowValue | None:
         """The aggregate of ``key``'s window at ``window_start`` (ms): the cached one, else the store below's."""
-        entry = self._cache.get(self._store_key(key, window_start))
+        raw_key = self._raw_key(key)
+        store_key = raw_key + _START_SEQ.pack(window_start, 0)
+        entry = self._cache.get(store_key)
         if entry is None:
-            return self.below.fetch(key, window_start)
-        value = entry[0]
+            found = self.below.fetch_raw_key(raw_key, window_start)
+            self._missed = (store_key, found)
+            return found
+        value = entry[0].value
         return None if value is None else WindowValue(value, entry[1])
 
     def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
         """Cache ``value`` (its timestamp ``timestamp``, ms) for ``key``'s window at ``window_start`` as a dirty
         entry; ``None`` deletes the window when flushed."""
-        self._cache_put(self._store_key(key, window_start), value, timestamp, self.below.value_serde)
+        raw_key = self._raw_key(key)
+        store_key = raw_key + _START_SEQ.pack(window_start, 0)
+        cache = self._cache
+        entry = cache.peek(store_key)
+        if entry is not None:
+            window: _Window = entry[0]
+            if cache.is_dirty(store_key):
+                below = window.below
+            else:  # flushed: the store below holds the entry's value
+                below = None if window.value is None else WindowValue(window.value, entry[1])
+            known = cache.value_size(store_key)
+        else:
+            missed = self._missed
+            below = missed[1] if missed is not None and missed[0] == store_key else _UNKNOWN
+            known = None
+        self._missed = None
+        if below is not None and below is not _UNKNOWN and type(below.value) not in _IMMUTABLE_VALUE_TYPES:
+            below = _UNKNOWN  # possibly changed in place by the aggregator: read it again at flush
+        size = cached_value_size(value, self._value_serde, known)
+        context = self._context
+        cache.put(
+            store_key,
+            _Window(value, below, key, raw_key, window_start),
+            timestamp,
+            size,
+            None if context is None else context.headers,
+        )
 
-    def _store_key(self, key: Any, window_start: int) -> bytes:
+    def _raw_key(self, key: Any) -> bytes:
         if key is self._last_key:
-            return self._last_raw_key + _START_SEQ.pack(window_start, 0)
+            return self._last_raw_key
         raw = self._key_serde.serialize(key)
         if raw is None:
             raise ValueError(f"window store '{self.name}': keys must not be null")
         if type(key) in _IMMUTABLE_KEY_TYPES:
             self._last_key, self._last_raw_key = key, raw
-        return raw + _START_SEQ.pack(window_start, 0)
+        return raw
 
     def _write_and_forward(self, store_key: bytes, value: Any, timestamp: int) -> None:
-        key = self._key_serde.deserialize(store_key[:-_SUFFIX])
-        start: int = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)[0]
-        old = self.below.fetch(key, start)
-        if value is None and old is None:
+        window: _Window = value
+        below = window.below
+        if below is _UNKNOWN:
+            below = self.below.fetch_raw_key(window.raw_key, window.start)
+        if window.value is None and below is None:
             return
-        self.below.put(key, value, start, timestamp)
+        self.below.put_raw_key(window.raw_key, window.value, window.start, timestamp)
         if self._listener is not None:
-            windowed = Windowed(key, start, start + self.window_size_ms)
-            self._listener(windowed, value, None if old is None else old.value, timestamp)
+            windowed = Windowed(window.key, window.start, window.start + self.window_size_ms)
+            self._listener(windowed, window.value, None if below is None else below.value, timestamp)

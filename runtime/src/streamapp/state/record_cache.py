@@ -160,6 +160,14 @@ class NamedCache:
         if thread.size_bytes > thread.max_bytes:
             thread.maybe_evict(self)
 
+    def peek(self, key: bytes) -> list[Any] | None:
+        """The ``[value, timestamp, size, headers]`` entry of ``key`` or ``None``, without making it a use."""
+        return self._entries.get(key)
+
+    def is_dirty(self, key: bytes) -> bool:
+        """Whether ``key``'s entry waits to be flushed."""
+        return key in self._dirty
+
     def value_size(self, key: bytes) -> int | None:
         """The value size (bytes) counted for ``key``'s entry, or ``None`` when it has none; not a use."""
         entry = self._entries.get(key)

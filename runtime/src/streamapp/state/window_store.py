@@ -243,7 +243,12 @@ class WindowStore:
     def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
         """Store ``value`` (with its ``timestamp``, ms) for ``key``'s window at ``window_start`` (ms);
         ``None`` deletes it. A put to an expired window is dropped."""
-        raw_key = self._last_raw_key if key is self._last_key else self._raw_key(key)
+        self.put_raw_key(
+            self._last_raw_key if key is self._last_key else self._raw_key(key), value, window_start, timestamp
+        )
+
+    def put_raw_key(self, raw_key: bytes, value: Any, window_start: int, timestamp: int) -> None:
+        """``put`` of a record key already serialized by the key serde (``raw_key``)."""
         if not self._synced:
             self._sync_stream_time()
         if self._expiry is not None:
@@ -277,13 +282,16 @@ class WindowStore:
 
     def fetch(self, key: Any, window_start: int) -> WindowValue | None:
         """The aggregate of ``key``'s window at ``window_start``, or ``None`` (absent or expired)."""
+        return self.fetch_raw_key(self._last_raw_key if key is self._last_key else self._raw_key(key), window_start)
+
+    def fetch_raw_key(self, raw_key: bytes, window_start: int) -> WindowValue | None:
+        """``fetch`` of a record key already serialized by the key serde (``raw_key``)."""
         if self.retain_duplicates:
             raise ValueError(f"window store '{self.name}' retains duplicates; use fetch_range")
         if not self._synced:
             self._sync_stream_time()
         if window_start < self.observed_stream_time - self.retention_ms:
             return None  # expired (or no window put yet: observed -1, starts are >= 0)
-        raw_key = self._last_raw_key if key is self._last_key else self._raw_key(key)
         raw = self._store.get(raw_key + _START_SEQ.pack(window_start, 0))
         if raw is None:
             return None
