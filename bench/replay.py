@@ -128,9 +128,16 @@ def sample_dataset(bootstrap: str, topic: str, records: int, partitions: int = 4
 
 
 def replay_plan_document(
-    bootstrap: str, dataset: Dataset, topology: str, tag: str, low: dict[int, int], high: dict[int, int]
+    bootstrap: str,
+    dataset: Dataset,
+    topology: str,
+    tag: str,
+    low: dict[int, int],
+    high: dict[int, int],
+    emit: str = "every_update",
 ) -> dict[str, Any]:
-    """The replay plan of benchmark ``topology`` over ``[low, high)``, writing ``<tag>-out``, app id ``tag``."""
+    """The replay plan of benchmark ``topology`` over ``[low, high)``, writing ``<tag>-out``, app id ``tag``;
+    ``emit``: the plan's (``streamapp.replay.plan.EMIT_*``)."""
     from bench import topologies
 
     output = f"{tag}-out"
@@ -143,6 +150,7 @@ def replay_plan_document(
         "from": {dataset.flights_topic: low},
         "to": {dataset.flights_topic: high},
         "partitions": {output: dataset.partitions},
+        "emit": emit,
     }
 
 
@@ -385,6 +393,7 @@ def run_replay_job(
     driver_memory: str = "2g",
     timeout_s: float = 1800.0,
     profile_to: Path | None = None,
+    emit: str = "every_update",
 ) -> ReplayRun:
     """Replay ``topology`` over the whole flights topic in a fresh process, measuring it (module docstring).
 
@@ -399,7 +408,7 @@ def run_replay_job(
     low, high = offset_ranges(bootstrap, dataset.flights_topic)
     recreate_topic(bootstrap, f"{tag}-out", dataset.partitions, {"retention.ms": "-1"})
     (run_dir / "plan.yaml").write_text(
-        yaml.safe_dump(replay_plan_document(bootstrap, dataset, topology, tag, low, high))
+        yaml.safe_dump(replay_plan_document(bootstrap, dataset, topology, tag, low, high, emit))
     )
     command = [
         sys.executable,
@@ -639,6 +648,7 @@ def run_benchmark(
     driver_memory: str = "2g",
     timeout_s: float = 1800.0,
     profile: bool = False,
+    emit: str = "every_update",
 ) -> tuple[dict[tuple[str, int], Any], dict[str, ReplayRun], dict[str, str]]:
     """Every streaming run and every replay of ``topologies_`` on ``dataset``, one after the other.
 
@@ -657,7 +667,14 @@ def run_benchmark(
         log.info("replay %s; load average %.1f", topology, os.getloadavg()[0])
         try:
             replay = run_replay_job(
-                bootstrap, dataset, topology, work_dir, master=master, driver_memory=driver_memory, timeout_s=timeout_s
+                bootstrap,
+                dataset,
+                topology,
+                work_dir,
+                master=master,
+                driver_memory=driver_memory,
+                timeout_s=timeout_s,
+                emit=emit,
             )
         except Exception as exc:
             log.exception("the replay of %s failed", topology)
@@ -685,6 +702,7 @@ def run_benchmark(
                     driver_memory=driver_memory,
                     timeout_s=timeout_s,
                     profile_to=out,
+                    emit=emit,
                 )
             except Exception:
                 log.exception("the profiled replay of %s failed", topology)
@@ -705,6 +723,13 @@ def run_benchmark(
 @click.option("--driver-memory", default="2g", show_default=True)
 @click.option("--timeout", "timeout_s", default=1800.0, show_default=True, help="seconds per run")
 @click.option("--profile", is_flag=True, help="also run each replay once more under py-spy (Python workers)")
+@click.option(
+    "--emit",
+    type=click.Choice(["every_update", "final"]),
+    default="every_update",
+    show_default=True,
+    help="the replay plans' emit: every update (record cache off) or each task's final value per key",
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -718,6 +743,7 @@ def main(
     driver_memory: str,
     timeout_s: float,
     profile: bool,
+    emit: str,
 ) -> None:
     """The replay benchmark (module docstring)."""
     if ctx.invoked_subcommand is not None:
@@ -739,6 +765,7 @@ def main(
         driver_memory=driver_memory,
         timeout_s=timeout_s,
         profile=profile,
+        emit=emit,
     )
     load = (load_start[0], os.getloadavg()[0])
     click.echo("")
@@ -752,6 +779,7 @@ def main(
             {
                 "dataset": dataclasses.asdict(dataset),
                 "load_average": {"start": load_start, "end": os.getloadavg()},
+                "emit": emit,
                 "streaming": [_streaming_json(r) for r in streaming.values()],
                 "replays": [dataclasses.asdict(r) for r in replays.values()],
                 "failed": failed,

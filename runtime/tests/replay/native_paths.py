@@ -27,15 +27,19 @@ def replay_both_paths(
     config: dict[str, Any],
     topology: Callable[[str, str], TopologyDescription],
     store: str,
+    *,
+    emit: str = "every_update",
+    paths: tuple[str, ...] = ("native", "task"),
 ) -> dict[str, Any]:
     """Produce ``records`` (``(partition, key, value, timestamp)``) to a fresh topic of ``INPUT_PARTITIONS``
     partitions, replay ``topology(source, sink)`` natively and through the task path (each into its own sink of
     ``SINK_PARTITIONS`` partitions and its own changelog of ``store``), and return per path (``native``, ``task``)
-    the run's result, its progress reports and what it wrote (``sink``, ``changelog``, read committed)."""
+    the run's result, its progress reports and what it wrote (``sink``, ``changelog``, read committed).
+    ``emit``: the plan's; ``paths``: which of the two runs to make."""
     prefix = f"native-{uuid.uuid4().hex[:8]}"
     source = f"{prefix}-events"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    sinks = {path: f"{prefix}-{path}-out" for path in ("native", "task")}
+    sinks = {path: f"{prefix}-{path}-out" for path in paths}
     topics = [NewTopic(source, INPUT_PARTITIONS, 1), *(NewTopic(t, SINK_PARTITIONS, 1) for t in sinks.values())]
     for future in admin.create_topics(topics).values():
         future.result(30)
@@ -57,6 +61,7 @@ def replay_both_paths(
             end_offsets={source: ends},
             partitions={sink: SINK_PARTITIONS},
             replay_id=application_id,
+            emit=emit,
         )
         reports: list[ReplayProgress] = []
         result = run_replay(spark, plan, native=path == "native", on_progress=reports.append, progress_interval_s=0.2)

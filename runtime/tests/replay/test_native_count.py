@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from streamapp import StreamsBuilder
+from streamapp.replay import ReplayPlan, run_replay
 from streamapp.replay.native import PATH_NATIVE_COUNT, PATH_TASK
 from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription
@@ -42,10 +43,14 @@ def inputs() -> Iterator[tuple[int, bytes | None, bytes | None, int]]:
 
 
 def replay_both_paths(
-    bootstrap: str, spark: Any, records: list[tuple[int, bytes | None, bytes | None, int]], config: dict[str, Any]
+    bootstrap: str,
+    spark: Any,
+    records: list[tuple[int, bytes | None, bytes | None, int]],
+    config: dict[str, Any],
+    **options: Any,
 ) -> dict[str, Any]:
     """The keyed count replayed natively and through the task path (``native_paths.replay_both_paths``)."""
-    return native_paths.replay_both_paths(bootstrap, spark, records, config, keyed_count, "event-counts")
+    return native_paths.replay_both_paths(bootstrap, spark, records, config, keyed_count, "event-counts", **options)
 
 
 def test_the_native_keyed_count_writes_the_task_paths_sink_records_and_changelog(
@@ -88,3 +93,45 @@ def test_a_record_the_serde_refuses_sends_the_count_to_the_task_path_and_its_han
     assert out["native"]["sink"] == out["task"]["sink"]
     counted = [r for r in records if r[1] is not None and r[2] not in (None, b"null", b"{not json")]
     assert len(out["native"]["sink"]) == len(counted)
+
+
+def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fallback_to_the_task(
+    spark_session: Any, conformance_bootstrap: str
+) -> None:
+    records = list(inputs())
+    every = replay_both_paths(conformance_bootstrap, spark_session, records, {}, paths=("native",))["native"]
+    final = replay_both_paths(conformance_bootstrap, spark_session, records, {}, emit="final", paths=("native",))
+    refused = [*records, (1, b"k3", b"{not json", 2_000_000)]
+    config = {"default.deserialization.exception.handler": "log_and_continue"}
+    fallback = replay_both_paths(conformance_bootstrap, spark_session, refused, config, emit="final", paths=("native",))
+    assert set(final["native"]["result"].paths.values()) == {PATH_NATIVE_COUNT}
+    assert set(fallback["native"]["result"].paths.values()) == {PATH_TASK}
+    assert fallback["native"]["sink"] == final["native"]["sink"]
+    assert final["native"]["changelog"] == every["changelog"]
+    final_sink = final["native"]["sink"]
+    assert set(final_sink) <= set(every["sink"])
+    tasks_of_key = {(r[1], r[0]) for r in records if r[1] is not None and r[2] not in (None, b"null")}
+    assert len(final_sink) == len(tasks_of_key), "one record per key and task: the task's final count"
+    for key in {k for k, _ in tasks_of_key}:
+        finals = sorted(int(r[2]) for r in final_sink if r[1] == key)
+        updates = [int(r[2]) for r in every["sink"] if r[1] == key]
+        assert finals[-1] == max(updates)
+
+
+def test_emit_final_is_refused_before_any_job_for_a_sub_topology_that_cannot_run_natively(spark_session: Any) -> None:
+    builder = StreamsBuilder()
+    builder.stream("events", key_serde="string", value_serde="json", name="events").filter(
+        "replay.functions:only_even", name="kept"
+    ).to("out", name="out")
+    plan = ReplayPlan(
+        builder.build(),
+        {"application.id": "app"},
+        "127.0.0.1:1",  # never contacted: the plan is refused first
+        start_offsets={"events": {0: 0}},
+        end_offsets={"events": {0: 1}},
+        partitions={"out": 1},
+        replay_id="final-refused",
+        emit="final",
+    )
+    with pytest.raises(ValueError, match=r"sub-topology 0 .*does not"):
+        run_replay(spark_session, plan, on_progress=None)

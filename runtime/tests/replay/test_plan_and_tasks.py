@@ -50,6 +50,8 @@ def test_a_plan_round_trips_through_its_document_and_passes_its_checks() -> None
 
     assert ReplayPlan.from_document(plan.to_document()) == plan
     assert plan.check() is plan
+    assert plan.emit == "every_update"
+    assert ReplayPlan.from_document({**plan.to_document(), "emit": "final"}).check().emit == "final"
     assert plan.topic_partitions()["app-v2-by-parity-repartition"] == 2
 
 
@@ -89,6 +91,7 @@ def test_a_task_joins_the_global_table_bootstrapped_whole_before_its_first_recor
         ({"from": {"numbers": {0: 11, 1: 0}}}, "start <= end"),
         ({"partitions": {}}, "sink topic 'parity-sums'"),
         ({"replayId": "a/b"}, "replay_id"),
+        ({"emit": "sometimes"}, "emit must be"),
     ],
 )
 def test_a_plan_with_bad_offsets_or_counts_is_refused(changes: dict[str, Any], message: str) -> None:

@@ -49,7 +49,7 @@ from streamapp.replay.native import (
     native_windowed_count,
 )
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
-from streamapp.replay.plan import ReplayPlan, stage_order
+from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
 from streamapp.replay.security import client_settings, java_client_options
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
@@ -119,10 +119,16 @@ def run_replay(
     ``native``: run the sub-topologies ``streamapp.replay.native`` recognises with Spark's operators (the
     default); ``False`` runs every one through the runtime's task (the reference the native path must equal).
 
+    ``plan.emit == EMIT_FINAL`` needs every sub-topology to have a native shape (ValueError naming one that has
+    not, before any job); a sub-topology that falls back to the task then keeps only the last sink record per key
+    of each task, the final value the native stage writes.
+
     Raises UnsupportedTopologyError / ValueError (``ReplayPlan.check``) before any job starts; a failing task
     fails the job (Spark's error names the Python exception, e.g. ProcessingError naming the record).
     """
     plan.check()
+    if plan.emit == EMIT_FINAL:
+        _check_final(plan, native)
     settings = client_settings(plan.kafka_settings, os.environ)
     source_options = java_client_options(settings)  # refuses a security key it cannot translate, before any job
     result = ReplayResult()
@@ -175,7 +181,8 @@ def _run_stages(
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
-        native = _native_stage(spark, plan, sub, stage_input, tasks, tracker.records) if native_ok else None
+        final = plan.emit == EMIT_FINAL
+        native = _native_stage(spark, plan, sub, stage_input, tasks, tracker.records, final) if native_ok else None
         stage: DataFrame | None = None
         if native is not None:
             stage = native.frame.persist(StorageLevel.MEMORY_AND_DISK)
@@ -196,8 +203,8 @@ def _run_stages(
                 stage_input.repartitionById(tasks, F.col("partition").cast("int"))
                 .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
                 .mapInArrow(task, RECORD_SCHEMA)
-                .persist(StorageLevel.MEMORY_AND_DISK)
             )
+            stage = (_final_per_key(stage) if final else stage).persist(StorageLevel.MEMORY_AND_DISK)
             records = stage.count()
         result.records_written_by_stage[sub.id] = records
         tracker.stages_done += 1
@@ -284,7 +291,13 @@ class _NativeStage:
 
 
 def _native_stage(
-    spark: SparkSession, plan: ReplayPlan, sub: Subtopology, stage_input: DataFrame, tasks: int, records: Any
+    spark: SparkSession,
+    plan: ReplayPlan,
+    sub: Subtopology,
+    stage_input: DataFrame,
+    tasks: int,
+    records: Any,
+    final: bool = False,
 ) -> _NativeStage | None:
     """The sub-topology as Spark operators, or ``None`` when its shape has no native translation."""
     counts = plan.topic_partitions()
@@ -293,7 +306,7 @@ def _native_stage(
     count = native_count(plan.description, sub, plan.config)
     if count is not None:
         classifier: Any = BatchClassifier(count, counts[count.sink_topic], records, fallbacks)
-        frame = _native_count_stage(stage_input.mapInArrow(classifier, _CLASSIFIED_SCHEMA), count)
+        frame = _native_count_stage(stage_input.mapInArrow(classifier, _CLASSIFIED_SCHEMA), count, final)
         return _NativeStage(frame, PATH_NATIVE_COUNT, fallbacks)
     windowed = native_windowed_count(plan.description, sub, plan.config)
     if windowed is not None:
@@ -308,7 +321,7 @@ def _native_stage(
 _CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
 
 
-def _native_count_stage(classified: DataFrame, count: NativeCount) -> DataFrame:
+def _native_count_stage(classified: DataFrame, count: NativeCount, final: bool = False) -> DataFrame:
     """A keyed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.CLASSIFIED_SCHEMA`` rows).
 
@@ -323,6 +336,7 @@ def _native_count_stage(classified: DataFrame, count: NativeCount) -> DataFrame:
         counted,
         ["partition", "key"],
         "offset",
+        final,
         sink=_native_record(
             count,
             "sink",
@@ -344,12 +358,14 @@ def _native_count_stage(classified: DataFrame, count: NativeCount) -> DataFrame:
     )
 
 
-def _fold(rows: DataFrame, group: list[str], sequence: str, sink: list[Column], changelog: list[Column]) -> DataFrame:
+def _fold(
+    rows: DataFrame, group: list[str], sequence: str, final: bool, sink: list[Column], changelog: list[Column]
+) -> DataFrame:
     """Count ``rows`` per ``group`` in ``sequence`` order with one Spark window (one shuffle and sort): every row
-    gives a sink record (``sink``'s columns), the last row of each group also the group's changelog record
-    (``changelog``'s columns). The columns may read ``running_count`` (the row's ``row_number``),
-    ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's first sequence: where
-    the runtime's write buffer put the key) and ``timestamp`` (the row's own)."""
+    gives a sink record (``sink``'s columns; with ``final`` only the group's last row), the last row of each group
+    also the group's changelog record (``changelog``'s columns). The columns may read ``running_count`` (the
+    row's ``row_number``), ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's
+    first sequence: where the runtime's write buffer put the key) and ``timestamp`` (the row's own)."""
     running = Window.partitionBy(*group).orderBy(sequence)
     whole = running.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     folded = rows.select(
@@ -359,9 +375,12 @@ def _fold(rows: DataFrame, group: list[str], sequence: str, sink: list[Column], 
         F.count(F.lit(1)).over(whole).alias("final_count"),
         F.first(sequence).over(whole).alias("first_sequence"),
     )
-    records = F.when(
-        F.col("running_count") == F.col("final_count"), F.array(F.struct(*sink), F.struct(*changelog))
-    ).otherwise(F.array(F.struct(*sink)))
+    last = F.col("running_count") == F.col("final_count")
+    if final:
+        records = F.when(last, F.array(F.struct(*sink), F.struct(*changelog)))
+        folded = folded.where(last)
+    else:
+        records = F.when(last, F.array(F.struct(*sink), F.struct(*changelog))).otherwise(F.array(F.struct(*sink)))
     return folded.select(F.explode(records).alias("record")).select("record.*")
 
 
@@ -371,7 +390,9 @@ _WINDOWED_CLASSIFIED_SCHEMA = (
 )
 
 
-def _native_windowed_count_stage(classified: DataFrame, windowed: NativeWindowedCount, tasks: int) -> DataFrame:
+def _native_windowed_count_stage(
+    classified: DataFrame, windowed: NativeWindowedCount, tasks: int, final: bool = False
+) -> DataFrame:
     """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
 
@@ -416,6 +437,7 @@ def _native_windowed_count_stage(classified: DataFrame, windowed: NativeWindowed
         accepted,
         ["partition", "key", "start"],
         "sequence",
+        final,
         sink=_native_record(
             count,
             "sink",
@@ -437,6 +459,27 @@ def _native_windowed_count_stage(classified: DataFrame, windowed: NativeWindowed
             F.col("timestamp"),
         ),
     )
+
+
+def _check_final(plan: ReplayPlan, native: bool) -> None:
+    """Raise ValueError unless every sub-topology of ``plan`` has a native shape (``EMIT_FINAL``'s condition)."""
+    for sub in plan.description.subtopologies():
+        shaped = native_count(plan.description, sub, plan.config) or native_windowed_count(
+            plan.description, sub, plan.config
+        )
+        if not native or shaped is None:
+            raise ValueError(
+                f"replay plan: emit '{EMIT_FINAL}' needs every sub-topology to run Spark-native (a keyed or windowed "
+                f"count of a source topic); sub-topology {sub.id} ({', '.join(sub.nodes)}) does not"
+            )
+
+
+def _final_per_key(stage: DataFrame) -> DataFrame:
+    """A native shape's task-path output reduced to ``EMIT_FINAL``: of its sink records, the last per key of each
+    task (the final value of the key's aggregate, or of the window's); changelog records as they are."""
+    last = Window.partitionBy("topic", "producer_sub", "producer_part", "key").orderBy(F.col("offset").desc())
+    ranked = stage.withColumn("rank", F.when(F.col("kind") == "sink", F.row_number().over(last)).otherwise(1))
+    return ranked.where(F.col("rank") == 1).drop("rank")
 
 
 def _native_record(

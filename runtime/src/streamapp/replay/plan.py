@@ -20,7 +20,14 @@ from typing import Any
 from streamapp.replay.translate import UnsupportedTopologyError, check_supported
 from streamapp.topology import SinkNode, Subtopology, TopologyDescription
 
-__all__ = ["ReplayPlan", "stage_order"]
+__all__ = ["EMIT_EVERY_UPDATE", "EMIT_FINAL", "ReplayPlan", "stage_order"]
+
+EMIT_EVERY_UPDATE = "every_update"
+"""Every update of every aggregation reaches its sink: a streaming run with the record cache off (the default)."""
+EMIT_FINAL = "final"
+"""Each aggregation's sink gets the final value per key (and window) of each task only: what a streaming run whose
+record cache flushes once, at the end, writes (Kafka Streams' record cache may hold back any intermediate
+update; only the latest value per key is its contract). Only for sub-topologies that run Spark-native."""
 
 Offsets = dict[str, dict[int, int]]
 """``{topic: {partition: offset}}``."""
@@ -49,6 +56,8 @@ class ReplayPlan:
     wall_clock_ms: int = 0
     kafka_settings: Mapping[str, str] = field(default_factory=dict)
     """Extra client settings (``kafka.``-less librdkafka / Java client keys, e.g. SASL) for reads and writes."""
+    emit: str = EMIT_EVERY_UPDATE
+    """``EMIT_EVERY_UPDATE`` or ``EMIT_FINAL`` (see those)."""
 
     @property
     def application_id(self) -> str:
@@ -81,6 +90,7 @@ class ReplayPlan:
             writeRepartitionTopics: false               # optional
             wallClockMs: 0                              # optional
             kafka: {security.protocol: SASL_SSL}        # optional client settings
+            emit: every_update                          # optional: or final (EMIT_FINAL)
 
         Raises TopologyError, ValueError or KeyError (a missing field).
         """
@@ -95,6 +105,7 @@ class ReplayPlan:
             write_repartition_topics=bool(document.get("writeRepartitionTopics", False)),
             wall_clock_ms=int(document.get("wallClockMs", 0)),
             kafka_settings={str(k): str(v) for k, v in (document.get("kafka") or {}).items()},
+            emit=str(document.get("emit", EMIT_EVERY_UPDATE)),
         )
 
     def to_document(self) -> dict[str, Any]:
@@ -110,6 +121,7 @@ class ReplayPlan:
             "writeRepartitionTopics": self.write_repartition_topics,
             "wallClockMs": self.wall_clock_ms,
             "kafka": dict(self.kafka_settings),
+            "emit": self.emit,
         }
 
     def check(self) -> ReplayPlan:
@@ -118,6 +130,8 @@ class ReplayPlan:
             raise ValueError("replay plan: config needs 'application.id' (the new version's)")
         if not self.replay_id or not all(c.isalnum() or c in "-_." for c in self.replay_id):
             raise ValueError(f"replay plan: replay_id {self.replay_id!r} must be non-empty [A-Za-z0-9._-]")
+        if self.emit not in (EMIT_EVERY_UPDATE, EMIT_FINAL):
+            raise ValueError(f"replay plan: emit must be '{EMIT_EVERY_UPDATE}' or '{EMIT_FINAL}', got {self.emit!r}")
         check_topology(self.description)
         for topic in sorted(self.description.external_source_topics()):
             _check_range(topic, self.start_offsets.get(topic), self.end_offsets.get(topic))
