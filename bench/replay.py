@@ -25,6 +25,7 @@ Prints both throughputs, the ratio replay / streaming and the breakdown; writes 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -660,22 +661,14 @@ def run_benchmark(
     streaming: dict[tuple[str, int], Any] = {}
     replays: dict[str, ReplayRun] = {}
     failed: dict[str, str] = {}
+    job = functools.partial(run_replay_job, master=master, driver_memory=driver_memory, timeout_s=timeout_s, emit=emit)
     for topology in topologies_:
         for n in threads:
             log.info("streaming %s, %d thread(s); load average %.1f", topology, n, os.getloadavg()[0])
             streaming[(topology, n)] = bench.run(Scenario("streamapp", topology, "at_least_once", n))
         log.info("replay %s; load average %.1f", topology, os.getloadavg()[0])
         try:
-            replay = run_replay_job(
-                bootstrap,
-                dataset,
-                topology,
-                work_dir,
-                master=master,
-                driver_memory=driver_memory,
-                timeout_s=timeout_s,
-                emit=emit,
-            )
+            replay = job(bootstrap, dataset, topology, work_dir)
         except Exception as exc:
             log.exception("the replay of %s failed", topology)
             failed[topology] = f"{type(exc).__name__}: {exc}"
@@ -693,17 +686,7 @@ def run_benchmark(
             out = work_dir / "profiles" / f"replay-{topology}-{time.strftime('%Y%m%d-%H%M%S')}.txt"
             log.info("replay %s under py-spy (%s)", topology, out)
             try:
-                profiled = run_replay_job(
-                    bootstrap,
-                    dataset,
-                    topology,
-                    work_dir,
-                    master=master,
-                    driver_memory=driver_memory,
-                    timeout_s=timeout_s,
-                    profile_to=out,
-                    emit=emit,
-                )
+                profiled = job(bootstrap, dataset, topology, work_dir, profile_to=out)
             except Exception:
                 log.exception("the profiled replay of %s failed", topology)
                 continue
