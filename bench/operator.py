@@ -1,6 +1,6 @@
-"""Operator benchmark (issue 11): apply -> Ready, scale-out to a stable group, and the processing pause during a
-rolling update of 3 pods, operator-driven (one pod at a time, ADR 0009) against the plain StatefulSet rollout, in
-one run on the local stack.
+"""Operator benchmark (issue 11): apply -> Ready, scale-out to a stable group, the processing pause during the
+scale-out and during a rolling update of 3 pods, and the changelog records each restarted pod restored;
+operator-driven (one pod at a time, ADR 0009) against the plain StatefulSet rollout, in one run on the local stack.
 
 Run: ``hack/bin/uv run --frozen python -m bench.operator`` (stack up, operator installed). Per mode, a counting
 app (``e2e.operations.counting_app``, ``exactly_once_v2``) under a steady load of ~100 records/s over 6
@@ -13,8 +13,9 @@ partitions is applied with 1 replica, scaled out to 3, then rolled:
 The pause is measured on the output topic, created with ``message.timestamp.type=LogAppendTime`` (the broker's
 append time is when the app's transaction wrote the record): the gaps between consecutive records of each
 key within the rollout window (a key's records come from one input partition, one task), as p50/p99/max in
-seconds; with 30 keys at ~100 records/s the gap without any pause is ~0.3 s. Prints one JSON line per mode
-and ``uptime``.
+seconds (the same over the scale-out window); with 30 keys at ~100 records/s the gap without any pause is ~0.3 s.
+Restored records: each pod's ``/status`` after the rollout (records its threads restored since the process
+started). Prints one JSON line per mode and ``uptime``.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def run_mode(mode: str) -> dict[str, Any]:
         with load:
             cluster.apply(operations.counting_app(name, 1, processingGuarantee="exactly_once_v2"), namespace)
             ready = _timed(lambda: operations.ready_replicas_are(namespace, name, 1), 240, "1 pod ready")
+            scale_start_ms = int(time.time() * 1000)
             cluster.kubectl("scale", "streamapp", name, "-n", namespace, f"--replicas={REPLICAS}")
             scale_out = _timed(
                 lambda: (
@@ -128,8 +130,11 @@ def run_mode(mode: str) -> dict[str, Any]:
             time.sleep(5)
             rollout = 5 + _timed(lambda: _rolled(namespace, name), 420, "the rollout")
             end_ms = int(time.time() * 1000)
+            documents = [operations.pod_status(p) for p in operations.pods(namespace, name)]
+            restored = [operations.restored_records(d) for d in documents if d is not None]
             time.sleep(3)
-        gaps = _gaps(f"{name}-out", start_ms, end_ms)
+        gaps = _gaps(f"{name}-out", start_ms, end_ms)  # read once the load stopped: the topic goes idle
+        scale_gaps = _gaps(f"{name}-out", scale_start_ms, start_ms)
         return {
             "mode": mode,
             "apply_to_ready_s": round(ready, 1),
@@ -139,6 +144,10 @@ def run_mode(mode: str) -> dict[str, Any]:
             "pause_p99_s": round(_quantile(gaps, 0.99), 3),
             "pause_max_s": round(max(gaps, default=float("nan")), 3),
             "gaps": len(gaps),
+            "scale_out_pause_p50_s": round(_quantile(scale_gaps, 0.5), 3),
+            "scale_out_pause_p99_s": round(_quantile(scale_gaps, 0.99), 3),
+            "scale_out_pause_max_s": round(max(scale_gaps, default=float("nan")), 3),
+            "restored_records_per_restarted_pod": restored,
         }
     finally:
         cluster.kubectl("annotate", "streamapp", name, "-n", namespace, "streamapp.io/paused-", check=False)
