@@ -12,6 +12,11 @@ For each sub-topology in dependency order (``plan.stage_order``):
 3. what the tasks wrote (sink, repartition and changelog records, each with the partition the runtime's
    partitioner computed) is persisted for the next stages and the final write.
 
+A sub-topology of a shape ``streamapp.replay.native`` recognises (a keyed or windowed count of a source topic)
+runs as Spark operators instead of step 2 (``_native_stage``: a per-batch classification with the runtime's
+serdes, then window functions), with the same records out; a record that needs the runtime's handlers discards
+that attempt and the sub-topology runs through the tasks.
+
 The final write groups the records by output partition, merges the tasks' sequences into the canonical order
 (``tasks.merge_by_head_timestamp``) and writes them effectively once (``streamapp.replay.output``).
 """
