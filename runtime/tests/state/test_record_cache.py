@@ -3,6 +3,7 @@ the store below held before; eviction takes the least recently used entry and fl
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,15 @@ def test_a_flushed_tombstone_is_logged_at_the_deleting_records_time_not_the_last
         (b"k", None, 20),
         (b"other", serde_for("long").serialize(1), 30),
     ]
+
+
+def test_cached_counts_are_not_tracked_by_the_cyclic_garbage_collector() -> None:
+    cache = ThreadCache(10 << 20)
+    store = Cached(cache)
+    for n in range(100):
+        store.put(f"k{n}", n, n)
+    gc.collect()
+
+    named = cache.named_cache("0_0-counts", lambda entries: None)
+    entries = [named.peek(f"k{n}".encode()) for n in range(100)]
+    assert not any(gc.is_tracked(entry) for entry in entries)  # a full cache costs no full collection
