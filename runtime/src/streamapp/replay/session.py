@@ -8,13 +8,21 @@ image bakes the jars in and points ``STREAMAPP_SPARK_JARS`` at their folder.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import pyspark
 from pyspark.sql import SparkSession
 
-__all__ = ["CONNECTOR_JARS", "ConnectorJarsMissingError", "build_session", "connector_jars"]
+__all__ = [
+    "CONNECTOR_JARS",
+    "LOCAL_TASK_ATTEMPTS",
+    "ConnectorJarsMissingError",
+    "build_session",
+    "connector_jars",
+    "with_task_retries",
+]
 
 CONNECTOR_JARS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")
 """Artifact ids of the jars the Kafka source and sink need beyond pyspark's own."""
@@ -36,6 +44,24 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
+
+
+LOCAL_TASK_ATTEMPTS = 4
+"""Attempts of a task under a local master: Spark's ``spark.task.maxFailures`` default, which a cluster master
+applies and ``local[N]`` does not (one failed task fails the job there). A failed task is retried as a whole:
+its Kafka reads start again with a fresh consumer (after a transient error such as a fresh topic's partitions
+answering ``OFFSET_OUT_OF_RANGE`` under load) and its transactional writers fence the failed attempt (ADR 0006)."""
+
+_LOCAL_MASTER = re.compile(r"local(?:\[(?P<threads>[^,\]]+)\])?")
+
+
+def with_task_retries(master: str) -> str:
+    """``master`` with ``LOCAL_TASK_ATTEMPTS`` task attempts when it is ``local`` or ``local[N]`` (``local[N,F]``,
+    ``local-cluster`` and cluster masters are returned as given: they say their own)."""
+    match = _LOCAL_MASTER.fullmatch(master)
+    if match is None:
+        return master
+    return f"local[{match.group('threads') or 1},{LOCAL_TASK_ATTEMPTS}]"
 
 
 class ConnectorJarsMissingError(RuntimeError):
@@ -69,12 +95,13 @@ def build_session(
     jars_folder: str | Path | None = None,
     driver_memory: str = "1g",
 ) -> SparkSession:
-    """A SparkSession with the connector jars on its classpath (``spark.jars``) and ``DEFAULT_CONF``.
+    """A SparkSession with the connector jars on its classpath (``spark.jars``) and ``DEFAULT_CONF``; a local
+    ``master`` retries a failed task like a cluster does (``with_task_retries``).
 
     ``getOrCreate`` semantics: a session already running in this process is returned (its jars and memory
     cannot change any more). Raises ConnectorJarsMissingError.
     """
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.master(with_task_retries(master)).appName(app_name)
     settings = {**DEFAULT_CONF, "spark.driver.memory": driver_memory, **(conf or {})}
     settings["spark.jars"] = ",".join(connector_jars(jars_folder))
     for key, value in settings.items():
