@@ -40,7 +40,12 @@ def replay_both_paths(
     source = f"{prefix}-events"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     sinks = {path: f"{prefix}-{path}-out" for path in paths}
-    topics = [NewTopic(source, INPUT_PARTITIONS, 1), *(NewTopic(t, SINK_PARTITIONS, 1) for t in sinks.values())]
+    # the records may be old (time retention would delete them between the write and Spark's read: a "data loss")
+    forever = {"retention.ms": "-1"}
+    topics = [
+        NewTopic(source, INPUT_PARTITIONS, 1, config=forever),
+        *(NewTopic(t, SINK_PARTITIONS, 1, config=forever) for t in sinks.values()),
+    ]
     for future in admin.create_topics(topics).values():
         future.result(30)
     producer = Producer({"bootstrap.servers": bootstrap})
