@@ -9,7 +9,6 @@ import pytest
 from harness import CHANGELOG, OUTPUT, ThreadHarness, latest_counts, new_cluster, produce_events
 from kafka_fakes import FakeCluster
 from streamapp.processing.stream_thread import StreamThread
-from streamapp.state.record_cache import ThreadCache
 
 HOT = [(2 * i, "red") for i in range(50)]  # 50 even events, all of one color: one hot key
 
@@ -17,9 +16,10 @@ HOT = [(2 * i, "red") for i in range(50)]  # 50 even events, all of one color: o
 def cached_thread(
     cluster: FakeCluster, tmp_path: Path, cache_bytes: int = 1 << 20
 ) -> tuple[ThreadHarness, StreamThread]:
-    harness = ThreadHarness(cluster, tmp_path, **{"commit.interval.ms": 3_600_000})
+    harness = ThreadHarness(
+        cluster, tmp_path, **{"commit.interval.ms": 3_600_000, "statestore.cache.max.bytes": cache_bytes}
+    )
     thread = harness.start()
-    thread.tasks.record_cache = ThreadCache(cache_bytes)
     harness.assign_all()
     harness.run(10)
     thread.commit()  # the repartition records reach the broker: the count sub-topology reads them next

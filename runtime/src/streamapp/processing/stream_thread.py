@@ -145,6 +145,9 @@ class StreamThread:
             description, state_dir, index, store_factory, global_consumer, config.commit_interval_ms
         )
         global_tables = self._global.global_state.table if self._global is not None else None
+        # Kafka's record cache (KIP-63), one per thread, shared by its tasks; 0 turns it off (ADR 0008).
+        cache_bytes = config.statestore_cache_max_bytes
+        record_cache = ThreadCache(cache_bytes) if cache_bytes else None
 
         def create_task(task_id: TaskId) -> StreamTask:
             return StreamTask(
@@ -160,6 +163,7 @@ class StreamThread:
                 clock_ms=clock_ms,
                 max_task_idle_ms=config.max_task_idle_ms,
                 global_tables=global_tables,
+                record_cache=record_cache,
             )
 
         self._reader = ChangelogReader(restore_consumer)
@@ -174,8 +178,6 @@ class StreamThread:
             clock_ms=clock_ms,
             purger=self.purger,
             repartition_topics=repartition_topics(description, config.application_id),
-            # Kafka's record cache (KIP-63), one per thread; 0 turns it off (ADR 0008).
-            record_cache=ThreadCache(cache_bytes) if (cache_bytes := config.statestore_cache_max_bytes) else None,
         )
         self.standbys: StandbyManager | None = None
         if config.num_standby_replicas > 0 and describe_group is not None and instance is not None:

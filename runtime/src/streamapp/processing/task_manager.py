@@ -42,7 +42,6 @@ from streamapp.processing.purge import CommittedRecordsPurger, purgeable_offsets
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask, TaskId, TaskState
 from streamapp.state.directory import TaskDirectoryLockedError
-from streamapp.state.record_cache import ThreadCache
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.rocksdb import StoreLockedError
 
@@ -84,12 +83,9 @@ class TaskManager:
         clock_ms: Callable[[], int] | None = None,
         purger: CommittedRecordsPurger | None = None,
         repartition_topics: Collection[str] = (),
-        record_cache: ThreadCache | None = None,
     ) -> None:
         """``purger`` and ``repartition_topics`` (real topic names) enable the purge of committed repartition
-        records; without a purger nothing is ever deleted. ``record_cache``: the thread's record cache
-        (``statestore.cache.max.bytes`` > 0), given to every task it creates; ``None``: caching off."""
-        self.record_cache = record_cache
+        records; without a purger nothing is ever deleted."""
         self._topic_subtopologies = topic_subtopologies
         self._task_factory = task_factory
         self._consumer = consumer
@@ -129,8 +125,6 @@ class TaskManager:
                 if self.on_task_created is not None:
                     self.on_task_created(task_id)
                 task = self._task_factory(task_id)
-                if task.record_cache is None:
-                    task.record_cache = self.record_cache
                 self.tasks[task_id] = task
                 self._pending[task_id] = _Pending()
                 log.info("Created task %s", task_id)
