@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import kopf
+import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
+from streamapp_operator import main
 from streamapp_operator.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
 from streamapp_operator.kafka import AdminPool, KafkaConnection
 from streamapp_operator.main import DigestDiffBaseStorage
@@ -211,3 +213,17 @@ def test_pods_the_namespace_refuses_are_degraded_not_progressing_for_ever(kafka:
     cluster.set_status("StatefulSet", "apps", "poisoned", {"replicas": 2})  # the quota was lifted
     status = reconcile(APP, flights_spec(replicas=2), status, world, NOW).status
     assert next(c for c in status["conditions"] if c["type"] == "Degraded")["status"] == "False"
+
+
+def test_a_deleted_app_waits_seconds_not_a_minute_for_a_timer_caught_mid_reconcile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kopf keeps its finalizer on a deleted StreamApp until the app's timers stopped, re-checking a timer caught
+    running (a reconcile waiting out a 10 s Kafka timeout) every ``cancellation_polling`` seconds: 60 by default,
+    which held ``kubectl delete --wait`` for a minute."""
+    monkeypatch.setattr(main, "_world", None)  # configure sets it: restored after the test
+    monkeypatch.setattr(main, "KubernetesCluster", lambda: None)
+    monkeypatch.setattr(main.metrics, "serve", lambda: None)
+    settings = kopf.OperatorSettings()
+    main.configure(settings=settings)
+    assert settings.background.cancellation_polling <= 5

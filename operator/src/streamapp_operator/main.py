@@ -77,6 +77,10 @@ def _digest(essence: Any) -> str:
     return hashlib.sha256(json.dumps(essence, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+DELETION_POLL_SECONDS = 2.0
+"""How often kopf re-checks, for a deleted StreamApp or StreamReplay, whether its timers have stopped."""
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Keep kopf's bookkeeping in small annotations (the status schema is ours), connect the seams and
@@ -85,6 +89,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = DigestDiffBaseStorage(prefix=GROUP, key="last-handled-configuration")
     settings.posting.level = logging.INFO
+    # A deleted StreamApp keeps kopf's finalizer until its timers have stopped; a timer caught mid-reconcile (a
+    # Kafka timeout is 10 s) is re-checked after this many seconds (kopf's default, 60, held `kubectl delete`).
+    settings.background.cancellation_polling = DELETION_POLL_SECONDS
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per liveness probe otherwise
     _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=_admins.admin_for, instances=HttpInstanceReader())
     port = metrics.serve()
