@@ -23,7 +23,7 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 
 def py_spy() -> str:
-    """Path of py-spy ``PY_SPY_VERSION``, from ``uv run --with`` of the project's pinned uv (``hack/bin/uv``).
+    """Path of py-spy ``PY_SPY_VERSION``, from ``hack/bin/uv run --with`` (the project's pinned uv).
 
     Never a py-spy found on PATH: its version is unknown and a fresh machine has none.
     """

@@ -1,7 +1,8 @@
 """Virtual environments of the peer engines, under ``.cache/bench-venvs/<name>-<version>/`` (idempotent).
 
-Each is made with ``uv venv`` (Python 3.11) and filled with ``uv pip install`` from PyPI; a ``.installed``
-file holding the requirement list marks a finished install, so a second call returns at once.
+Each is made with ``hack/bin/uv venv`` (Python 3.11) and filled with ``hack/bin/uv pip install`` from PyPI (the
+project's pinned uv, never one on PATH); a ``.installed`` file holding the requirement list marks a finished
+install, so a second call returns at once.
 """
 
 from __future__ import annotations

@@ -131,7 +131,10 @@ def test_makefile_reaches_uv_through_hack_bin() -> None:
 
 def test_python_scripts_never_run_a_project_tool_from_path() -> None:
     """bench/, e2e/ and hack/ Python code starts uv/helm/py-spy by the project's path, not by a bare name."""
-    pattern = re.compile(r"""\[\s*["'](?:uv|uvx|helm|py-spy|hadolint)["']""")
+    # an argument list starting with the bare name, or a command line string starting with uv/uvx
+    argv = r"""\[\s*["'](?:uv|uvx|helm|py-spy|hadolint)["']"""
+    command_line = r"""["']uvx? (?:run|pip|venv|sync|export|build|lock|tool)\b"""
+    pattern = re.compile(f"{argv}|{command_line}")
     offenders = [
         f"{path.relative_to(ROOT)}: {m.group(0)}"
         for folder in ("bench", "e2e", "hack")
