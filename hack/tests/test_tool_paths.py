@@ -89,11 +89,14 @@ def has_project_env(path: Path, seen: frozenset[Path] = frozenset()) -> bool:
 
 
 def bare_calls(text: str, tools: tuple[str, ...]) -> list[str]:
+    """Bare calls of ``tools``; a venv tool on a line that runs it through uv (``uv run``, ``$RUN``) is not bare,
+    while uv and uvx themselves are bare on any line (``uv run`` is a bare uv)."""
     return [
         f"line {number}: {line.strip()}"
         for number, line in _code_lines(text)
         for tool in tools
-        if _bare_call(tool).search(line) and "uv run" not in line and "$RUN" not in line and "$(RUN)" not in line
+        if _bare_call(tool).search(line)
+        and (tool in UV_TOOLS or ("uv run" not in line and "$RUN" not in line and "$(RUN)" not in line))
     ]
 
 
@@ -102,6 +105,8 @@ def test_the_check_finds_a_bare_call_of_a_project_tool() -> None:
     assert bare_calls('  (cd "$ROOT" && uv export --frozen --all-packages)\n', ENV_TOOLS)
     assert bare_calls("PIP_FIND_LINKS='' uvx --quiet pip download\n", ENV_TOOLS)
     assert bare_calls("if ruff check .; then :; fi\n", VENV_TOOLS)
+    assert bare_calls('(cd "$ROOT" && uv run --frozen pytest -q)\n', UV_TOOLS)  # a bare uv, though pytest is not
+    assert not bare_calls('(cd "$ROOT" && "$UV" run --frozen python -c pass)\n', UV_TOOLS)
     assert not bare_calls('log "wheelhouse: reusing uv cache"\n# uv export is run below\n', ENV_TOOLS)
     assert not bare_calls('"$STACK_BIN/helm" version\n"$UV_HOME/bin/uv" "$@"\n', ENV_TOOLS)
 
