@@ -115,10 +115,7 @@ def test_the_check_finds_a_bare_call_of_a_project_tool() -> None:
 def test_scripts_reach_project_tools_through_hack_env(script: Path) -> None:
     """A script calls helm/etcd/kube-* bare only when it sources hack/env.sh; uv, uvx and venv tools never bare
     (uv through "$UV"/"$UVX" of hack/env.sh, venv tools through uv run)."""
-    text = script.read_text()
-    problems = bare_calls(text, (*VENV_TOOLS, *UV_TOOLS))
-    if not has_project_env(script):
-        problems += bare_calls(text, ENV_TOOLS)
+    problems = bare_calls(script.read_text(), (*VENV_TOOLS, *(UV_TOOLS if has_project_env(script) else ENV_TOOLS)))
     assert not problems, f"{script.relative_to(ROOT)} calls a project tool it cannot find on a fresh machine:\n" + (
         "\n".join(problems)
     )
