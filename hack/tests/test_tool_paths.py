@@ -131,18 +131,28 @@ def test_makefile_reaches_uv_through_hack_bin() -> None:
     assert not bare_calls(recipes, (*VENV_TOOLS, "helm", "etcd"))
 
 
+#: A project tool started from PATH in Python: an argument list starting with the bare name, or a command line
+#: string starting with uv/uvx.
+_PYTHON_BARE_CALL = re.compile(
+    r"""\[\s*["'](?:uv|uvx|helm|py-spy|hadolint)["']|["']uvx? (?:run|pip|venv|sync|export|build|lock|tool)\b"""
+)
+
+
+def test_the_python_check_finds_a_bare_call_of_a_project_tool() -> None:
+    assert _PYTHON_BARE_CALL.search('subprocess.run(["uv", "pip", "install", spec])')
+    assert _PYTHON_BARE_CALL.search('subprocess.run("uv run --with py-spy py-spy --version", shell=True)')
+    assert not _PYTHON_BARE_CALL.search('subprocess.run([str(ROOT / "hack" / "bin" / "uv"), "venv", path])')
+    assert not _PYTHON_BARE_CALL.search('"""the venv is made with ``hack/bin/uv venv``"""')
+
+
 def test_python_scripts_never_run_a_project_tool_from_path() -> None:
     """bench/, e2e/ and hack/ Python code starts uv/helm/py-spy by the project's path, not by a bare name."""
-    # an argument list starting with the bare name, or a command line string starting with uv/uvx
-    argv = r"""\[\s*["'](?:uv|uvx|helm|py-spy|hadolint)["']"""
-    command_line = r"""["']uvx? (?:run|pip|venv|sync|export|build|lock|tool)\b"""
-    pattern = re.compile(f"{argv}|{command_line}")
     offenders = [
         f"{path.relative_to(ROOT)}: {m.group(0)}"
         for folder in ("bench", "e2e", "hack")
         for path in sorted((ROOT / folder).rglob("*.py"))
         if "tests" not in path.parts
-        for m in pattern.finditer(path.read_text())
+        for m in _PYTHON_BARE_CALL.finditer(path.read_text())
     ]
     assert not offenders, offenders
 
