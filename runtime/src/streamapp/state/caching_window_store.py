@@ -36,9 +36,6 @@ _SUFFIX = _START_SEQ.size
 WindowFlushListener = Callable[[Windowed, Any, Any, int], None]
 """``(windowed key, new value, old value, timestamp)`` of one flushed window (values ``None`` when absent)."""
 
-_IMMUTABLE_KEY_TYPES = (str, bytes, int)
-_NO_KEY = object()
-
 
 class _Window(NamedTuple):
     """A cache entry's value: the window's aggregate (``None``: deleted), what the store below holds for the window
@@ -86,11 +83,9 @@ class CachingWindowStore(CachedStore):
         self.window_size_ms = below.window_size_ms
         self._attach(cache, namespace, record_context)
         self._listener: WindowFlushListener | None = None
-        self._key_serde = below.key_serde
         self._value_serde = below.value_serde
-        self._last_key: Any = _NO_KEY
-        self._last_raw_key = b""
-        """The last immutable key serialized and its bytes (a processor's fetch then put of one record's key)."""
+        self._raw_key = below.raw_key
+        """The store below's key serialization, which keeps the last key's bytes (a processor's fetch then put)."""
         self._missed: tuple[bytes, WindowValue | None] | None = None
         """The store key and value of the last fetch that missed the cache (what the store below holds)."""
 
@@ -140,16 +135,6 @@ class CachingWindowStore(CachedStore):
             size,
             None if context is None else context.headers,
         )
-
-    def _raw_key(self, key: Any) -> bytes:
-        if key is self._last_key:
-            return self._last_raw_key
-        raw = self._key_serde.serialize(key)
-        if raw is None:
-            raise ValueError(f"window store '{self.name}': keys must not be null")
-        if type(key) in _IMMUTABLE_KEY_TYPES:
-            self._last_key, self._last_raw_key = key, raw
-        return raw
 
     def _write_and_forward(self, store_key: bytes, value: Any, timestamp: int) -> None:
         window: _Window = value

@@ -244,7 +244,7 @@ class WindowStore:
         """Store ``value`` (with its ``timestamp``, ms) for ``key``'s window at ``window_start`` (ms);
         ``None`` deletes it. A put to an expired window is dropped."""
         self.put_raw_key(
-            self._last_raw_key if key is self._last_key else self._raw_key(key), value, window_start, timestamp
+            self._last_raw_key if key is self._last_key else self.raw_key(key), value, window_start, timestamp
         )
 
     def put_raw_key(self, raw_key: bytes, value: Any, window_start: int, timestamp: int) -> None:
@@ -282,7 +282,7 @@ class WindowStore:
 
     def fetch(self, key: Any, window_start: int) -> WindowValue | None:
         """The aggregate of ``key``'s window at ``window_start``, or ``None`` (absent or expired)."""
-        return self.fetch_raw_key(self._last_raw_key if key is self._last_key else self._raw_key(key), window_start)
+        return self.fetch_raw_key(self._last_raw_key if key is self._last_key else self.raw_key(key), window_start)
 
     def fetch_raw_key(self, raw_key: bytes, window_start: int) -> WindowValue | None:
         """``fetch`` of a record key already serialized by the key serde (``raw_key``)."""
@@ -299,7 +299,7 @@ class WindowStore:
 
     def fetch_range(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, WindowValue]]:
         """``[(start, value)]`` of ``key``'s live windows with ``time_from <= start <= time_to``, by start."""
-        raw_key = self._raw_key(key)
+        raw_key = self.raw_key(key)
         time_from = max(time_from, self._first_live_start())
         if time_from > time_to:
             return []
@@ -331,9 +331,10 @@ class WindowStore:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _raw_key(self, key: Any) -> bytes:
-        """The serialized ``key``; the last immutable key's bytes are kept (``_last_key`` / ``_last_raw_key``,
-        always set together) for a processor's fetch then put of one record's key."""
+    def raw_key(self, key: Any) -> bytes:
+        """The serialized ``key`` (ValueError for a null one); the last immutable key's bytes are kept
+        (``_last_key`` / ``_last_raw_key``, always set together) for a processor's fetch then put of one record's
+        key, a caching view's included (``streamapp.state.caching_window_store``)."""
         if key is self._last_key:
             return self._last_raw_key
         raw = self._key_serde.serialize(key)
