@@ -130,8 +130,7 @@ def run_mode(mode: str) -> dict[str, Any]:
             time.sleep(5)
             rollout = 5 + _timed(lambda: _rolled(namespace, name), 420, "the rollout")
             end_ms = int(time.time() * 1000)
-            documents = [operations.pod_status(p) for p in operations.pods(namespace, name)]
-            restored = [operations.restored_records(d) for d in documents if d is not None]
+            restored = operations.restored_per_pod(namespace, name)
             time.sleep(3)
         gaps = _gaps(f"{name}-out", start_ms, end_ms)  # read once the load stopped: the topic goes idle
         scale_gaps = _gaps(f"{name}-out", scale_start_ms, start_ms)

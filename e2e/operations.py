@@ -132,6 +132,12 @@ def restored_records(document: dict[str, Any]) -> int:
     return sum(int((w.get("metrics") or {}).get("restore_records_total", 0)) for w in workers)
 
 
+def restored_per_pod(namespace: str, name: str) -> list[int]:
+    """``restored_records`` of each of the app's pods whose ``/status`` answers."""
+    documents = [pod_status(p) for p in pods(namespace, name)]
+    return [restored_records(d) for d in documents if d is not None]
+
+
 def describe(namespace: str, name: str) -> Callable[[], str]:
     """The StreamApp's status as text, for a timeout's message."""
     return lambda: str(cluster.get_json("streamapp", name, namespace).get("status"))

@@ -74,8 +74,7 @@ def test_a_config_change_replaces_one_pod_at_a_time_without_rebalancing_the_othe
         # at most twice per pod (away and back)
         assert all(count <= 2 for count in watch.assignment_changes.values()), watch.assignment_changes
         assert not watch.survivor_changes, f"partitions of pods that were up moved: {watch.survivor_changes}"
-        documents = [operations.pod_status(p) for p in operations.pods(namespace, name)]
-        restored = [operations.restored_records(d) for d in documents if d is not None]
+        restored = operations.restored_per_pod(namespace, name)
         assert len(restored) == REPLICAS
         assert sum(restored) < BEFORE // 10, f"restored {restored} records of a ~{BEFORE}-record changelog"
         print(
