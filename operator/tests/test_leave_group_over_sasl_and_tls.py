@@ -122,7 +122,7 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"ca": ca_cert, "other_ca": other_cert, "cert": cert, "key": key}
 
 
-def _exactly(connection: ssl.SSLSocket, size: int) -> bytes:
+def _exactly(connection: socket.socket, size: int) -> bytes:
     data = b""
     while len(data) < size and (chunk := connection.recv(size - len(data))):
         data += chunk
@@ -178,3 +178,25 @@ def test_a_broker_certificate_not_signed_by_the_apps_ca_is_refused(
     with pytest.raises(LeaveGroupFailed, match="CERTIFICATE_VERIFY_FAILED"):
         remove_static_members("127.0.0.1", port, "g", ["app-1-0"], timeout=10, security=security)
     assert received == []
+
+
+def test_a_truncated_leave_group_answer_is_a_leave_group_failure_not_a_parse_error() -> None:
+    """The coordinator's answer is read within the same error handling as the connection: a response shorter
+    than its fields (a broker cut off mid-answer) is a :class:`LeaveGroupFailed`, which the admin client turns
+    into ``KafkaUnavailable``, never a bare ``struct.error`` out of the reconcile."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def answer_short() -> None:
+            connection, _ = server.accept()
+            with connection:
+                (size,) = struct.unpack(">i", _exactly(connection, 4))
+                frame = _exactly(connection, size)
+                (correlation_id,) = struct.unpack_from(">i", frame, 4)
+                body = struct.pack(">iihi", correlation_id, 0, 0, 1) + b"\x00\x00\x00\x07app"  # instance id cut off
+                connection.sendall(struct.pack(">i", len(body)) + body)
+
+        thread = threading.Thread(target=answer_short, daemon=True)
+        thread.start()
+        with pytest.raises(LeaveGroupFailed, match=r"LeaveGroup to 127\.0\.0\.1"):
+            remove_static_members("127.0.0.1", server.getsockname()[1], "g", ["app-1-0"], timeout=5)
+        thread.join(5)

@@ -165,7 +165,11 @@ def _response(frame: bytes, correlation_id: int, api: str) -> _Reader:
 
 def parse_leave_group_response(frame: bytes, correlation_id: int = 1) -> tuple[int, dict[str, int]]:
     """``(error_code, {group_instance_id: error_code})`` of a ``LeaveGroup`` v3 response (without its size)."""
-    reader = _response(frame, correlation_id, "LeaveGroup")
+    return _leave_group_answers(_response(frame, correlation_id, "LeaveGroup"))
+
+
+def _leave_group_answers(reader: _Reader) -> tuple[int, dict[str, int]]:
+    """The body of a ``LeaveGroup`` v3 response, after its correlation id."""
     reader.number(">i")  # throttle_time_ms
     error = reader.number(">h")
     members: dict[str, int] = {}
@@ -275,10 +279,9 @@ def remove_static_members(
             if security.sasl:
                 _authenticate(connection, security)
             reader = connection.call(LEAVE_GROUP, VERSION, _leave_group_body(group_id, instance_ids), "LeaveGroup")
-            frame = reader.frame
-    except (OSError, struct.error) as exc:  # ssl.SSLError and TimeoutError are OSErrors
+            error, answers = _leave_group_answers(reader)
+    except (OSError, struct.error) as exc:  # ssl.SSLError and TimeoutError are OSErrors; a short answer too
         raise LeaveGroupFailed(f"LeaveGroup to {host}:{port} ({security.protocol}): {exc}") from exc
-    error, answers = parse_leave_group_response(frame, connection.correlation_id)
     if error:
         raise LeaveGroupFailed(f"LeaveGroup of group {group_id!r}: Kafka error code {error}")
     return answers
