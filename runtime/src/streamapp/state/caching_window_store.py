@@ -118,15 +118,13 @@ class CachingWindowStore(CachedStore):
                 below = window.below
             else:  # flushed: the store below holds the entry's value
                 below = None if window.value is None else WindowValue(window.value, entry[1])
-            known = cache.value_size(store_key)
         else:
             missed = self._missed
             below = missed[1] if missed is not None and missed[0] == store_key else _UNKNOWN
-            known = None
         self._missed = None
         if below is not None and below is not _UNKNOWN and type(below.value) not in _IMMUTABLE_VALUE_TYPES:
             below = _UNKNOWN  # possibly changed in place by the aggregator: read it again at flush
-        size = cached_value_size(value, self._value_serde, known)
+        size = cached_value_size(value, self._value_serde, cache, store_key)
         context = self._context
         cache.put(
             store_key,

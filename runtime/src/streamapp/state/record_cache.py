@@ -224,16 +224,17 @@ class NamedCache:
         self._thread.size_bytes -= size
 
 
-def cached_value_size(value: Any, serde: Serde, known: int | None) -> int:
-    """The size (bytes) a cache entry counts for ``value``: 0 for ``None``, the length of a ``str`` / ``bytes``, 8
-    for a number; a container's serialized length, measured with ``serde`` only when ``known`` (the size its entry
-    already counts) is ``None``."""
+def cached_value_size(value: Any, serde: Serde, cache: NamedCache, key: bytes) -> int:
+    """The size (bytes) an entry of ``key`` in ``cache`` counts for ``value``: 0 for ``None``, the length of a
+    ``str`` / ``bytes``, 8 for a number; for a container, the size the entry already counts, or its serialized
+    length (``serde``) when ``key`` enters the cache. Only a container looks the entry up."""
     if value is None:
         return 0
     if isinstance(value, (str, bytes)):
         return len(value)
     if isinstance(value, (int, float)):
         return 8
+    known = cache.value_size(key)
     if known is not None:
         return known
     serialized = serde.serialize(value)
@@ -276,7 +277,7 @@ class CachedStore:
         """A dirty entry for ``key`` with the headers of the record being processed; a container value is
         serialized to size it only when its key enters the cache (``cached_value_size``)."""
         cache, context = self._cache, self._context
-        size = cached_value_size(value, value_serde, cache.value_size(key))
+        size = cached_value_size(value, value_serde, cache, key)
         cache.put(key, value, timestamp, size, None if context is None else context.headers)
 
     def _write_and_forward(self, key: bytes, value: Any, timestamp: int) -> None:
