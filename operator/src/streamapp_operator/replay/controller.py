@@ -370,10 +370,10 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
 def _create_new_version(ctx: ReplayContext) -> str:
     name = _new_name(ctx)
     cluster = ctx.world.cluster
-    if _our_new_version(ctx) is not None:
-        ctx.record(newVersion=name)
-        return f"StreamApp {name} exists"
+    existing = _our_new_version(ctx)
     ctx.record(newVersion=name)
+    if existing is not None:
+        return f"StreamApp {name} exists"
     if ctx.app is None:
         raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
