@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 
 from streamapp.kafka.types import TopicPartition
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
-from streamapp.state.stores import NO_TIMESTAMP, PersistentKeyValueStore
+from streamapp.state.stores import NO_TIMESTAMP, VALUE_TIMESTAMP, PersistentKeyValueStore
 from streamapp.state.stores import decode_timestamped as decode
 from streamapp.state.stores import encode_timestamped as encode
 
@@ -71,7 +71,8 @@ class TimestampedChangeLoggingKeyValueStore(ChangeLoggingKeyValueStore):
     timestamped = True
 
     def _log_timestamp(self, value: bytes | None, timestamp: int) -> int:
-        return timestamp if value is None else decode(value)[1]
+        # every write: read the timestamp in place, without decode's copy of the value bytes
+        return timestamp if value is None else int(VALUE_TIMESTAMP.unpack_from(value)[0])
 
     @staticmethod
     def _logged_value(value: bytes | None) -> bytes | None:
