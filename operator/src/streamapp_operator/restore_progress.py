@@ -56,7 +56,7 @@ def restore_progress(
             entries.extend(_store_entry(task, store, before, now) for store in task.stores)
         else:
             entries.append(_task_entry(task, stores_of, before, now))
-    entries.sort(key=lambda e: (e["pod"], e["task"], e.get("store") or ""))
+    entries.sort(key=_key)
     return _bounded(entries, now)
 
 
@@ -117,7 +117,7 @@ def _bounded(entries: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
         return entries
     ranked = sorted(entries, key=lambda e: -int(e["remaining"]))
     listed, rest = ranked[: MAX_RESTORE_ENTRIES - 1], ranked[MAX_RESTORE_ENTRIES - 1 :]
-    listed.sort(key=lambda e: (e["pod"], e["task"], e.get("store") or ""))
+    listed.sort(key=_key)
     rates = [e["ratePerSecond"] for e in rest if e["ratePerSecond"]]
     left = [e["secondsLeft"] for e in rest if e["remaining"] > 0]
     more = {
@@ -134,6 +134,7 @@ def _bounded(entries: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
 
 
 def _key(entry: Mapping[str, Any]) -> tuple[str, str, str]:
+    """An entry's ``(pod, task, store)``: what matches it with the previous look, and the order of the list."""
     return str(entry.get("pod")), str(entry.get("task")), str(entry.get("store") or "")
 
 
