@@ -53,16 +53,27 @@ class StoreRestoreProgress:
     restored: int
     remaining: int
     records_per_second: float | None = None
-    seconds_left: float | None = None
+
+    @property
+    def seconds_left(self) -> float | None:
+        if self.remaining == 0:
+            return 0.0
+        return self.remaining / self.records_per_second if self.records_per_second else None
 
 
 @dataclass
 class RestoreProgress:
-    """Restore progress of one task: the sums over its stores, and each store (in registration order)."""
+    """Restore progress of one task: each store (in registration order), and the sums over them."""
 
-    restored: int = 0
-    remaining: int = 0
     stores: list[StoreRestoreProgress] = field(default_factory=list)
+
+    @property
+    def restored(self) -> int:
+        return sum(store.restored for store in self.stores)
+
+    @property
+    def remaining(self) -> int:
+        return sum(store.remaining for store in self.stores)
 
 
 @dataclass
@@ -80,14 +91,8 @@ class _ChangelogRestore:
         if self.rate is not None:
             self.rate.observe(now, self.restored)
             records_per_second = self.rate.rate()
-        remaining = self.remaining
-        seconds_left = None
-        if remaining == 0:
-            seconds_left = 0.0
-        elif records_per_second:
-            seconds_left = remaining / records_per_second
         return StoreRestoreProgress(
-            self.store.name, self.store.changelog, self.restored, remaining, records_per_second, seconds_left
+            self.store.name, self.store.changelog, self.restored, self.remaining, records_per_second
         )
 
     @property
@@ -240,9 +245,7 @@ class ChangelogReader:
             entries = self._tasks.pop(task_id)
             self.last_restored[task_id] = sum(e.restored for e in entries)
             self.last_restored_stores[task_id] = [
-                StoreRestoreProgress(e.store.name, e.store.changelog, e.restored, 0, seconds_left=0.0)
-                for e in entries
-                if e.restored > 0
+                StoreRestoreProgress(e.store.name, e.store.changelog, e.restored, 0) for e in entries if e.restored > 0
             ]
             log.info("Restored task %s: %d records", task_id, self.last_restored[task_id])
         return completed
@@ -250,13 +253,10 @@ class ChangelogReader:
     def progress(self) -> dict[str, RestoreProgress]:
         """Progress of every task still restoring, per store; each call is a sample of the stores' rates."""
         now = self._clock()
-        found: dict[str, RestoreProgress] = {}
-        for task_id, entries in self._tasks.items():
-            stores = [entry.progress(now) for entry in entries]
-            found[task_id] = RestoreProgress(
-                restored=sum(s.restored for s in stores), remaining=sum(s.remaining for s in stores), stores=stores
-            )
-        return found
+        return {
+            task_id: RestoreProgress([entry.progress(now) for entry in entries])
+            for task_id, entries in self._tasks.items()
+        }
 
     @property
     def restoring(self) -> bool:
