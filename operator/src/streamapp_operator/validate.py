@@ -161,10 +161,12 @@ def identity_conflicts(me: Peer, peers: Iterable[Peer]) -> list[Problem]:
     ]
 
 
-def foreign_children(owner_uid: str, children: Mapping[str, Mapping[str, Any] | None]) -> list[Problem]:
-    """Children that exist without ``owner_uid`` among their ownerReferences (``kind -> object``): made by
-    someone else, so never applied over (server-side apply would take over their fields) nor deleted (our
-    owner reference would hand them to the garbage collector)."""
+def foreign_children(
+    owner_uid: str, children: Mapping[str, Mapping[str, Any] | None], owner_kind: str = "StreamApp"
+) -> list[Problem]:
+    """Children that exist without ``owner_uid`` (an ``owner_kind``) among their ownerReferences (``kind ->
+    object``): made by someone else, so never applied over (server-side apply would take over their fields) nor
+    deleted (our owner reference would hand them to the garbage collector)."""
     problems = []
     for kind, obj in children.items():
         if obj is None:
@@ -175,8 +177,8 @@ def foreign_children(owner_uid: str, children: Mapping[str, Mapping[str, Any] | 
         problems.append(
             Problem(
                 FOREIGN_OBJECT,
-                f"{kind} {metadata.get('name')} exists and is not owned by this StreamApp; "
-                "it is left untouched: rename or delete it, or give the StreamApp another name",
+                f"{kind} {metadata.get('name')} exists and is not owned by this {owner_kind}; "
+                f"it is left untouched: rename or delete it, or give the {owner_kind} another name",
             )
         )
     return problems

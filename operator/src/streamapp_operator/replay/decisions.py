@@ -207,10 +207,7 @@ def foreign_children(
     (``account``; None: absent or not used, ``spark.mode: kubernetes`` runs as the user's): each is named,
     never applied over or used (the replay's pod would run as someone else's account, its Job's success
     would start a handover)."""
-    problems = [
-        validate.Problem(p.reason, p.message.replace("StreamApp", KIND))
-        for p in validate.foreign_children(owner.uid, children)
-    ]
+    problems = validate.foreign_children(owner.uid, children, KIND)
     labels = (account or {}).get("metadata", {}).get("labels") or {}
     if account is not None and labels.get("app.kubernetes.io/managed-by") != _SHARED_LABELS[MANAGED_BY]:
         problems.append(
