@@ -122,13 +122,13 @@ def test_scripts_reach_project_tools_through_hack_env(script: Path) -> None:
 
 
 def test_makefile_reaches_uv_through_hack_bin() -> None:
-    """The Makefile's recipes put hack/bin first on PATH and call no venv tool outside $(RUN)."""
+    """The Makefile's recipes put hack/bin first on PATH, call uv as $(UV) and no venv tool outside $(RUN)."""
     text = (ROOT / "Makefile").read_text()
     assert "FRESH_PATH := $(shell $(CURDIR)/hack/ci-path.sh)" in text
     assert "export PATH := $(CURDIR)/hack/bin:$(FRESH_PATH)" in text
     assert "UV := $(CURDIR)/hack/bin/uv" in text
     recipes = "\n".join(line for line in text.splitlines() if line.startswith("\t"))
-    assert not bare_calls(recipes, (*VENV_TOOLS, "helm", "etcd"))
+    assert not bare_calls(recipes, (*VENV_TOOLS, *UV_TOOLS, "helm", "etcd"))
 
 
 #: A project tool started from PATH in Python: an argument list starting with the bare name, or a command line
