@@ -209,7 +209,7 @@ def foreign_children(
     would start a handover)."""
     problems = validate.foreign_children(owner.uid, children, KIND)
     labels = (account or {}).get("metadata", {}).get("labels") or {}
-    if account is not None and labels.get("app.kubernetes.io/managed-by") != _SHARED_LABELS[MANAGED_BY]:
+    if account is not None and labels.get(MANAGED_BY) != _SHARED_LABELS[MANAGED_BY]:
         problems.append(
             validate.Problem(
                 validate.FOREIGN_OBJECT,
