@@ -76,14 +76,23 @@ def test_a_foreign_service_and_config_map_are_never_applied_over_nor_adopted(
     assert kafka.topics == {"flights": 4}, "no topic created for an app that cannot run"
 
 
-def test_a_child_the_api_server_rejects_leaves_no_half_applied_app(
-    cluster: TestingCluster, kafka: TestingKafka
-) -> None:
+def _update_with_the_stateful_set_rejected(
+    cluster: TestingCluster, kafka: TestingKafka, spec: dict[str, Any]
+) -> tuple[dict[Any, Any], Result]:
+    """The app deployed, then updated to ``spec`` (generation 2) while the API server rejects its StatefulSet:
+    the objects before the update, and the update's result."""
     first = _run(cluster, kafka)
     before = copy.deepcopy(cluster.objects)
     cluster.reject["StatefulSet"] = "applying StatefulSet team-x/victim: spec.template.spec.containers[0]: Invalid"
     app = App(APP.name, APP.namespace, APP.uid, 2, APP.created)
-    result = _run(cluster, kafka, spec=flights_spec(config={"commit.interval.ms": "50"}), status=first.status, app=app)
+    return before, _run(cluster, kafka, spec=spec, status=first.status, app=app)
+
+
+def test_a_child_the_api_server_rejects_leaves_no_half_applied_app(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    spec = flights_spec(config={"commit.interval.ms": "50"})
+    before, result = _update_with_the_stateful_set_rejected(cluster, kafka, spec)
     assert cluster.objects == before, "the new ConfigMap was applied beside the old StatefulSet"
     degraded = _degraded(result)
     assert (degraded["reason"], degraded["message"]) == ("ApplyRejected", cluster.reject["StatefulSet"])
@@ -93,11 +102,7 @@ def test_a_child_the_api_server_rejects_leaves_no_half_applied_app(
 def test_a_reset_does_not_start_while_the_api_server_rejects_a_child(
     cluster: TestingCluster, kafka: TestingKafka
 ) -> None:
-    first = _run(cluster, kafka)
-    before = copy.deepcopy(cluster.objects)
-    cluster.reject["StatefulSet"] = "applying StatefulSet team-x/victim: spec.template.spec.containers[0]: Invalid"
-    app = App(APP.name, APP.namespace, APP.uid, 2, APP.created)
-    result = _run(cluster, kafka, spec=flights_spec(reset={"nonce": "r1"}), status=first.status, app=app)
+    before, result = _update_with_the_stateful_set_rejected(cluster, kafka, flights_spec(reset={"nonce": "r1"}))
     assert cluster.objects == before, "the reset scaled the app to zero though its new children are rejected"
     assert "reset" not in result.status and not cluster.status_writes
     assert _degraded(result)["reason"] == "ApplyRejected"
