@@ -16,6 +16,7 @@ import kopf
 import pytest
 from operator_fakes import flights_spec
 from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, reconcile_step, replay_world
+from streamapp_operator.desired import owned_by
 from streamapp_operator.kafka import GroupMember
 from streamapp_operator.replay import decisions, handlers
 from streamapp_operator.replay.controller import Replay, reconcile_replay
@@ -232,7 +233,7 @@ def _handing_over() -> tuple[Any, Any, dict[str, Any]]:
 def _collect_garbage(cluster: Any, owner_uid: str) -> None:
     """What the garbage collector does once the StreamReplay is gone: its dependents go."""
     for key, obj in list(cluster.objects.items()):
-        if any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or []):
+        if owned_by(obj, owner_uid):
             del cluster.objects[key]
 
 
