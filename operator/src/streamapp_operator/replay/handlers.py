@@ -86,7 +86,7 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
     uid = str(meta["uid"])
     with _lock(uid):
         app = str((spec.get("appRef") or {}).get("name", ""))
-        kind, reason, message = deletion_event(app, {k: status[k] for k in status})
+        kind, reason, message = deletion_event(app, status)
     (kopf.warn if kind == "Warning" else kopf.info)(body, reason=reason, message=message)
     logger.info("StreamReplay %s/%s deleted: %s %s", meta["namespace"], meta["name"], reason, message)
     _admins.release(uid)
