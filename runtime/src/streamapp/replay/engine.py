@@ -302,7 +302,7 @@ def _native_stage(
     stage_input: DataFrame,
     tasks: int,
     records: Any,
-    final: bool = False,
+    final: bool,
 ) -> _NativeStage | None:
     """The sub-topology as Spark operators, or ``None`` when its shape has no native translation."""
     counts = plan.topic_partitions()
@@ -317,16 +317,15 @@ def _native_stage(
     if windowed is not None:
         classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks)
         classified = stage_input.mapInArrow(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
-        return _NativeStage(
-            _native_windowed_count_stage(classified, windowed, tasks), PATH_NATIVE_WINDOWED_COUNT, fallbacks
-        )
+        frame = _native_windowed_count_stage(classified, windowed, tasks, final)
+        return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks)
     return None
 
 
 _CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
 
 
-def _native_count_stage(classified: DataFrame, count: NativeCount, final: bool = False) -> DataFrame:
+def _native_count_stage(classified: DataFrame, count: NativeCount, final: bool) -> DataFrame:
     """A keyed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.CLASSIFIED_SCHEMA`` rows).
 
@@ -334,7 +333,8 @@ def _native_count_stage(classified: DataFrame, count: NativeCount, final: bool =
     ordered by offset (the running count the runtime's ``CountProcessor`` emits) at the record's offset, with the
     largest timestamp of the key so far (KIP-258: the aggregate's timestamp is the later of the record's and the
     stored aggregate's); the changelog has one record per key at the offset where the key was first seen (the
-    order the store's write buffer keeps), with the final count and the key's largest timestamp.
+    order the store's write buffer keeps), with the final count and the key's largest timestamp. ``final``
+    (``EMIT_FINAL``): of the sink records only each key's last.
     """
     counted = classified.where(F.col("status") == COUNTED)
     return _fold(
@@ -396,7 +396,7 @@ _WINDOWED_CLASSIFIED_SCHEMA = (
 
 
 def _native_windowed_count_stage(
-    classified: DataFrame, windowed: NativeWindowedCount, tasks: int, final: bool = False
+    classified: DataFrame, windowed: NativeWindowedCount, tasks: int, final: bool
 ) -> DataFrame:
     """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
@@ -409,7 +409,7 @@ def _native_windowed_count_stage(
     with the largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task
     by ``offset * windows_per_record + window index`` (the order the runtime writes them). The changelog record of
     a window is its final count after its largest timestamp (Kafka's window store value), at the timestamp of its
-    last record.
+    last record. ``final`` (``EMIT_FINAL``): of the sink records only each window's last.
     """
     count, size, grace = windowed.count, windowed.windows.size, windowed.windows.grace_ms
     by_task = (
