@@ -280,7 +280,6 @@ def read_topic(
 
 
 _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
-_CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, status tinyint, out_partition int"
 
 
 @dataclass(frozen=True)
