@@ -45,9 +45,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamapp.partitioner import partition_for_key
 from streamapp.replay.partitions import partitions_for_keys
@@ -248,12 +249,15 @@ def node_paths(description: TopologyDescription, config: Mapping[str, Any]) -> d
     return paths
 
 
-class BatchClassifier:
-    """``classify_batch`` as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
-    timestamp)`` batches; the output partition of each key is cached per worker (few distinct keys)."""
+_Count = TypeVar("_Count", NativeCount, NativeWindowedCount)
 
-    def __init__(self, count: NativeCount, sink_partitions: int, records: Any = None, fallbacks: Any = None) -> None:
-        self.count = count
+
+class _Classifier(Generic[_Count]):
+    """A classify function as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
+    timestamp)`` batches, counting the records it classifies and those that need the task path."""
+
+    def __init__(self, count: _Count, sink_partitions: int, records: Any = None, fallbacks: Any = None) -> None:
+        self.count: _Count = count
         self.sink_partitions = sink_partitions
         self.records = records
         """A Spark accumulator of the records classified (the replay's progress), or None."""
@@ -263,20 +267,25 @@ class BatchClassifier:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         cache: dict[bytes, int] = {}
         for batch in batches:
-            classified = classify_batch(batch, self.count, self.sink_partitions, cache)
-            _account(classified, batch.num_rows, self.records, self.fallbacks)
+            classified = self.classify(batch, cache)
+            if self.records is not None:
+                self.records.add(batch.num_rows)
+            if self.fallbacks is not None:
+                fallback = pc.sum(pc.equal(classified.column("status"), FALLBACK)).as_py()
+                if fallback:
+                    self.fallbacks.add(fallback)
             yield classified
 
+    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+        raise NotImplementedError
 
-def _account(classified: pa.RecordBatch, rows: int, records: Any, fallbacks: Any) -> None:
-    """Add a classified batch's rows to ``records`` and its ``FALLBACK`` rows to ``fallbacks`` (accumulators)."""
-    if records is not None:
-        records.add(rows)
-    if fallbacks is not None:
-        status = classified.column("status")
-        fallback = sum(1 for s in status.to_pylist() if s == FALLBACK) if status.null_count == 0 else 0
-        if fallback:
-            fallbacks.add(fallback)
+
+class BatchClassifier(_Classifier[NativeCount]):
+    """``classify_batch`` as a ``mapInArrow`` function; the output partition of each key is cached per worker
+    (few distinct keys)."""
+
+    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+        return classify_batch(batch, self.count, self.sink_partitions, partition_cache)
 
 
 def classify_batch(
@@ -325,25 +334,11 @@ def classify_batch(
     )
 
 
-class WindowedBatchClassifier:
-    """``classify_windowed_batch`` as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
-    timestamp)`` batches."""
+class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
+    """``classify_windowed_batch`` as a ``mapInArrow`` function."""
 
-    def __init__(
-        self, count: NativeWindowedCount, sink_partitions: int, records: Any = None, fallbacks: Any = None
-    ) -> None:
-        self.count = count
-        self.sink_partitions = sink_partitions
-        self.records = records
-        """A Spark accumulator of the records classified (the replay's progress), or None."""
-        self.fallbacks = fallbacks
-        """A Spark accumulator of the ``FALLBACK`` records, or None."""
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            classified = classify_windowed_batch(batch, self.count, self.sink_partitions)
-            _account(classified, batch.num_rows, self.records, self.fallbacks)
-            yield classified
+    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+        return classify_windowed_batch(batch, self.count, self.sink_partitions)
 
 
 _START = struct.Struct(">q")
