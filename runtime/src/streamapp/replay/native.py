@@ -321,17 +321,13 @@ def classify_batch(
                 target = partition_cache[key] = partition_for_key(key, sink_partitions)
             statuses.append(COUNTED)
             out_partitions.append(target)
-    return pa.RecordBatch.from_arrays(
-        [
-            batch.column("partition"),
-            batch.column("offset"),
-            batch.column("key"),
-            batch.column("timestamp"),
-            pa.array(statuses, pa.int8()),
-            pa.array(out_partitions, pa.int32()),
-        ],
-        schema=CLASSIFIED_SCHEMA,
-    )
+    return _classified(batch, statuses, [pa.array(out_partitions, pa.int32())], CLASSIFIED_SCHEMA)
+
+
+def _classified(batch: pa.RecordBatch, statuses: list[int], extra: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
+    """``schema``'s rows: ``batch``'s partition, offset, key and timestamp, each record's status, then ``extra``."""
+    kept = [batch.column(name) for name in ("partition", "offset", "key", "timestamp")]
+    return pa.RecordBatch.from_arrays([*kept, pa.array(statuses, pa.int8()), *extra], schema=schema)
 
 
 class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
@@ -377,15 +373,8 @@ def classify_windowed_batch(batch: pa.RecordBatch, count: NativeWindowedCount, s
         list_offsets.append(len(starts))
     partitions = partitions_for_keys(windowed_keys, sink_partitions)
     offsets = pa.array(list_offsets, pa.int32())
-    return pa.RecordBatch.from_arrays(
-        [
-            batch.column("partition"),
-            batch.column("offset"),
-            batch.column("key"),
-            batch.column("timestamp"),
-            pa.array(statuses, pa.int8()),
-            pa.ListArray.from_arrays(offsets, pa.array(starts, pa.int64())),
-            pa.ListArray.from_arrays(offsets, pa.array(partitions, pa.int32())),
-        ],
-        schema=WINDOWED_CLASSIFIED_SCHEMA,
-    )
+    windows = [
+        pa.ListArray.from_arrays(offsets, pa.array(starts, pa.int64())),
+        pa.ListArray.from_arrays(offsets, pa.array(partitions, pa.int32())),
+    ]
+    return _classified(batch, statuses, windows, WINDOWED_CLASSIFIED_SCHEMA)
