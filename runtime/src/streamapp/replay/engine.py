@@ -380,11 +380,11 @@ def _fold(
         F.first(sequence).over(whole).alias("first_sequence"),
     )
     last = F.col("running_count") == F.col("final_count")
-    if final:
-        records = F.when(last, F.array(F.struct(*sink), F.struct(*changelog)))
-        folded = folded.where(last)
+    both = F.array(F.struct(*sink), F.struct(*changelog))
+    if final:  # only the groups' last rows are kept, each with both records
+        folded, records = folded.where(last), both
     else:
-        records = F.when(last, F.array(F.struct(*sink), F.struct(*changelog))).otherwise(F.array(F.struct(*sink)))
+        records = F.when(last, both).otherwise(F.array(F.struct(*sink)))
     return folded.select(F.explode(records).alias("record")).select("record.*")
 
 
