@@ -100,7 +100,8 @@ class ReplayResult:
 
     records_read: dict[str, int] = field(default_factory=dict)
     paths: dict[int, str] = field(default_factory=dict)
-    """Sub-topology id -> how it ran: ``native.PATH_NATIVE_COUNT`` or ``native.PATH_TASK``."""
+    """Sub-topology id -> how it ran: ``native.PATH_NATIVE_COUNT``, ``native.PATH_NATIVE_WINDOWED_COUNT`` or
+    ``native.PATH_TASK``."""
     records_written_by_stage: dict[int, int] = field(default_factory=dict)
     records_written: dict[str, int] = field(default_factory=dict)
     writes: list[WriteResult] = field(default_factory=list)

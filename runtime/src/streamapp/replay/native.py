@@ -81,10 +81,10 @@ __all__ = [
 COUNTED, DROPPED, FALLBACK = 0, 1, 2
 """``classify_batch``'s status per record: counted; dropped by the count (null key or value after
 deserialization); needs the runtime's task (a serde refuses the bytes, or a negative timestamp)."""
-PATH_NATIVE_COUNT = "spark-native: keyed count (row_number over key, groupBy for the changelog)"
+PATH_NATIVE_COUNT = "spark-native: keyed count (row_number over key, the changelog from each key's last row)"
 PATH_NATIVE_WINDOWED_COUNT = (
     "spark-native: windowed count (stream time as a running max, late windows filtered, row_number over key and "
-    "window, groupBy for the changelog)"
+    "window, the changelog from each window's last row)"
 )
 PATH_TASK = "python task: the runtime's StreamTask per task (mapInArrow)"
 
