@@ -5,43 +5,54 @@ Kafka Streams' ``InMemoryTimeOrderedKeyValueChangeBuffer``: the whole buffer is 
 suppress node's ``key_value`` store, changelog ``<app>-<store>-changelog``, compacted), so a restarted or moved
 task rebuilds it from the store on first use.
 
-Stored record: key = the serialized table key (the store's key serde, e.g. ``windowed:string:60000``); value =
-``record timestamp (8-byte BE) + buffer time (8-byte BE) + new value + prior value``, each value as a 4-byte BE
-length (-1 for null) followed by the value serde's bytes. ``prior`` is the old value of the *first* update
-buffered for the key (what downstream last saw), ``new`` the latest value: evicting forwards
-``Change(new, prior)`` once, whatever happened in between (Kafka keeps ``priorValue`` the same way).
+Stored record (the store's value and the changelog record's value): key = the serialized table key (the store's
+key serde, e.g. ``windowed:string:60000``); value, layout 2 =
+``record timestamp (8-byte BE) + buffer time (8-byte BE) + new value + prior value + layout version (1 byte, 2)
++ headers``. Each value is a 4-byte BE length (-1 for null) followed by the value serde's bytes. ``prior`` is the
+old value of the *first* update buffered for the key (what downstream last saw), ``new`` the latest value:
+evicting forwards ``Change(new, prior)`` once, whatever happened in between (Kafka keeps ``priorValue`` the same
+way). ``headers`` are those of the record that made the latest update, as Kafka's ``ProcessorRecordContext``
+serializes them into the buffer's changelog (``BufferValue``): a 4-byte BE count (-1: the record had none), then per
+header a 4-byte BE length and the UTF-8 name, a 4-byte BE length (-1 for null) and the value bytes. So an update
+buffered before a restart or a task move is forwarded with its record's headers after the restore, as in Kafka.
 
-Headers: each buffered update keeps the headers of the record that made it, in memory only, and its eviction
-returns them (Kafka keeps the record context in the buffer and forwards the evicted update with it). They are not
-in the stored record: after a restore (a restarted or moved task) the buffered updates come back without headers.
+Layout 1 (written before headers were kept) ends right after the prior value; it still restores, its updates
+without headers (Kafka likewise restores its older buffer changelog formats, told apart by a ``v`` record header).
+A reader of layout 1 reads layout 2's timestamps and values and ignores the rest. A stored value that is truncated,
+has trailing bytes or an unknown layout version raises ValueError naming the buffer and key, and deletes nothing.
 
 Size (``size_bytes``, what ``BufferConfig.max_bytes`` bounds): per buffered key, the serialized key, new and
 prior values plus ``ENTRY_OVERHEAD_BYTES`` for the record timestamp and buffer time, Kafka's
-``computeRecordSize`` estimate without the record context it keeps and this buffer does not.
+``computeRecordSize`` estimate without the record context (Kafka also counts its offset, topic, partition and
+headers; the headers are not counted here).
 """
 
 from __future__ import annotations
 
 import heapq
 import struct
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from streamapp.kafka.types import Headers
 from streamapp.serdes import Serde
 from streamapp.state.window_store import LoggedBytesStore
 
-__all__ = ["ENTRY_OVERHEAD_BYTES", "BufferedUpdate", "SuppressionBuffer"]
+__all__ = ["ENTRY_OVERHEAD_BYTES", "LAYOUT_VERSION", "BufferedUpdate", "SuppressionBuffer"]
 
 ENTRY_OVERHEAD_BYTES = 16
 """Bytes counted per buffered key beyond the key and values: the record timestamp and the buffer time."""
 
+LAYOUT_VERSION = 2
+"""The stored value layout this release writes (module docstring); it reads layouts 1 and 2."""
+
 _HEADER = struct.Struct(">qq")
 _LENGTH = struct.Struct(">i")
+_LAYOUT_VERSION = struct.Struct(">b")
 
 
 class BufferedUpdate(NamedTuple):
     """An evicted update: the table key, its latest ``new`` value, the ``prior`` value, the timestamp (ms) of
-    the latest buffered record and its headers (``None``: none, or restored)."""
+    the latest buffered record and its headers (``None``: it had none, or it was stored in layout 1)."""
 
     key: Any
     new_value: Any
@@ -156,7 +167,13 @@ class SuppressionBuffer:
             return
         self._loaded = True
         for raw_key, raw in self._store.inner.items():
-            entry = _decode(raw)
+            try:
+                entry = _decode(raw)
+            except ValueError as error:
+                raise ValueError(
+                    f"suppression buffer '{self.name}': stored value of key {raw_key.hex()} is not a buffered "
+                    f"update of layout 1 or {LAYOUT_VERSION}: {error}"
+                ) from error
             self._entries[raw_key] = entry
             self._size += _size(raw_key, entry)
             self._order.append((entry.time, raw_key))
@@ -173,26 +190,77 @@ def _size(raw_key: bytes, entry: _Entry) -> int:
 
 
 def _encode(entry: _Entry) -> bytes:
+    """The layout-2 stored value of ``entry`` (module docstring)."""
     parts = [_HEADER.pack(entry.timestamp, entry.time)]
     for value in (entry.new, entry.prior):
-        if value is None:
-            parts.append(_LENGTH.pack(-1))
-        else:
-            parts.append(_LENGTH.pack(len(value)))
-            parts.append(value)
+        _append_sized(parts, value)
+    parts.append(_LAYOUT_VERSION.pack(LAYOUT_VERSION))
+    if entry.headers is None:
+        parts.append(_LENGTH.pack(-1))
+    else:
+        parts.append(_LENGTH.pack(len(entry.headers)))
+        for name, value in entry.headers:
+            _append_sized(parts, name.encode())
+            _append_sized(parts, value)
     return b"".join(parts)
 
 
+def _append_sized(parts: list[bytes], value: bytes | None) -> None:
+    if value is None:
+        parts.append(_LENGTH.pack(-1))
+    else:
+        parts.append(_LENGTH.pack(len(value)))
+        parts.append(value)
+
+
 def _decode(raw: bytes) -> _Entry:
-    timestamp, time = _HEADER.unpack_from(raw)
-    offset = _HEADER.size
-    values: list[bytes | None] = []
-    for _ in range(2):
-        (length,) = _LENGTH.unpack_from(raw, offset)
-        offset += _LENGTH.size
+    """A stored value of layout 1 or 2 (module docstring); ValueError when malformed."""
+    reader = _Reader(raw)
+    timestamp, time = reader.unpack(_HEADER)
+    new, prior = reader.sized(), reader.sized()
+    if reader.at_end():
+        return _Entry(time, timestamp, new, prior)  # layout 1: no headers
+    (version,) = reader.unpack(_LAYOUT_VERSION)
+    if version != LAYOUT_VERSION:
+        raise ValueError(f"unknown layout version {version} (this release reads 1 and {LAYOUT_VERSION})")
+    (count,) = reader.unpack(_LENGTH)
+    headers: Headers | None = None
+    if count >= 0:
+        headers = []
+        for _ in range(count):
+            name = reader.sized()
+            if name is None:
+                raise ValueError("a header without a name")
+            headers.append((name.decode(), cast(bytes, reader.sized())))  # a null value stays null, as in Kafka
+    if not reader.at_end():
+        raise ValueError(f"{len(raw) - reader.offset} trailing bytes")
+    return _Entry(time, timestamp, new, prior, headers)
+
+
+class _Reader:
+    """Reads a stored value front to back."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.offset = 0
+
+    def unpack(self, layout: struct.Struct) -> tuple[int, ...]:
+        if self.offset + layout.size > len(self.raw):
+            raise ValueError(f"truncated: {len(self.raw)} bytes")
+        values = layout.unpack_from(self.raw, self.offset)
+        self.offset += layout.size
+        return values
+
+    def sized(self) -> bytes | None:
+        """A 4-byte BE length (-1: null) and that many bytes."""
+        (length,) = self.unpack(_LENGTH)
         if length < 0:
-            values.append(None)
-        else:
-            values.append(bytes(raw[offset : offset + length]))
-            offset += length
-    return _Entry(time, timestamp, values[0], values[1])
+            return None
+        if self.offset + length > len(self.raw):
+            raise ValueError(f"truncated: {len(self.raw)} bytes, a length of {length} past the end")
+        value = bytes(self.raw[self.offset : self.offset + length])
+        self.offset += length
+        return value
+
+    def at_end(self) -> bool:
+        return self.offset == len(self.raw)
