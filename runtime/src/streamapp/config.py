@@ -50,7 +50,8 @@ num.standby.replicas                     0                   warm copies of each
 statestore.cache.max.bytes               10485760            per-thread record cache (KIP-63, docs/record-cache.md)
                                                              and bound on buffered store writes: a thread
                                                              commits early when they reach it; 0 = cache off
-                                                             (docs/adr/0008-record-cache-default.md)
+                                                             (writes then commit early at 10 MiB;
+                                                             docs/adr/0008-record-cache-default.md)
 default.deserialization.exception.\
 handler                                  log_and_fail        ``log_and_fail``, ``log_and_continue`` or
                                                              ``dead_letter_queue`` (a record that cannot be read)

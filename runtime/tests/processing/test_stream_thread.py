@@ -79,6 +79,39 @@ def test_store_writes_reach_rocksdb_only_after_the_offsets_are_committed(tmp_pat
             }
 
 
+def test_with_the_record_cache_off_a_thread_still_commits_at_its_interval_not_after_every_poll(
+    tmp_path: Path,
+) -> None:
+    """``statestore.cache.max.bytes=0`` turns the cache off; the write buffer then commits early only above Kafka's
+    default 10 MiB, not whenever it holds a write (which flushed the producer and committed offsets synchronously
+    after every poll: the windowed benchmark spent three quarters of its time there)."""
+    cluster = new_cluster()
+    produce_events(cluster, EVENTS_1)
+    h = ThreadHarness(cluster, tmp_path, **{"commit.interval.ms": 3_600_000, "statestore.cache.max.bytes": 0})
+    thread = h.start()
+    h.assign_all()
+    h.run(10)
+    thread.commit()  # the repartition records become readable: the counting task runs next
+    h.run(10)
+    assert thread.tasks.pending_bytes > 0
+    assert cluster.records(CHANGELOG) == []
+    thread.commit()
+    assert latest_counts(cluster) == EXPECTED_1
+    assert latest_counts(cluster, CHANGELOG) == EXPECTED_1
+
+
+def test_buffered_writes_above_the_cache_size_make_the_thread_commit_early(tmp_path: Path) -> None:
+    cluster = new_cluster()
+    produce_events(cluster, EVENTS_1)
+    h = ThreadHarness(cluster, tmp_path, **{"commit.interval.ms": 3_600_000, "statestore.cache.max.bytes": 1})
+    thread = h.start()
+    h.assign_all()
+    h.run(10)
+    thread.commit()  # the repartition records become readable: the counting task runs next
+    h.run(10)
+    assert latest_counts(cluster, CHANGELOG) == EXPECTED_1
+
+
 def test_new_task_restores_its_store_from_the_changelog_before_processing(tmp_path: Path) -> None:
     cluster = new_cluster()
     produce_events(cluster, EVENTS_1)

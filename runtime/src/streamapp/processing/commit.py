@@ -36,7 +36,20 @@ from streamapp.kafka.types import CommitFailedError, ConsumerClient, KafkaClient
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask
 
-__all__ = ["CommitResult", "commit_tasks"]
+__all__ = ["DEFAULT_WRITE_BUFFER_BYTES", "CommitResult", "commit_tasks", "write_buffer_bytes"]
+
+DEFAULT_WRITE_BUFFER_BYTES = 10 * 1024 * 1024
+"""The early-commit bound of the changelogging stores' write buffer when the record cache is off (bytes):
+Kafka's default ``statestore.cache.max.bytes``."""
+
+
+def write_buffer_bytes(cache_max_bytes: int) -> int:
+    """The bound (bytes) above which a stream thread's buffered store writes (``TaskManager.pending_bytes``) make it
+    commit before its commit interval: ``statestore.cache.max.bytes``, or ``DEFAULT_WRITE_BUFFER_BYTES`` when that is
+    0. Turning the record cache off sends every update downstream (Kafka's ``cache.max.bytes=0``); it does not
+    make the thread commit after every poll, which would flush the producer and commit offsets synchronously
+    every few milliseconds (ADR 0008)."""
+    return cache_max_bytes if cache_max_bytes > 0 else DEFAULT_WRITE_BUFFER_BYTES
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from streamapp.kafka.types import (
     RestoreConsumerClient,
     TransactionAbortedError,
 )
+from streamapp.processing.commit import write_buffer_bytes
 from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
 from streamapp.processing.purge import CommittedRecordsPurger, RecordsDeleter, purge_due, repartition_topics
@@ -148,6 +149,7 @@ class StreamThread:
         # Kafka's record cache (KIP-63), one per thread, shared by its tasks; 0 turns it off (ADR 0008).
         cache_bytes = config.statestore_cache_max_bytes
         record_cache = ThreadCache(cache_bytes) if cache_bytes else None
+        self._write_buffer_bytes = write_buffer_bytes(cache_bytes)
 
         def create_task(task_id: TaskId) -> StreamTask:
             return StreamTask(
@@ -319,7 +321,7 @@ class StreamThread:
 
     def _maybe_commit(self) -> None:
         due = (time.monotonic() - self._last_commit) * 1000 >= self._config.commit_interval_ms
-        if due or self.tasks.pending_bytes > self._config.statestore_cache_max_bytes:
+        if due or self.tasks.pending_bytes > self._write_buffer_bytes:
             self.commit()
         self._maybe_purge()
 
