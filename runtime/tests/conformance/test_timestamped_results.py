@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytest
 from streamapp import StreamsBuilder
 
 from conformance import dsl_functions as fn
@@ -22,21 +21,6 @@ from conformance.test_aggregations import sums
 from conformance.test_ktable import users_per_region
 
 S, L, J = "string", "long", "json"
-
-REPLAY_GAPS = {
-    "test_table_table_join_results_carry_the_later_of_both_sides_timestamps": (
-        "the replay merges the two tables' topics by timestamp, not in the order the test produces them"
-    ),
-}
-
-
-@pytest.fixture(autouse=True)
-def _replay_gaps(request: pytest.FixtureRequest) -> None:
-    """The Spark runs of ``REPLAY_GAPS`` are strict expected failures (the replay is another module's work)."""
-    callspec = getattr(request.node, "callspec", None)
-    reason = REPLAY_GAPS.get(request.node.originalname)
-    if callspec is not None and callspec.params.get("engine") == "spark" and reason is not None:
-        request.applymarker(pytest.mark.xfail(reason=f"replay: {reason}", strict=True))
 
 
 def latest_per_key(records: Sequence[OutputRecord]) -> dict[object, tuple[object, int]]:
