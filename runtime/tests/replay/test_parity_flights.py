@@ -8,14 +8,19 @@ One month of flights (January 2013, ~27,000 records) keeps the streaming run sho
 from __future__ import annotations
 
 import json
+import struct
 import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
 import pytest
-from conformance.harness import BrokerEngine, Input, SparkEngine, final_values
+from conformance import harness
+from conformance.harness import BrokerEngine, Input, OutputRecord, SparkEngine, final_values
 from streamapp import StreamsBuilder
 from streamapp.dsl.windows import TimeWindows
+from streamapp.serdes import Serde, serde_for
 
 from replay import flights_functions as fn
 
@@ -84,6 +89,48 @@ def per_key(records: list[tuple[Any, Any, int]]) -> dict[Any, list[tuple[Any, in
     return result
 
 
+KEEP_2013 = 20 * 365 * 24 * HOUR
+"""Window store retention for 2013's flights: the changelog's ``retention.ms`` is the store's retention + 1 day, and
+with the default (size + grace) the broker deletes the changelog's rolled segments of 2013 at its next retention
+check, possibly before the test reads them. The late-drop rule is the grace's, so the results are the same."""
+WINDOW_KEY_SUFFIX = struct.Struct(">qi")
+"""The end of a window store's changelog key: window start (ms) and seqnum (Kafka's ``WindowKeySchema``)."""
+TIMESTAMP_AND_LONG = struct.Struct(">qq")
+"""A timestamped window store value with a ``long`` aggregate: timestamp (ms) + count (``ValueAndTimestamp``)."""
+
+
+@contextmanager
+def changelogs_read_as_bytes(*stores: str) -> Iterator[None]:
+    """Make both engines read the changelogs of ``stores`` as raw bytes: a window store's changelog records are
+    in the store's binary layout, not in the serdes the topology declares for the store."""
+    declared = harness.output_serdes
+
+    def serdes(description: Any, application_id: str, topic: str, bound: str | None = None) -> tuple[Serde, Serde]:
+        if any(topic == description.changelog_topic(application_id, store) for store in stores):
+            return serde_for("bytes", topic, is_key=True), serde_for("bytes", topic)
+        return declared(description, application_id, topic, bound)
+
+    harness.output_serdes = serdes
+    try:
+        yield
+    finally:
+        harness.output_serdes = declared
+
+
+def final_windows(changelog: Sequence[OutputRecord]) -> dict[tuple[str, int], tuple[int, int, int]]:
+    """The final window table a window store's changelog holds (string keys, ``long`` counts):
+    ``{(key, window start ms): (count, aggregate timestamp ms, changelog record timestamp ms)}``, the last record
+    per store key (a key's records are in one partition, in the order they were logged)."""
+    table: dict[tuple[str, int], tuple[int, int, int]] = {}
+    for raw_key, raw_value, record_timestamp in changelog:
+        assert isinstance(raw_key, bytes) and isinstance(raw_value, bytes), (raw_key, raw_value)
+        start, seqnum = WINDOW_KEY_SUFFIX.unpack(raw_key[-WINDOW_KEY_SUFFIX.size :])
+        assert seqnum == 0, f"a window count keeps no duplicates, got seqnum {seqnum}"
+        timestamp, count = TIMESTAMP_AND_LONG.unpack(raw_value)
+        table[(raw_key[: -WINDOW_KEY_SUFFIX.size].decode(), start)] = (count, timestamp, record_timestamp)
+    return table
+
+
 def test_departures_per_carrier_through_a_repartition_topic(broker: BrokerEngine, replay: SparkEngine) -> None:
     builder = StreamsBuilder()
     (
@@ -125,20 +172,30 @@ def test_hourly_departures_per_origin_with_late_flights_beyond_the_grace(
         builder.stream("flights", key_serde=S, value_serde=J, name="flights")
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(HOUR, 10 * MINUTE))
-        .count(name="hourly", store="hourly-counts")
+        .count(name="hourly", store="hourly-counts", retention_ms=KEEP_2013)
         .to_stream(name="changes")
         .to("hourly-departures", name="out")
     )
     inputs = delayed(flights_in_time_order("origin"), every=25, by_ms=90 * MINUTE)  # late by up to 1.5 h
-    outputs = ["hourly-departures"]  # (the window store's changelog keys are binary windowed keys)
+    changelog = "{application_id}-hourly-counts-changelog"
+    outputs = ["hourly-departures", changelog]
     partitions = {"flights": 2, "hourly-departures": 2}
 
-    streaming = broker.run(builder, inputs, outputs, CACHE_OFF, partitions=partitions)
-    replayed = replay.run(builder, inputs, outputs, CACHE_OFF, partitions=partitions)
+    with changelogs_read_as_bytes("hourly-counts"):
+        streaming = broker.run(builder, inputs, outputs, CACHE_OFF, partitions=partitions)
+        replayed = replay.run(builder, inputs, outputs, CACHE_OFF, partitions=partitions)
 
     assert per_key(streaming["hourly-departures"]) == per_key(replayed["hourly-departures"])
     assert len(replayed["hourly-departures"]) < len(inputs), "some delayed flights were dropped as late"
     assert final_values(streaming["hourly-departures"]) == final_values(replayed["hourly-departures"])
+    # the final window table: what a new version restores from the replay's changelog is what the streaming
+    # app's store holds (count, the KIP-258 timestamp, and the changelog record's timestamp, per window)
+    windows = final_windows(replayed[changelog])
+    assert final_windows(streaming[changelog]) == windows
+    assert len(windows) > 1_000, "a window per origin and hour with flights (3 origins x 744 hours, nights empty)"
+    assert {window: count for window, (count, _, _) in windows.items()} == {
+        (key.key, key.start): count for key, count in final_values(replayed["hourly-departures"]).items()
+    }
 
 
 def test_flights_join_the_plane_that_flew_them(broker: BrokerEngine, replay: SparkEngine) -> None:
