@@ -44,6 +44,17 @@ def test_json_serde_writes_every_float_as_json_dumps_does(number: float) -> None
         assert serde_for("json").serialize(value) == expected
 
 
+@given(st.integers() | st.integers(min_value=2**63 - 2, max_value=2**64 + 2) | st.booleans())
+def test_json_serde_writes_every_integer_and_bool_as_json_dumps_does(number: int) -> None:
+    expected = json.dumps(number, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    assert serde_for("json").serialize(number) == expected
+
+
+def test_json_serde_refuses_an_integer_beyond_pythons_digit_limit_as_a_serde_error() -> None:
+    with pytest.raises(SerdeError, match="json serde: cannot serialize int"):
+        serde_for("json").serialize(10**5000)
+
+
 json_texts = st.builds(
     lambda value, ensure_ascii, indent: json.dumps(value, ensure_ascii=ensure_ascii, indent=indent).encode(),
     st.recursive(

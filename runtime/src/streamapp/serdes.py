@@ -132,8 +132,11 @@ class JsonSerde:
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:
             return None
-        if type(obj) is int:
-            return self._serialize_stdlib(obj)
+        if type(obj) is int:  # json.dumps writes int.__repr__ (a bool is not an int here); orjson refuses > 64 bits
+            try:
+                return repr(obj).encode()
+            except ValueError as exc:  # beyond Python's int-to-str digit limit, as json.dumps raises
+                raise SerdeError(f"json serde: cannot serialize int: {exc}") from exc
         try:
             data = orjson.dumps(obj, option=_ORJSON_OPTIONS)
         except TypeError:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from streamapp.state.record_cache import CachedStore, HeadersContext, ThreadCache, cached_value_size
 from streamapp.state.window_store import WindowStore, WindowValue
@@ -37,17 +37,13 @@ WindowFlushListener = Callable[[Windowed, Any, Any, int], None]
 """``(windowed key, new value, old value, timestamp)`` of one flushed window (values ``None`` when absent)."""
 
 
-class _Window(NamedTuple):
-    """A cache entry's value: the window's aggregate (``None``: deleted), what the store below holds for the window
-    (``_UNKNOWN`` when not known, read at flush), and the record key, its bytes and the window start (so a flush
-    neither deserializes the key nor reads the store again)."""
-
-    value: Any
-    below: Any
-    key: Any
-    raw_key: bytes
-    start: int
-
+_VALUE, _BELOW, _KEY, _RAW_KEY, _START = range(5)
+"""A cache entry's value is a plain tuple ``(value, below, key, raw_key, start)``: the window's aggregate (``None``:
+deleted), the aggregate the store below holds for the window (``None``: none; ``_UNKNOWN``: not known, read at
+flush), and the record key, its bytes and the window start (so a flush neither deserializes the key nor reads the
+store again). A plain tuple, not a NamedTuple: CPython's collector stops tracking an exact tuple of untracked
+values, never a tuple subclass, and a full cache of tracked entries made every full collection walk all of them
+(a third of the windowed count's time with the default cache)."""
 
 _UNKNOWN: Any = object()
 _IMMUTABLE_VALUE_TYPES = (int, float, str, bytes)
@@ -102,7 +98,7 @@ class CachingWindowStore(CachedStore):
             found = self.below.fetch_raw_key(raw_key, window_start)
             self._missed = (store_key, found)
             return found
-        value = entry[0].value
+        value = entry[0][_VALUE]
         return None if value is None else WindowValue(value, entry[1])
 
     def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
@@ -112,36 +108,36 @@ class CachingWindowStore(CachedStore):
         store_key = raw_key + _START_SEQ.pack(window_start, 0)
         cache = self._cache
         entry = cache.peek(store_key)
+        below: Any
         if entry is not None:
-            window: _Window = entry[0]
-            if cache.is_dirty(store_key):
-                below = window.below
-            else:  # flushed: the store below holds the entry's value
-                below = None if window.value is None else WindowValue(window.value, entry[1])
+            # a flushed entry's value is what the store below holds
+            below = entry[0][_BELOW] if cache.is_dirty(store_key) else entry[0][_VALUE]
         else:
             missed = self._missed
-            below = missed[1] if missed is not None and missed[0] == store_key else _UNKNOWN
+            if missed is not None and missed[0] == store_key:
+                below = None if missed[1] is None else missed[1].value
+            else:
+                below = _UNKNOWN
         self._missed = None
-        if below is not None and below is not _UNKNOWN and type(below.value) not in _IMMUTABLE_VALUE_TYPES:
+        if below is not None and below is not _UNKNOWN and type(below) not in _IMMUTABLE_VALUE_TYPES:
             below = _UNKNOWN  # possibly changed in place by the aggregator: read it again at flush
         size = cached_value_size(value, self._value_serde, cache, store_key)
         context = self._context
         cache.put(
             store_key,
-            _Window(value, below, key, raw_key, window_start),
+            (value, below, key, raw_key, window_start),
             timestamp,
             size,
             None if context is None else context.headers,
         )
 
     def _write_and_forward(self, store_key: bytes, value: Any, timestamp: int) -> None:
-        window: _Window = value
-        below = window.below
+        new, below, key, raw_key, start = value
         if below is _UNKNOWN:
-            below = self.below.fetch_raw_key(window.raw_key, window.start)
-        if window.value is None and below is None:
+            found = self.below.fetch_raw_key(raw_key, start)
+            below = None if found is None else found.value
+        if new is None and below is None:
             return
-        self.below.put_raw_key(window.raw_key, window.value, window.start, timestamp)
+        self.below.put_raw_key(raw_key, new, start, timestamp)
         if self._listener is not None:
-            windowed = Windowed(window.key, window.start, window.start + self.window_size_ms)
-            self._listener(windowed, window.value, None if below is None else below.value, timestamp)
+            self._listener(Windowed(key, start, start + self.window_size_ms), new, below, timestamp)

@@ -91,16 +91,25 @@ class ChangeLoggingKeyValueStore:
         return bool(self._pending)
 
     def send_changelog(self, producer: ProducerClient) -> None:
-        """Queue one changelog record per buffered key (latest value; ``None`` = tombstone)."""
-        logged_value = self._logged_value
-        for key, (value, timestamp) in self._pending.items():
-            producer.send(
-                self.changelog.topic,
+        """Queue one changelog record per buffered key (latest value; ``None`` = tombstone).
+
+        Only the last record asks for its offset: the producer is idempotent, so the records of one partition are
+        acknowledged in the order they were sent and the last one's offset is the batch's largest (a failure of
+        any record fails the flush that ``apply`` must follow)."""
+        pending = self._pending
+        if not pending:
+            return
+        logged_value, send = self._logged_value, producer.send
+        topic, partition = self.changelog.topic, self.changelog.partition
+        last = next(reversed(pending))
+        for key, (value, timestamp) in pending.items():
+            send(
+                topic,
                 key,
                 logged_value(value),
                 timestamp,
-                partition=self.changelog.partition,
-                on_delivery=self._delivered,
+                partition,
+                self._delivered if key is last else None,
             )
 
     def apply(self) -> None:
