@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from logged_store_fixtures import LoggedStore
@@ -105,6 +106,15 @@ def test_a_rebuffered_key_is_stored_with_the_headers_of_its_latest_record(logged
     ]
 
 
+def test_a_header_with_a_null_value_is_restored_with_a_null_value(logged: LoggedStore) -> None:
+    headers: Any = [("gone", None), ("kept", b"v")]  # confluent-kafka delivers a null header value as None
+    SuppressionBuffer(logged.logged, KEYS, LONG).put(10, Windowed("a", 0, 10), 1, None, 3, headers)
+    logged.commit()
+
+    [update] = SuppressionBuffer(logged.logged, KEYS, LONG).evict_until(10)
+    assert update.headers == [("gone", None), ("kept", b"v")]
+
+
 # Layout 1, as the release before headers were stored wrote it: record timestamp, buffer time, new, prior.
 KEY_A = bytes.fromhex("610000000000000000")  # Windowed("a", 0, 10)
 LAYOUT_1 = {
@@ -150,9 +160,17 @@ def test_a_layout_2_value_keeps_layout_1_in_front_so_the_previous_release_reads_
         (LAYOUT_1[KEY_A][:20], "truncated: 20 bytes, a length of 8 past the end"),
         (LAYOUT_1[KEY_A] + b"\x09", "unknown layout version 9"),
         (LAYOUT_1[KEY_A] + b"\x02\x00\x00\x00\x01\x00\x00\x00\x05ab", "a length of 5 past the end"),
+        (LAYOUT_1[KEY_A] + b"\x02\x00\x00\x00\x01\xff\xff\xff\xff", "a header without a name"),
         (LAYOUT_1[KEY_A] + b"\x02\xff\xff\xff\xff\x00", "1 trailing bytes"),
     ],
-    ids=["in-the-timestamps", "in-a-value", "unknown-version", "in-a-header-name", "trailing-bytes"],
+    ids=[
+        "in-the-timestamps",
+        "in-a-value",
+        "unknown-version",
+        "in-a-header-name",
+        "null-header-name",
+        "trailing-bytes",
+    ],
 )
 def test_a_malformed_stored_value_is_refused_naming_the_buffer_and_key_and_kept(
     logged: LoggedStore, stored: bytes, problem: str
