@@ -5,11 +5,14 @@ progress, and pandas' reference counts per key."""
 from __future__ import annotations
 
 import json
+import struct
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
+from confluent_kafka import Consumer
 
 from e2e import cluster
 
@@ -36,7 +39,10 @@ def counting_topology(source: str, sink: str, key: str, name: str) -> dict[str, 
     }  # fmt: skip
 
 
-def streamapp(name: str, application_id: str, topology: dict[str, Any], replicas: int = 1) -> dict[str, Any]:
+def streamapp(
+    name: str, application_id: str, topology: dict[str, Any], replicas: int = 1, config: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A StreamApp of the flights image (``config``: more Kafka Streams settings, e.g. the record cache's)."""
     return {
         "apiVersion": "streamapp.io/v1alpha1",
         "kind": "StreamApp",
@@ -49,7 +55,7 @@ def streamapp(name: str, application_id: str, topology: dict[str, Any], replicas
             "threads": 1,
             "kafka": {"bootstrapServers": cluster.stack_env()["KAFKA_BOOTSTRAP"]},
             "topology": topology,
-            "config": {"commit.interval.ms": "200"},
+            "config": {"commit.interval.ms": "200", **(config or {})},
         },
     }
 
@@ -72,13 +78,16 @@ def wait_phase(
     phases: tuple[str, ...],
     timeout_s: float = 600,
     show: Callable[[str], None] = lambda line: None,
+    observe: Callable[[dict[str, Any]], None] = lambda status: None,
+    interval_s: float = 2,
 ) -> dict[str, Any]:
     """Wait until the StreamReplay's phase is one of ``phases`` (Failed raises, with its condition); returns
-    the status. ``show`` gets each new progress line."""
+    the status. ``show`` gets each new progress line, ``observe`` every status read (every ``interval_s``)."""
     deadline = time.monotonic() + timeout_s
     last = ""
     while True:
         status = replay_status(name, namespace)
+        observe(status)
         line = f"{status.get('phase', '-')}: {status.get('progress', '')}"
         if line != last:
             show(line)
@@ -86,11 +95,79 @@ def wait_phase(
         if status.get("phase") in phases:
             return status
         if status.get("phase") == "Failed":
-            failed = next((c for c in status.get("conditions") or [] if c["type"] == "Failed"), {})
+            failed: dict[str, Any] = next((c for c in status.get("conditions") or [] if c["type"] == "Failed"), {})
             raise RuntimeError(f"StreamReplay {name} failed: {json.dumps(failed)}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"StreamReplay {name} is not {phases} after {timeout_s:.0f}s: {json.dumps(status)}")
-        time.sleep(2)
+        time.sleep(interval_s)
+
+
+HANDOVER_STEPS = ("setGroupOffsets", "createNewVersion", "awaitCaughtUp", "removeOldVersion")
+"""The handover's steps in the controller's order (docs/replay.md, ``hand_over``)."""
+
+
+def handover_position(steps: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    """Where a ``status.handover`` is: ``(steps Done, 1 if the next step is Started else 0)``, which only grows
+    while a handover goes forward. AssertionError unless the steps are a prefix of ``HANDOVER_STEPS`` and every
+    step but the last is Done (each is recorded Started before it acts, Done after)."""
+    names, states = [step["name"] for step in steps], [step["state"] for step in steps]
+    assert names == list(HANDOVER_STEPS[: len(names)]), f"handover steps out of order: {steps}"
+    assert set(states[:-1]) <= {"Done"} and set(states[-1:]) <= {"Started", "Done"}, f"a step not done: {steps}"
+    done = states.count("Done")
+    return done, len(states) - done
+
+
+def assert_never_went_back(observed: Sequence[Sequence[dict[str, Any]]]) -> None:
+    """The handover positions of ``observed`` (``status.handover`` as read over time) never decrease."""
+    positions = [handover_position(steps) for steps in observed]
+    assert positions == sorted(positions), f"the handover went back: {positions}"
+
+
+OPERATOR_NAMESPACE, OPERATOR_SELECTOR = "streamapp-system", "app.kubernetes.io/name=streamapp-operator"
+
+
+def restart_operator(timeout_s: float = 120) -> str:
+    """Delete the operator's pod and wait until its Deployment runs another; returns the new pod's
+    ``creationTimestamp``."""
+
+    def live() -> dict[str, str]:
+        listed = cluster.kubectl("get", "pods", "-n", OPERATOR_NAMESPACE, "-l", OPERATOR_SELECTOR, "-o", "json")
+        pods = [pod["metadata"] for pod in json.loads(listed)["items"]]
+        return {pod["name"]: pod["creationTimestamp"] for pod in pods if not pod.get("deletionTimestamp")}
+
+    (deleted,) = live()
+    cluster.kubectl("delete", "pod", deleted, "-n", OPERATOR_NAMESPACE, "--wait=false")
+    cluster.wait_until(lambda: bool(set(live()) - {deleted}), timeout_s, "a new operator pod")
+    (created,) = (stamp for name, stamp in live().items() if name != deleted)
+    return created
+
+
+def count_sequences(topic: str, records: int, timeout_s: float = 120) -> dict[str, list[int]]:
+    """Every count (``long``) on ``topic`` per key, in offset order (a key's records are in one partition), read
+    with ``read_committed`` until ``records`` arrived or the timeout, then 3 s more: a record beyond them is a
+    duplicate."""
+    consumer = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"],
+                         "group.id": f"sequences-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
+    consumer.subscribe([topic])
+    sequences: dict[str, list[int]] = {}
+    deadline, settle = time.monotonic() + timeout_s, None
+    try:
+        while time.monotonic() < deadline and (settle is None or time.monotonic() < settle):
+            for message in consumer.consume(1_000, timeout=0.5):
+                key, value = message.key(), message.value()
+                assert message.error() is None and key is not None and value is not None, (key, value)
+                sequences.setdefault(key.decode(), []).append(struct.unpack(">q", value)[0])
+            if settle is None and sum(map(len, sequences.values())) >= records:
+                settle = time.monotonic() + 3
+    finally:
+        consumer.close()
+    return sequences
+
+
+def running_counts(expected: dict[str, int]) -> dict[str, list[int]]:
+    """A keyed running count's every update with the record cache off: ``1..n`` per key."""
+    return {key: list(range(1, n + 1)) for key, n in expected.items()}
 
 
 def counts_while_running(

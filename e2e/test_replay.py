@@ -7,9 +7,12 @@ Guarantees protected:
 - ``mode: handover``: the old version keeps processing until the switch (its own output, read while it still
   runs, is pandas' counts over every flight produced, those after the replay's end offsets included); the new
   version (a new ``application.id``) starts from the replay's end offsets with the state the replay wrote and
-  becomes active; its output, per key, is exactly pandas' counts over the flights before and after the switch:
-  nothing lost, nothing counted twice;
-- an operator restart in the middle of the handover resumes it (each step is recorded before it acts);
+  becomes active; its output, per key, is exactly pandas' counts over the flights before and after the switch,
+  and with the record cache off every count record of both versions reads exactly ``1..n`` per key in offset
+  order (the replay's history, then the new version's): no output record lost or written twice across the switch;
+- an operator restart in the middle of the handover (the operator's pod deleted while ``status.handover`` shows
+  the old version not yet removed) resumes it: the steps, each recorded before it acts, never go back, and the
+  new operator finishes the last one;
 - ``spark.mode: kubernetes``: the Job's pod is the Spark driver and two executor pods do the work, exactly;
 - a failed Spark job fails the replay with the Job's reason in the ``Failed`` condition, creates no new version and
   leaves the running app as it was.
@@ -53,7 +56,9 @@ def running_app(operator_installed: None) -> Iterator[tuple[str, str]]:
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
     flights.ensure_topics(bootstrap, {f"{prefix}-flights": 2, f"{prefix}-per-carrier": 2})
     topology = replay.counting_topology(f"{prefix}-flights", f"{prefix}-per-carrier", PER_CARRIER, "by-carrier")
-    cluster.apply(replay.streamapp("flights", prefix, topology), namespace)
+    # the record cache off (here and in the new version, which takes the app's spec): every update is written,
+    # so each version's output is a running count, 1..n per key
+    cluster.apply(replay.streamapp("flights", prefix, topology, config={"statestore.cache.max.bytes": "0"}), namespace)
     assert flights.produce(bootstrap, flights.load_flights().iloc[:BATCH_1], f"{prefix}-flights") == BATCH_1
     cluster.wait_until(
         lambda: cluster.streamapp_settled("flights", 1, namespace),
@@ -161,10 +166,20 @@ def test_handover_to_a_new_version_is_exact_across_the_switch_and_survives_an_op
     # pandas' counts over both batches, the flights after the replay's end offsets included
     old_expected = replay.expected_counts([every.iloc[: BATCH_1 + BATCH_2]], PER_CARRIER)
     replay.counts_while_running("flights", namespace, f"{prefix}-per-carrier", old_expected)
-    # the operator restarts in the middle of the handover: the steps recorded in status resume
-    cluster.kubectl("delete", "pod", "-n", "streamapp-system", "-l", "app.kubernetes.io/name=streamapp-operator")
-    status = replay.wait_phase("v2", namespace, ("Succeeded",), timeout_s=600, show=print)
-    assert [step["state"] for step in status["handover"]] == ["Done"] * 4
+    # the operator restarts in the middle of the handover: the steps it had recorded as its pod is deleted
+    at_restart = replay.replay_status("v2", namespace).get("handover") or []
+    old_version = cluster.get_json("streamapp", "flights", namespace)
+    operator_started = replay.restart_operator()
+    observed = [at_restart]
+    status = replay.wait_phase("v2", namespace, ("Succeeded",), timeout_s=600, show=print, interval_s=0.5,
+                               observe=lambda seen: observed.append(seen.get("handover") or []))  # fmt: skip
+    assert at_restart and replay.handover_position(at_restart) < (3, 1), f"not mid-handover: {at_restart}"
+    assert not old_version["metadata"].get("deletionTimestamp"), "the old version was being removed"
+    replay.assert_never_went_back(observed)
+    assert [(step["name"], step["state"]) for step in status["handover"]] == [
+        (name, "Done") for name in replay.HANDOVER_STEPS
+    ]
+    assert status["handover"][-1]["time"] >= operator_started, "the new operator did not remove the old version"
     assert status["newVersion"] == "v2" and status["applicationId"] == f"{prefix}-v2"
 
     new = cluster.get_json("streamapp", "v2", namespace)
@@ -173,3 +188,8 @@ def test_handover_to_a_new_version_is_exact_across_the_switch_and_survives_an_op
     cluster.wait_until(lambda: cluster.streamapp_settled("v2", 1, namespace), 300, "the new version to settle")
     expected = replay.expected_counts([every.iloc[: BATCH_1 + BATCH_2]], PER_CARRIER_ORIGIN)
     assert_counts(bootstrap, sink, expected)
+    # no count record lost or duplicated across the switch, in either version's output: per key exactly 1..n
+    # in offset order (the new version's: the replay's 1..m over the replayed flights, then m+1..n its own)
+    assert replay.count_sequences(sink, sum(expected.values())) == replay.running_counts(expected)
+    old_output = replay.count_sequences(f"{prefix}-per-carrier", sum(old_expected.values()))
+    assert old_output == replay.running_counts(old_expected)
