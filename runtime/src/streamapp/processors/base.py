@@ -41,13 +41,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Change:
     """The value a table-valued node forwards: the key's new and previous value (Kafka's ``Change``).
 
     ``None`` means absent: ``Change(v, None)`` inserts, ``Change(None, v)`` deletes (a tombstone),
     ``Change(v2, v1)`` updates. Tables here always carry the old value (Kafka's ``sendOldValues``), so a
-    subtractor or a table join downstream can retract it.
+    subtractor or a table join downstream can retract it. Treat it as immutable; it is not a frozen dataclass
+    only because one is built per table update: a frozen one costs ~0.2 us more to construct.
     """
 
     new_value: Any
