@@ -1,7 +1,8 @@
 """The record cache on the real broker (KIP-63, docs/record-cache.md): with Kafka's default size a hot key's count,
-and a window's count (Kafka's CachingWindowStore), reaches the output once per commit, not once per record, and the
-final counts stay exact; ``statestore.cache.max.bytes: 0`` forwards one update per record. (The changelog gets a
-key's last value per commit either way: the logged store's write buffer, ADR 0002.)"""
+a window's count (Kafka's CachingWindowStore) and a session's count (Kafka's CachingSessionStore) reach the output
+once per commit, not once per record, and the final counts stay exact; ``statestore.cache.max.bytes: 0`` forwards
+one update per record. (The changelog gets a key's last value per commit either way: the logged store's write
+buffer, ADR 0002.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streamapp.serdes import serde_for
+from streamapp.windowed import Windowed
 from streamapp_harness import (
     KafkaTestClient,
     StreamAppInstance,
@@ -40,9 +43,9 @@ def run_app(
     output_key: Callable[[bytes], Any],
     **config: object,
 ) -> tuple[int, int]:
-    """Run ``topology`` over ``events`` produced before the app starts; returns the number of output records once
-    the latest long value per output key (``output_key`` of its bytes) is ``expected``, and the updates counted
-    (the sum of ``expected``)."""
+    """Run ``topology`` over ``events`` produced before the app starts; returns the number of output records other
+    than tombstones once the latest long value per output key (``output_key`` of its bytes) is ``expected``, and
+    the updates counted (the sum of ``expected``)."""
     app, source, output = unique("cache"), unique("events"), unique("counts")
     kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
     kafka.produce(source, events)
@@ -57,14 +60,19 @@ def run_app(
     instances.append(instance.start())
 
     def exact() -> bool:
-        latest = {key: value for _, _, key, value in kafka.read_all(output) if key is not None}
-        return {output_key(key): int.from_bytes(value or b"", "big", signed=True) for key, value in latest.items()} == (
+        latest: dict[bytes, bytes] = {}
+        for _, _, key, value in kafka.read_all(output):
+            if key is not None and value is None:
+                latest.pop(key, None)  # a tombstone (a session merged away)
+            elif key is not None:
+                latest[key] = value
+        return {output_key(key): int.from_bytes(value, "big", signed=True) for key, value in latest.items()} == (
             expected
         )
 
     wait_for(exact, 120, "exact counts", 1.0)
     instance.stop()
-    return len(kafka.read_all(output)), sum(expected.values())
+    return sum(1 for _, _, _, value in kafka.read_all(output) if value is not None), sum(expected.values())
 
 
 def run_count(
@@ -112,4 +120,59 @@ def test_a_cache_of_zero_bytes_forwards_every_window_update(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
 ) -> None:
     outputs, counted = run_windowed_count(kafka, workdir, instances, **{"statestore.cache.max.bytes": 0})
+    assert outputs == counted
+
+
+SESSION_GAP_MS = 1_000
+
+
+def session_count_by_color_topology(sources: list[str], output: str) -> dict[str, Any]:
+    """``windowed_count_by_color_topology`` with session windows (gap 1 s, grace 1 h) in session store
+    ``session-counts``; output key: colour + end + start (Kafka's SessionWindowedSerializer)."""
+    topology = windowed_count_by_color_topology(sources, output)
+    for node in topology["nodes"]:
+        if node["type"] == "windowed_count":
+            node["store"] = "session-counts"
+            node["windows"] = {"type": "session", "gapMs": SESSION_GAP_MS, "graceMs": 3_600_000}
+        elif node["type"] == "sink":
+            node["keySerde"] = "session_windowed:string"
+    topology["stores"] = [
+        {
+            "name": "session-counts",
+            "type": "session",
+            "keySerde": "string",
+            "valueSerde": "long",
+            "retentionMs": 3_600_000 + SESSION_GAP_MS,
+        }
+    ]
+    return topology
+
+
+def run_session_count(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance], **config: object
+) -> tuple[int, int]:
+    """Count EVENTS timed records per colour and session (each colour's records are 21 or 42 ms apart: one
+    session per colour); returns the number of output records other than tombstones and of updates counted."""
+    events = timed_color_events(0, EVENTS, colors=COLORS)
+    times: dict[str, list[int]] = {}
+    for _, value in events:
+        if value["n"] % 3 != 0:
+            times.setdefault(value["color"], []).append(value["ts"])
+    expected = {Windowed(color, min(ts), max(ts)): len(ts) for color, ts in times.items()}
+    sessions = serde_for("session_windowed:string")
+    topology = session_count_by_color_topology
+    return run_app(kafka, workdir, instances, topology, events, expected, sessions.deserialize, **config)
+
+
+def test_a_sessions_count_reaches_output_once_per_commit_with_the_default_cache(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    outputs, counted = run_session_count(kafka, workdir, instances)
+    assert outputs < counted / 10, f"{outputs} output records for {counted} counted: the cache did not merge updates"
+
+
+def test_a_cache_of_zero_bytes_forwards_every_session_update(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    outputs, counted = run_session_count(kafka, workdir, instances, **{"statestore.cache.max.bytes": 0})
     assert outputs == counted

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from streamapp.kafka.types import Headers
+from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import TypedKeyValueStore
@@ -158,6 +159,11 @@ class BuildContext:
     def session_store(self, name: str) -> SessionStore:
         """The task's ``session`` store ``name``; KeyError when the task has none."""
         return self._windowed().session_store(name)
+
+    def cached_session_store(self, name: str) -> SessionStore | CachingSessionStore:
+        """The task's ``session`` store ``name`` as a session-window aggregation writes it: behind the record
+        cache when the task caches it (``streamapp.state.caching_session_store``), else the plain view."""
+        return self._windowed().cached_session_store(name)
 
     def suppression_buffer(self, name: str) -> SuppressionBuffer:
         """The suppression buffer kept in the task's ``key_value`` store ``name``."""

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordContext
+from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import BufferedUpdate, SuppressionBuffer
@@ -327,12 +328,17 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
     late, and the record dropped, when ``end < streamTime - grace - gap``. Replaced sessions are forwarded as
     tombstones ``Change(None, old)``; the new session as ``Change(agg, None)``, all timestamped with the
     session's end. Null keys are dropped.
+
+    Behind the record cache (a ``CachingSessionStore``, Kafka's ``CachingSessionStore`` with
+    ``SessionCacheFlushListener``) the processor only writes: each session is forwarded when the cache flushes
+    it, as ``Change(new, old)`` with ``old`` the value last flushed (so a record inside an existing session gives
+    one update, not a tombstone and an update), and a flushed session merged away as ``Change(None, old)``.
     """
 
     def __init__(
         self,
         name: str,
-        store: SessionStore,
+        store: SessionStore | CachingSessionStore,
         windows: WindowSpec,
         initializer: Initializer,
         aggregator: Aggregator,
@@ -345,6 +351,12 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
         self._merger = merger
         assert windows.gap_ms is not None
         self._gap = windows.gap_ms
+        self._cached = isinstance(store, CachingSessionStore)
+        if isinstance(store, CachingSessionStore):
+            store.set_flush_listener(self._forward_flushed)
+
+    def _forward_flushed(self, session: Windowed, new: Any, old: Any, timestamp: int) -> None:
+        self._forward(session, Change(new, old), timestamp)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
@@ -364,14 +376,17 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
         if end < close_time:
             self._drop(f"expired session [{start},{end}]", key, timestamp)
             return
+        cached = self._cached
         if (start, end) != (timestamp, timestamp):
             for session, session_agg in merged:
                 self._store.remove(session)
-                self._forward(session, Change(None, session_agg), session.end)
+                if not cached:
+                    self._forward(session, Change(None, session_agg), session.end)
         agg = self._aggregator(key, value, agg)
         session_key = Windowed(key, start, end)
         self._store.put(session_key, agg)
-        self._forward(session_key, Change(agg, None), end)
+        if not cached:
+            self._forward(session_key, Change(agg, None), end)
 
 
 # -- count / reduce / aggregate as (initializer, aggregator, merger) ----------------------------------------
@@ -419,7 +434,14 @@ def build_windowed_aggregation(
     if windows.type == "session":
         assert merger is not None
         return SessionWindowAggregateProcessor(
-            node.name, ctx.session_store(node.store), windows, initializer, aggregator, merger, children, ctx.metrics
+            node.name,
+            ctx.cached_session_store(node.store),
+            windows,
+            initializer,
+            aggregator,
+            merger,
+            children,
+            ctx.metrics,
         )
     if windows.type == "sliding":
         return SlidingWindowAggregateProcessor(

@@ -13,9 +13,9 @@ what the store below held (what downstream last saw; Kafka's ``TimestampedCacheF
 Sizes are counted as the key-value cache counts them (``record_cache.cached_value_size``); a container aggregate is
 sized when its window enters the cache and not re-measured at flush. A flush does not read the store below again
 for an immutable aggregate (a count): see ``CachingWindowStore``. Range reads (``fetch_range``, ``all``) are
-not cached: they read the store below, i.e. the windows as of the last
-flush, which is why only time windows, whose processor reads single windows, are cached (Kafka caches sliding and
-session stores too, with merged range iterators; not done here).
+not cached: they read the store below, i.e. the windows as of the last flush, which is why only time windows,
+whose processor reads single windows, are cached this way (Kafka caches sliding-window stores too, with merged
+range iterators; not done here). Session stores are cached by ``streamapp.state.caching_session_store``.
 """
 
 from __future__ import annotations

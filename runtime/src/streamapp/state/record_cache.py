@@ -116,6 +116,9 @@ class NamedCache:
         costs the collector nothing (lists would be scanned at every full collection: ~25% of a windowed count)."""
         self._dirty: dict[bytes, None] = {}
         self.size_bytes = 0
+        self.on_remove: Callable[[bytes], None] | None = None
+        """Called with the key of each entry that leaves the cache by eviction or as a flushed delete (a store
+        that indexes its cached keys, e.g. ``streamapp.state.caching_session_store``); ``clear`` does not call it."""
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -185,6 +188,8 @@ class NamedCache:
         after it (Kafka's ``NamedCache.evict``)."""
         key, (value, timestamp, size, headers) = self._entries.popitem(last=False)
         self._shrink(size)
+        if self.on_remove is not None:
+            self.on_remove(key)
         if key in self._dirty:
             del self._dirty[key]
             self._flush([(key, value, timestamp, headers)])
@@ -218,6 +223,8 @@ class NamedCache:
                 if entry is not None and entry[0] is None and key not in self._dirty:
                     del entries[key]
                     self._shrink(entry[2])
+                    if self.on_remove is not None:
+                        self.on_remove(key)
 
     def _shrink(self, size: int) -> None:
         self.size_bytes -= size

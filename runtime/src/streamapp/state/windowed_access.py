@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamapp.serdes import Serde, serde_for
+from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.record_cache import HeadersContext, ThreadCache
 from streamapp.state.session_store import SessionStore
@@ -32,6 +33,7 @@ class WindowedStateAccess:
         self._stores = stores
         self._views: dict[str, Any] = {}
         self._cached: dict[str, CachingWindowStore] = {}
+        self._cached_sessions: dict[str, CachingSessionStore] = {}
 
     def enable_cache(
         self, name: str, cache: ThreadCache, namespace: str, record_context: HeadersContext | None
@@ -46,6 +48,21 @@ class WindowedStateAccess:
         for ``name``, else ``window_store(name)``."""
         cached = self._cached.get(name)
         return cached if cached is not None else self.window_store(name)
+
+    def enable_session_cache(
+        self, name: str, cache: ThreadCache, namespace: str, record_context: HeadersContext | None
+    ) -> CachingSessionStore:
+        """Put the ``session`` store ``name`` behind the record cache (``streamapp.state.caching_session_store``):
+        ``cached_session_store(name)`` then returns the caching view (the task flushes it at commit)."""
+        view = CachingSessionStore(self.session_store(name), cache, namespace, record_context)
+        self._cached_sessions[name] = view
+        return view
+
+    def cached_session_store(self, name: str) -> SessionStore | CachingSessionStore:
+        """The view a session-window aggregation writes through: the caching view when ``enable_session_cache``
+        was called for ``name``, else ``session_store(name)``."""
+        cached = self._cached_sessions.get(name)
+        return cached if cached is not None else self.session_store(name)
 
     def window_store(self, name: str) -> WindowStore:
         """The ``window`` store ``name`` (retention, window size and duplicates from its spec)."""
