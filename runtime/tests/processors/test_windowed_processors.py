@@ -1,8 +1,9 @@
 """Windowed aggregations and suppress at the processor level: Kafka Streams' window semantics and late drops, and
-session aggregations behind the record cache."""
+session and sliding-window aggregations behind the record cache."""
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from streamapp.processors.windowed import (
 )
 from streamapp.serdes import serde_for
 from streamapp.state.caching_session_store import CachingSessionStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.record_cache import ThreadCache
@@ -283,6 +285,76 @@ def test_a_cached_session_count_flushed_at_any_points_ends_with_the_uncached_tab
     assert {session: count for session, count in cached_out.latest().items() if session.end >= first_live} == live
     assert cached_below.all() == plain_below.all()
     assert len(live) >= 5
+    assert len(cached_out.records) < len(plain_out.records)
+
+
+class Snapshots(Collect):
+    """Keeps a copy of each forwarded change (a cached aggregate may later be updated in place)."""
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        super().process(key, Change(copy.deepcopy(value.new_value), copy.deepcopy(value.old_value)), timestamp)
+
+
+def append_in_place(key: Any, value: Any, aggregate: list[int]) -> list[int]:
+    aggregate.append(value)
+    return aggregate
+
+
+SLIDING_AGGREGATES = {
+    "count": (lambda: 0, count, LONG),
+    "list updated in place": (list, append_in_place, serde_for("json")),
+}
+
+
+def cached_sliding(kind: str, cache: ThreadCache | None) -> tuple[SlidingWindowAggregateProcessor, Collect, Any, Any]:
+    """A sliding-window aggregation (difference 20 ms, grace 40 ms) over a logged in-memory store, behind
+    ``cache`` when given."""
+    initializer, aggregator, serde = SLIDING_AGGREGATES[kind]
+    spec = WindowSpec(type="sliding", time_difference_ms=20, grace_ms=40)
+    below = WindowStore(logged(), STRING, serde, retention_ms=spec.min_retention_ms(), window_size_ms=20)
+    store: WindowStore | CachingSlidingWindowStore = below
+    if cache is not None:
+        store = CachingSlidingWindowStore(below, cache, "0_0-sliding")
+    out = Snapshots()
+    processor = SlidingWindowAggregateProcessor(
+        "sliding", store, spec, initializer, aggregator, [out], ProcessorMetrics()
+    )
+    return processor, out, below, store
+
+
+def test_flushed_after_every_record_a_cached_sliding_count_forwards_the_uncached_windows_and_values() -> None:
+    plain, plain_out, _, _ = cached_sliding("count", None)
+    cached, cached_out, _, store = cached_sliding("count", ThreadCache(10 << 20))
+    for t in (30, 35, 50, 33, 80, 31):
+        plain.process("k", "v", t)
+        cached.process("k", "v", t)
+        store.flush()
+
+    def updates(out: Collect) -> list[tuple[Any, Any, int]]:
+        return [(key, change.new_value, ts) for key, change, ts in out.records]
+
+    assert updates(cached_out) == updates(plain_out)
+    assert cached_out.records[0] == (Windowed("k", 10, 30), Change(1, None), 30)  # new: no old value (Kafka's)
+
+
+@pytest.mark.parametrize("kind", sorted(SLIDING_AGGREGATES))
+def test_a_cached_sliding_aggregation_flushed_at_any_points_ends_with_the_uncached_table_and_store(kind: str) -> None:
+    rng = random.Random(7)
+    plain, plain_out, plain_below, _ = cached_sliding(kind, None)
+    cached, cached_out, cached_below, store = cached_sliding(kind, ThreadCache(3_000))  # small: evictions too
+    for i in range(600):
+        key, t = rng.choice("ab"), i * 3 + rng.randrange(-30, 30)
+        plain.process(key, i, t)
+        cached.process(key, i, t)
+        if rng.random() < 0.1:
+            store.flush()
+    store.flush()
+
+    assert cached_below.all() == plain_below.all()
+    first_live = plain_below.observed_stream_time - plain_below.retention_ms
+    live = {window: value for window, value in plain_out.latest().items() if window.start >= first_live}
+    assert {window: value for window, value in cached_out.latest().items() if window.start >= first_live} == live
+    assert len(live) >= 10
     assert len(cached_out.records) < len(plain_out.records)
 
 

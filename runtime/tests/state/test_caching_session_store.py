@@ -102,7 +102,7 @@ def test_a_flushed_session_merged_away_becomes_a_tombstone_forwarded_before_the_
     ]
     assert sessions.below.find_sessions("a", 0, 100) == [(Windowed("a", 0, 18), 3)]
     assert sessions.store.find_sessions("a", 0, 100) == [(Windowed("a", 0, 18), 3)]
-    assert sessions.store._sessions == {b"a": {b"a" + (18).to_bytes(8, "big") + (0).to_bytes(8, "big")}}
+    assert sessions.store._sessions.snapshot() == {b"a": {b"a" + (18).to_bytes(8, "big") + (0).to_bytes(8, "big")}}
 
 
 def test_eviction_flushes_the_dirty_sessions_while_processing_and_discard_drops_the_rest() -> None:

@@ -127,14 +127,15 @@ def open_task_stores(
     return stores
 
 
-def cached_window_stores(description: TopologyDescription) -> frozenset[str]:
-    """The ``window`` stores a task puts behind the record cache when it is on: those of tumbling and hopping
-    window aggregations (``streamapp.state.caching_window_store``; sliding windows are not cached)."""
-    return frozenset(
-        node.store
+def cached_window_stores(description: TopologyDescription) -> dict[str, bool]:
+    """The ``window`` stores a task puts behind the record cache when it is on (``streamapp.state.
+    caching_window_store``), each with whether its aggregation reads ranges: those of tumbling and hopping window
+    aggregations (single windows: False) and of sliding-window aggregations (True)."""
+    return {
+        node.store: node.windows.type == "sliding"
         for node in description.nodes
-        if isinstance(node, WindowedAggregationNode) and node.windows.type in ("tumbling", "hopping")
-    )
+        if isinstance(node, WindowedAggregationNode) and node.windows.type in ("tumbling", "hopping", "sliding")
+    }
 
 
 def cached_session_stores(description: TopologyDescription) -> frozenset[str]:
@@ -266,10 +267,11 @@ class StreamTask:
         self._log_checkpoint_mismatch()
         self.windowed_state = WindowedStateAccess(self.description, self.stores)
         if self.record_cache is not None:
-            for name in cached_window_stores(self.description) & set(self.subtopology.stores):
-                self._caching[name] = self.windowed_state.enable_cache(
-                    name, self.record_cache, f"{self.id}-{name}", self.record_context
-                )
+            for name, range_reads in cached_window_stores(self.description).items():
+                if name in self.subtopology.stores:
+                    self._caching[name] = self.windowed_state.enable_cache(
+                        name, self.record_cache, f"{self.id}-{name}", self.record_context, range_reads=range_reads
+                    )
             for name in cached_session_stores(self.description) & set(self.subtopology.stores):
                 self._caching[name] = self.windowed_state.enable_session_cache(
                     name, self.record_cache, f"{self.id}-{name}", self.record_context

@@ -30,7 +30,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from streamapp.state.record_cache import CachedStore, HeadersContext, ThreadCache, cached_value_size
+from streamapp.state.record_cache import CachedStore, CacheIndex, HeadersContext, ThreadCache, cached_value_size
 from streamapp.state.session_store import SessionStore
 from streamapp.windowed import Windowed
 
@@ -70,10 +70,9 @@ class CachingSessionStore(CachedStore):
         self.observed_stream_time = -1
         """Largest session end put through this store (ms); -1 before the first put."""
         self._attach(cache, namespace, record_context)
-        self._cache.on_remove = self._unindex
         self._listener: SessionFlushListener | None = None
         self._value_serde = below.value_serde
-        self._sessions: dict[bytes, set[bytes]] = {}
+        self._sessions = self._index = CacheIndex(self._cache, _SUFFIX)
         """Record key bytes -> the store keys of its cached sessions (entries and deletes)."""
 
     def set_flush_listener(self, listener: SessionFlushListener) -> None:
@@ -95,11 +94,7 @@ class CachingSessionStore(CachedStore):
         store_key = raw_key + _END_START.pack(end, session.start)
         cache, context = self._cache, self._context
         size = cached_value_size(value, self._value_serde, cache, store_key)
-        sessions = self._sessions.get(raw_key)
-        if sessions is None:
-            self._sessions[raw_key] = {store_key}
-        else:
-            sessions.add(store_key)
+        self._sessions.add(raw_key, store_key)
         cache.put(
             store_key,
             None if value is None else (value, session.key),
@@ -152,14 +147,6 @@ class CachingSessionStore(CachedStore):
 
     # -- flush protocol ------------------------------------------------------------------------------
 
-    def discard(self) -> None:
-        super().discard()
-        self._sessions.clear()
-
-    def close(self) -> None:
-        super().close()
-        self._sessions.clear()
-
     def _write_and_forward(self, store_key: bytes, value: Any, timestamp: int) -> None:
         below = self.below
         offset = len(store_key) - _SUFFIX
@@ -177,14 +164,6 @@ class CachingSessionStore(CachedStore):
             self._listener(Windowed(key, start, end), new, old, timestamp)
 
     # -- internals ---------------------------------------------------------------------------------
-
-    def _unindex(self, store_key: bytes) -> None:
-        raw_key = store_key[:-_SUFFIX]
-        sessions = self._sessions.get(raw_key)
-        if sessions is not None:
-            sessions.discard(store_key)
-            if not sessions:
-                del self._sessions[raw_key]
 
     def _stream_time(self) -> int:
         below = self.below.stream_time()

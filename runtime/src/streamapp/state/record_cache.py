@@ -39,6 +39,7 @@ from streamapp.state.stores import NO_TIMESTAMP, BytesKeyValueStore, TypedKeyVal
 
 __all__ = [
     "CACHE_ENTRY_OVERHEAD_BYTES",
+    "CacheIndex",
     "CachedStore",
     "CachingKeyValueStore",
     "DirtyEntry",
@@ -231,6 +232,44 @@ class NamedCache:
         self._thread.size_bytes -= size
 
 
+class CacheIndex:
+    """The keys of a named cache's entries grouped by record key bytes (a cache key is those bytes and a
+    fixed-size ``suffix``: window start, session end and start), for stores whose reads are ranges of one record
+    key (Kafka's cache is a sorted map it range-scans; ours is hashed). Keys leave as their entries leave the
+    cache (``NamedCache.on_remove``)."""
+
+    def __init__(self, cache: NamedCache, suffix: int) -> None:
+        self._groups: dict[bytes, set[bytes]] = {}
+        self._suffix = suffix
+        cache.on_remove = self.remove
+
+    def add(self, group: bytes, key: bytes) -> None:
+        keys = self._groups.get(group)
+        if keys is None:
+            self._groups[group] = {key}
+        else:
+            keys.add(key)
+
+    def get(self, group: bytes) -> set[bytes] | None:
+        """The cached keys of ``group`` (``None`` or empty: none)."""
+        return self._groups.get(group)
+
+    def remove(self, key: bytes) -> None:
+        group = key[: -self._suffix]
+        keys = self._groups.get(group)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._groups[group]
+
+    def clear(self) -> None:
+        self._groups.clear()
+
+    def snapshot(self) -> dict[bytes, set[bytes]]:
+        """A copy of the groups (tests)."""
+        return {group: set(keys) for group, keys in self._groups.items()}
+
+
 def cached_value_size(value: Any, serde: Serde, cache: NamedCache, key: bytes) -> int:
     """The size (bytes) an entry of ``key`` in ``cache`` counts for ``value``: 0 for ``None``, the length of a
     ``str`` / ``bytes``, 8 for a number; for a container, the size the entry already counts, or its serialized
@@ -258,6 +297,8 @@ class CachedStore:
     _thread: ThreadCache
     _cache: NamedCache
     _context: HeadersContext | None
+    _index: CacheIndex | None = None
+    """The cached keys per record key, for a store with range reads (cleared with the cache)."""
 
     def _attach(self, cache: ThreadCache, namespace: str, record_context: HeadersContext | None) -> None:
         self._thread = cache
@@ -276,9 +317,13 @@ class CachedStore:
     def discard(self) -> None:
         """Drop the cached entries unflushed (the task's uncommitted work is discarded)."""
         self._cache.clear()
+        if self._index is not None:
+            self._index.clear()
 
     def close(self) -> None:
         self._thread.close(self._cache.namespace)
+        if self._index is not None:
+            self._index.clear()
 
     def _cache_put(self, key: bytes, value: Any, timestamp: int, value_serde: Serde) -> None:
         """A dirty entry for ``key`` with the headers of the record being processed; a container value is

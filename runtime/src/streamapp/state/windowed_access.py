@@ -13,7 +13,7 @@ from typing import Any
 
 from streamapp.serdes import Serde, serde_for
 from streamapp.state.caching_session_store import CachingSessionStore
-from streamapp.state.caching_window_store import CachingWindowStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.record_cache import HeadersContext, ThreadCache
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
@@ -36,11 +36,19 @@ class WindowedStateAccess:
         self._cached_sessions: dict[str, CachingSessionStore] = {}
 
     def enable_cache(
-        self, name: str, cache: ThreadCache, namespace: str, record_context: HeadersContext | None
+        self,
+        name: str,
+        cache: ThreadCache,
+        namespace: str,
+        record_context: HeadersContext | None,
+        *,
+        range_reads: bool = False,
     ) -> CachingWindowStore:
         """Put the ``window`` store ``name`` behind the record cache (``streamapp.state.caching_window_store``):
-        ``cached_window_store(name)`` then returns the caching view (the task flushes it at commit)."""
-        view = self._cached[name] = CachingWindowStore(self.window_store(name), cache, namespace, record_context)
+        ``cached_window_store(name)`` then returns the caching view (the task flushes it at commit).
+        ``range_reads``: a ``CachingSlidingWindowStore``, whose ``fetch_range`` sees the cache (sliding windows)."""
+        kind = CachingSlidingWindowStore if range_reads else CachingWindowStore
+        view = self._cached[name] = kind(self.window_store(name), cache, namespace, record_context)
         return view
 
     def cached_window_store(self, name: str) -> WindowStore | CachingWindowStore:
