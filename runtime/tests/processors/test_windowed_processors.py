@@ -356,6 +356,10 @@ def test_a_cached_sliding_aggregation_flushed_at_any_points_ends_with_the_uncach
     assert {window: value for window, value in cached_out.latest().items() if window.start >= first_live} == live
     assert len(live) >= 10
     assert len(cached_out.records) < len(plain_out.records)
+    seen: dict[Any, Any] = {}
+    for window, change, _ in cached_out.records:  # each update's old value is what downstream last saw
+        assert change.old_value == seen.get(window)
+        seen[window] = change.new_value
 
 
 @pytest.fixture

@@ -118,14 +118,14 @@ class CachingSessionStore(CachedStore):
         raw_key = below.raw_key(key)
         found = below.find_sessions_raw_key(key, raw_key, earliest_session_end, latest_session_start)
         first_live = self._first_live_end()
-        cached = self._sessions.get(raw_key)
+        cached = self._sessions.range(raw_key, raw_key + _END_START.pack(max(earliest_session_end, 0), 0))
         if not cached:
             return [pair for pair in found if pair[0].end >= first_live]
         merged = {(session.end, session.start): (session, value) for session, value in found}
         cache, offset = self._cache, len(raw_key)
         for store_key in cached:
             end, start = _END_START.unpack_from(store_key, offset)
-            if end < earliest_session_end or start > latest_session_start:
+            if start > latest_session_start:
                 continue
             entry = cache.get(store_key)  # a use, as Kafka's cache range iterator's reads are
             assert entry is not None, "a cached session left the cache without leaving the index"

@@ -34,6 +34,7 @@ __all__ = ["CachingSlidingWindowStore", "CachingWindowStore", "WindowFlushListen
 
 _START_SEQ = struct.Struct(">qi")
 _SUFFIX = _START_SEQ.size
+_MAX_TIME = 2**63 - 1
 
 WindowFlushListener = Callable[[Windowed, Any, Any, int], None]
 """``(windowed key, new value, old value, timestamp)`` of one flushed window (values ``None`` when absent)."""
@@ -166,6 +167,10 @@ class CachingSlidingWindowStore(CachingWindowStore):
         """Largest window start put through this store (ms); -1 before the first put."""
         self._windows = self._index = CacheIndex(self._cache, _SUFFIX)
         """Record key bytes -> the store keys of its cached windows."""
+        self._read: tuple[bytes, int, int, dict[int, Any]] = (b"", 0, -1, {})
+        """The last ``fetch_range`` of a key: its bytes, the bounds, and what the store below held for each start
+        in them that the cache did not (``None``: no window): a put right after knows the old value a flush
+        forwards without reading the store below again (the point reads' ``_missed``, for ranges)."""
 
     def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
         """``CachingWindowStore.put``; a put to an expired window is dropped, as the store below drops it."""
@@ -175,7 +180,14 @@ class CachingSlidingWindowStore(CachingWindowStore):
         elif window_start < observed - self.below.retention_ms:
             return
         raw_key = self._raw_key(key)
-        self._windows.add(raw_key, raw_key + _START_SEQ.pack(window_start, 0))
+        store_key = raw_key + _START_SEQ.pack(window_start, 0)
+        self._windows.add(raw_key, store_key)
+        read_key, time_from, time_to, below = self._read
+        if read_key == raw_key and time_from <= window_start <= time_to:
+            old = below.get(window_start)
+            if old is not _UNKNOWN:
+                self._missed = (store_key, None if old is None else WindowValue(old, timestamp))
+                below[window_start] = _UNKNOWN  # from now on in the cache
         super().put(key, value, window_start, timestamp)
 
     def fetch_range(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, WindowValue]]:
@@ -183,15 +195,18 @@ class CachingSlidingWindowStore(CachingWindowStore):
         cached windows merged over the store below's (Kafka's ``CachingWindowStore.fetch(key, from, to)``)."""
         found = self.below.fetch_range(key, time_from, time_to)
         first_live = self._first_live_start()
-        cached = self._windows.get(self._raw_key(key))
+        raw_key = self._raw_key(key)
+        upper = raw_key + _START_SEQ.pack(time_to + 1, 0) if time_to < _MAX_TIME else None
+        cached = self._windows.range(raw_key, raw_key + _START_SEQ.pack(max(time_from, 0), 0), upper)
+        below: dict[int, Any] = {start: window.value for start, window in found}
+        self._read = (raw_key, time_from, time_to, below)
         if not cached:
             return [pair for pair in found if pair[0] >= first_live]
         merged = dict(found)
-        cache = self._cache
+        cache, offset = self._cache, len(raw_key)
         for store_key in cached:
-            start = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)[0]
-            if start < time_from or start > time_to:
-                continue
+            start = _START_SEQ.unpack_from(store_key, offset)[0]
+            below[start] = _UNKNOWN  # cached: the store below may change when the cache flushes it
             entry = cache.get(store_key)  # a use, as Kafka's cache range iterator's reads are
             assert entry is not None, "a cached window left the cache without leaving the index"
             value = entry[0][_VALUE]

@@ -29,6 +29,7 @@ record.
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -234,33 +235,44 @@ class NamedCache:
 
 class CacheIndex:
     """The keys of a named cache's entries grouped by record key bytes (a cache key is those bytes and a
-    fixed-size ``suffix``: window start, session end and start), for stores whose reads are ranges of one record
-    key (Kafka's cache is a sorted map it range-scans; ours is hashed). Keys leave as their entries leave the
-    cache (``NamedCache.on_remove``)."""
+    fixed-size ``suffix``: window start, session end and start), sorted, for stores whose reads are ranges of one
+    record key (Kafka's cache is a sorted map it range-scans; ours is hashed, so the index keeps the order). Keys
+    leave as their entries leave the cache (``NamedCache.on_remove``). Adding a key after the group's last one
+    (the usual case: windows and sessions move forward with stream time) is an append."""
 
     def __init__(self, cache: NamedCache, suffix: int) -> None:
-        self._groups: dict[bytes, set[bytes]] = {}
+        self._groups: dict[bytes, list[bytes]] = {}
         self._suffix = suffix
         cache.on_remove = self.remove
 
     def add(self, group: bytes, key: bytes) -> None:
         keys = self._groups.get(group)
         if keys is None:
-            self._groups[group] = {key}
+            self._groups[group] = [key]
+        elif keys[-1] < key:
+            keys.append(key)
         else:
-            keys.add(key)
+            at = bisect.bisect_left(keys, key)
+            if at == len(keys) or keys[at] != key:
+                keys.insert(at, key)
 
-    def get(self, group: bytes) -> set[bytes] | None:
-        """The cached keys of ``group`` (``None`` or empty: none)."""
-        return self._groups.get(group)
+    def range(self, group: bytes, lower: bytes, upper: bytes | None = None) -> list[bytes]:
+        """The cached keys of ``group`` with ``lower <= key < upper`` (``None``: no upper bound), in order."""
+        keys = self._groups.get(group)
+        if not keys:
+            return []
+        first = bisect.bisect_left(keys, lower)
+        return keys[first:] if upper is None else keys[first : bisect.bisect_left(keys, upper, first)]
 
     def remove(self, key: bytes) -> None:
         group = key[: -self._suffix]
         keys = self._groups.get(group)
         if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._groups[group]
+            at = bisect.bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                del keys[at]
+                if not keys:
+                    del self._groups[group]
 
     def clear(self) -> None:
         self._groups.clear()
