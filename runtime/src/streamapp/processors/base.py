@@ -152,8 +152,8 @@ class BuildContext:
         return self._windowed().window_store(name)
 
     def cached_window_store(self, name: str) -> WindowStore | CachingWindowStore:
-        """The task's ``window`` store ``name`` as a time-window aggregation writes it: behind the record cache
-        when the task caches it (``streamapp.state.caching_window_store``), else the plain view."""
+        """The task's ``window`` store ``name`` as a time-window or sliding-window aggregation writes it: behind
+        the record cache when the task caches it (``streamapp.state.caching_window_store``), else the plain view."""
         return self._windowed().cached_window_store(name)
 
     def session_store(self, name: str) -> SessionStore:

@@ -2,7 +2,9 @@
 ``suppress``.
 
 Each processor receives ``(key, value, timestamp)`` records of a grouped stream and forwards
-``(Windowed(key, start, end), Change(new aggregate, old aggregate), timestamp)`` for every window it updates.
+``(Windowed(key, start, end), Change(new aggregate, old aggregate), timestamp)`` for every window it updates, or,
+behind the record cache (``statestore.cache.max.bytes`` > 0, docs/record-cache.md), leaves forwarding to the
+cache's flush (Kafka's caching window and session stores with their flush listeners).
 Stream time is the largest timestamp the processor has seen (Kafka's per-processor ``observedStreamTime``, one
 per task); a record whose window is closed (see ``streamapp.topology.windows``) is dropped and counted in the
 task's ``dropped_records`` (Kafka's ``dropped-records`` sensor). Records with a negative timestamp are dropped

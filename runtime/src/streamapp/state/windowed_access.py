@@ -52,8 +52,8 @@ class WindowedStateAccess:
         return view
 
     def cached_window_store(self, name: str) -> WindowStore | CachingWindowStore:
-        """The view a time-window aggregation writes through: the caching view when ``enable_cache`` was called
-        for ``name``, else ``window_store(name)``."""
+        """The view a time-window or sliding-window aggregation writes through: the caching view when
+        ``enable_cache`` was called for ``name``, else ``window_store(name)``."""
         cached = self._cached.get(name)
         return cached if cached is not None else self.window_store(name)
 
