@@ -144,6 +144,48 @@ def test_sessions_merge_and_replaced_sessions_become_tombstones(engine: Engine) 
     ]
 
 
+KAFKA_DEFAULT_CACHE = {"statestore.cache.max.bytes": 10 * 1024 * 1024}
+"""Kafka's default record cache: on the broker, session and sliding-window updates merge between commits (Kafka's
+CachingSessionStore / CachingWindowStore); the driver commits after every record. The final tables agree."""
+
+
+def test_sessions_behind_the_default_record_cache_end_with_the_per_record_final_table(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("clicks", key_serde="string", value_serde="string", name="clicks")
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5 * SECOND, 60 * SECOND))
+        .count(name="clicks-per-session")
+        .to_stream(name="session-changes")
+        .to("session-counts", name="session-counts-out")
+    )
+    seconds = [("u", 1), ("v", 2), ("u", 10), ("v", 4), ("u", 5), ("v", 3), ("u", 7), ("v", 40), ("u", 30)]
+    seconds += [("v", 50), ("u", 33), ("v", 45), ("u", 31), ("u", 22), ("u", 26)]
+    inputs = [("clicks", key, "c", at * SECOND) for key, at in seconds]
+    out = engine.run(builder, inputs, ["session-counts"], KAFKA_DEFAULT_CACHE, compare="final")
+    assert final_values(out["session-counts"]) == {
+        Windowed("u", 1 * SECOND, 10 * SECOND): 4,  # 5 s bridges 1 s and 10 s; 7 s falls inside
+        Windowed("u", 22 * SECOND, 33 * SECOND): 5,  # 26 s bridges [22 s] and [30 s, 33 s]
+        Windowed("v", 2 * SECOND, 4 * SECOND): 3,
+        Windowed("v", 40 * SECOND, 50 * SECOND): 3,
+    }
+
+
+def test_sliding_windows_behind_the_default_record_cache_end_with_the_per_record_final_table(engine: Engine) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(10 * SECOND, 60 * SECOND))
+        .count(name="nearby")
+        .to_stream(name="nearby-changes")
+        .to("nearby", name="nearby-out")
+    )
+    inputs = [reading(t) for t in (20, 25, 40, 22, 31, 29, 45, 21)]
+    out = engine.run(builder, inputs, ["nearby"], KAFKA_DEFAULT_CACHE, compare="final")
+    assert final_values(out["nearby"])[window(15, 10)] == 4  # [15 s, 25 s]: 20, 21, 22, 25
+
+
 def test_windowed_counts_per_key_over_several_partitions(engine: Engine) -> None:
     topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 60 * SECOND))
     keys = [f"sensor-{i}" for i in range(6)]

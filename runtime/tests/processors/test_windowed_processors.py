@@ -1,7 +1,10 @@
-"""Windowed aggregations and suppress at the processor level: Kafka Streams' window semantics and late drops."""
+"""Windowed aggregations and suppress at the processor level: Kafka Streams' window semantics and late drops, and
+session and sliding-window aggregations behind the record cache."""
 
 from __future__ import annotations
 
+import copy
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +19,11 @@ from streamapp.processors.windowed import (
     TimeWindowAggregateProcessor,
 )
 from streamapp.serdes import serde_for
+from streamapp.state.caching_session_store import CachingSessionStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.memory import InMemoryKeyValueStore
+from streamapp.state.record_cache import ThreadCache
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import WindowStore
@@ -214,6 +220,171 @@ def test_a_session_is_late_when_its_end_plus_gap_plus_grace_is_before_stream_tim
     assert table[Windowed("k", 84, 86)] == 2
     assert table[Windowed("j", 85, 85)] == 1
     assert all(window.key != "i" for window in table)
+
+
+# -- behind the record cache (Kafka's CachingSessionStore with SessionCacheFlushListener): the processor only
+# writes and the flush forwards; flushed after every record (as the TopologyTestDriver commits) the updates are the
+# uncached ones, a record inside a flushed session giving one update instead of a tombstone and an update (as in
+# Kafka); flushed at any points, the final table and the store below are the uncached ones (sessions merged away
+# after they expired aside, as in Kafka).
+
+CACHED_SESSIONS = WindowSpec(type="session", gap_ms=10, grace_ms=50)
+
+
+def session_count(cache: ThreadCache | None) -> tuple[SessionWindowAggregateProcessor, Collect, SessionStore, Any]:
+    """A session count over a logged in-memory store, behind ``cache`` when given."""
+    below = SessionStore(logged(), STRING, LONG, retention_ms=CACHED_SESSIONS.min_retention_ms())
+    store: SessionStore | CachingSessionStore = below
+    if cache is not None:
+        store = CachingSessionStore(below, cache, "0_0-s")
+    out = Collect()
+    processor = SessionWindowAggregateProcessor(
+        "count",
+        store,
+        CACHED_SESSIONS,
+        lambda: 0,
+        lambda k, v, a: a + 1,
+        lambda k, a, b: a + b,
+        [out],
+        ProcessorMetrics(),
+    )
+    return processor, out, below, store
+
+
+def test_flushed_after_every_record_a_cached_session_count_forwards_the_uncached_updates() -> None:
+    processor, out, _, store = session_count(ThreadCache(10 << 20))
+    for t in (0, 30, 8, 3):
+        processor.process("k", "v", t)
+        store.flush()
+
+    assert out.records == [
+        (Windowed("k", 0, 0), Change(1, None), 0),
+        (Windowed("k", 30, 30), Change(1, None), 30),
+        (Windowed("k", 0, 0), Change(None, 1), 0),  # merged into [0, 8]: a tombstone, as uncached
+        (Windowed("k", 0, 8), Change(2, None), 8),
+        (Windowed("k", 0, 8), Change(3, 2), 8),  # inside [0, 8]: one update (uncached: a tombstone, then 3)
+    ]
+
+
+def test_a_cached_session_count_flushed_at_any_points_ends_with_the_uncached_table_and_store() -> None:
+    rng = random.Random(12)
+    plain, plain_out, plain_below, _ = session_count(None)
+    cached, cached_out, cached_below, store = session_count(ThreadCache(2_000))  # small: evictions too
+    for i in range(600):
+        key, t = rng.choice("abcd"), i * 3 + rng.randrange(-40, 40)
+        plain.process(key, "v", t)
+        cached.process(key, "v", t)
+        if rng.random() < 0.1:
+            store.flush()
+    store.flush()
+
+    # a session merged away after it expired below is not forwarded as a tombstone by a later flush (the store
+    # below no longer returns it, as Kafka's segmented store's get): compare the sessions live at the end
+    first_live = plain_below.observed_stream_time - plain_below.retention_ms
+    live = {session: count for session, count in plain_out.latest().items() if session.end >= first_live}
+    assert {session: count for session, count in cached_out.latest().items() if session.end >= first_live} == live
+    assert cached_below.all() == plain_below.all()
+    assert len(live) >= 5
+    assert len(cached_out.records) < len(plain_out.records)
+
+
+def test_suppressed_final_sessions_behind_the_cache_are_the_uncached_ones() -> None:
+    """Kafka: suppress downstream of a cached session store buffers the flushed updates, so its final results are
+    the same; it sees them at the flush."""
+    spec = WindowSpec(type="session", gap_ms=10, grace_ms=0)
+    emitted: list[list[tuple[Any, Any, int]]] = []
+    for cache in (None, ThreadCache(10 << 20)):
+        out, metrics = Collect(), ProcessorMetrics()
+        buffer = SuppressionBuffer(logged("buffer"), serde_for("session_windowed:string"), LONG)
+        suppress = SuppressProcessor("final", buffer, spec.close_grace_ms(), [out])
+        below = SessionStore(logged(), STRING, LONG, retention_ms=spec.min_retention_ms())
+        store = below if cache is None else CachingSessionStore(below, cache, "0_0-s")
+        p = SessionWindowAggregateProcessor(
+            "sessions", store, spec, lambda: 0, count, lambda k, a, b: a + b, [suppress], metrics
+        )
+        for i, t in enumerate((0, 5, 30, 12, 33, 70, 71, 100, 140)):
+            p.process("k" if i % 3 else "j", "v", t)
+            if cache is not None and i % 2:
+                store.flush()
+        if isinstance(store, CachingSessionStore):
+            store.flush()
+        emitted.append(out.records)
+    assert emitted[1] == emitted[0]
+    assert len(emitted[0]) >= 3
+
+
+class Snapshots(Collect):
+    """Keeps a copy of each forwarded change (a cached aggregate may later be updated in place)."""
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        super().process(key, Change(copy.deepcopy(value.new_value), copy.deepcopy(value.old_value)), timestamp)
+
+
+def append_in_place(key: Any, value: Any, aggregate: list[int]) -> list[int]:
+    aggregate.append(value)
+    return aggregate
+
+
+SLIDING_AGGREGATES = {
+    "count": (lambda: 0, count, LONG),
+    "list updated in place": (list, append_in_place, serde_for("json")),
+}
+
+
+def cached_sliding(kind: str, cache: ThreadCache | None) -> tuple[SlidingWindowAggregateProcessor, Collect, Any, Any]:
+    """A sliding-window aggregation (difference 20 ms, grace 40 ms) over a logged in-memory store, behind
+    ``cache`` when given."""
+    initializer, aggregator, serde = SLIDING_AGGREGATES[kind]
+    spec = WindowSpec(type="sliding", time_difference_ms=20, grace_ms=40)
+    below = WindowStore(logged(), STRING, serde, retention_ms=spec.min_retention_ms(), window_size_ms=20)
+    store: WindowStore | CachingSlidingWindowStore = below
+    if cache is not None:
+        store = CachingSlidingWindowStore(below, cache, "0_0-sliding")
+    out = Snapshots()
+    processor = SlidingWindowAggregateProcessor(
+        "sliding", store, spec, initializer, aggregator, [out], ProcessorMetrics()
+    )
+    return processor, out, below, store
+
+
+def test_flushed_after_every_record_a_cached_sliding_count_forwards_the_uncached_windows_and_values() -> None:
+    plain, plain_out, _, _ = cached_sliding("count", None)
+    cached, cached_out, _, store = cached_sliding("count", ThreadCache(10 << 20))
+    for t in (30, 35, 50, 33, 80, 31):
+        plain.process("k", "v", t)
+        cached.process("k", "v", t)
+        store.flush()
+
+    def updates(out: Collect) -> list[tuple[Any, Any, int]]:
+        return [(key, change.new_value, ts) for key, change, ts in out.records]
+
+    assert updates(cached_out) == updates(plain_out)
+    assert cached_out.records[0] == (Windowed("k", 10, 30), Change(1, None), 30)  # new: no old value (Kafka's)
+
+
+@pytest.mark.parametrize("kind", sorted(SLIDING_AGGREGATES))
+def test_a_cached_sliding_aggregation_flushed_at_any_points_ends_with_the_uncached_table_and_store(kind: str) -> None:
+    rng = random.Random(7)
+    plain, plain_out, plain_below, _ = cached_sliding(kind, None)
+    cached, cached_out, cached_below, store = cached_sliding(kind, ThreadCache(3_000))  # small: evictions too
+    for i in range(600):
+        key, t = rng.choice("ab"), i * 3 + rng.randrange(-30, 30)
+        plain.process(key, i, t)
+        cached.process(key, i, t)
+        if rng.random() < 0.1:
+            store.flush()
+    store.flush()
+
+    assert cached_below.all() == plain_below.all()
+    first_live = plain_below.observed_stream_time - plain_below.retention_ms
+    live = {window: value for window, value in plain_out.latest().items() if window.start >= first_live}
+    assert {window: value for window, value in cached_out.latest().items() if window.start >= first_live} == live
+    assert len(live) >= 10
+    assert len(cached_out.records) < len(plain_out.records)
+    seen: dict[Any, Any] = {}
+    for window, change, _ in cached_out.records:  # each update's old value is what downstream last saw
+        assert change.old_value == seen.get(window)
+        seen[window] = change.new_value
 
 
 @pytest.fixture

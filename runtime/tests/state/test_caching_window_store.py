@@ -1,6 +1,6 @@
 """A window store behind the record cache (Kafka's CachingWindowStore): a window updated many times between two
 flushes is written below and forwarded once, with the value the store below held as the old value; reads see the
-cache; a discard drops the cached windows."""
+cache (range reads too, for sliding windows); a discard drops the cached windows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from logged_store_fixtures import LoggedStore
 from streamapp.serdes import serde_for
-from streamapp.state.caching_window_store import CachingWindowStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.record_cache import ThreadCache
 from streamapp.state.window_store import WindowStore, WindowValue
 from streamapp.windowed import Windowed
@@ -120,3 +120,66 @@ def test_cached_windows_of_immutable_aggregates_cost_the_garbage_collector_nothi
     entries = list(windows.store._cache._entries.values())
     assert len(entries) == 101
     assert not any(gc.is_tracked(entry) for entry in entries)
+
+
+# -- range reads (sliding windows, Kafka's CachingWindowStore.fetch(key, from, to)) ---------------------------
+
+
+class CachedSlidingWindows(CachedWindows):
+    """``CachedWindows`` through a ``CachingSlidingWindowStore``."""
+
+    def __init__(self, cache: ThreadCache) -> None:
+        super().__init__(cache)
+        self.store = CachingSlidingWindowStore(self.below, cache, "0_0-sliding")
+        self.store.set_flush_listener(lambda key, new, old, ts: self.forwarded.append((key, new, old, ts)))
+
+
+def test_a_range_read_merges_the_cached_windows_over_the_store_below_by_start() -> None:
+    windows = CachedSlidingWindows(ThreadCache(10 << 20))
+    windows.count("a", 0, 1)
+    windows.count("a", 20, 21)
+    windows.store.flush()
+    windows.logged.commit()
+    windows.count("a", 10, 11)  # cached only
+    windows.count("a", 20, 22)  # cached over the stored 1
+    windows.count("b", 15, 15)  # another key's window is not in "a"'s reads
+
+    assert windows.below.fetch_range("a", 0, 100) == [(0, WindowValue(1, 1)), (20, WindowValue(1, 21))]
+    assert windows.store.fetch_range("a", 0, 100) == [
+        (0, WindowValue(1, 1)),
+        (10, WindowValue(1, 11)),
+        (20, WindowValue(2, 22)),
+    ]
+    assert windows.store.fetch_range("a", 5, 15) == [(10, WindowValue(1, 11))]
+    windows.store.flush()
+    assert windows.forwarded[2:] == [
+        (Windowed("a", 10, 10 + SIZE), 1, None, 11),
+        (Windowed("a", 20, 20 + SIZE), 2, 1, 22),
+        (Windowed("b", 15, 15 + SIZE), 1, None, 15),
+    ]
+
+
+def test_range_reads_hide_expired_windows_and_evicted_windows_are_read_from_below() -> None:
+    windows = CachedSlidingWindows(ThreadCache(500))  # room for two windows (225 bytes each)
+    windows.count("a", 0, 0)
+    windows.count("a", 10, 10)
+    windows.count("a", 20, 20)  # evicts the window at 0: all three flushed below
+    assert windows.store._windows.snapshot() == {
+        b"a": {b"a" + start.to_bytes(8, "big") + bytes(4) for start in (10, 20)}
+    }
+    assert [start for start, _ in windows.store.fetch_range("a", 0, 100)] == [0, 10, 20]
+
+    windows.store.put("a", 1, 2 * SIZE + 15, 2 * SIZE + 15)  # stream time: windows starting before 15 expire
+    windows.store.put("a", 9, 5, 5)  # dropped
+    assert [start for start, _ in windows.store.fetch_range("a", 0, 3 * SIZE)] == [20, 2 * SIZE + 15]
+
+
+def test_a_mutable_aggregate_seeding_another_window_is_a_copy() -> None:
+    logged = LoggedStore("memory", Path("."))
+    below = WindowStore(
+        logged.logged, serde_for("string"), serde_for("json"), retention_ms=2 * SIZE, window_size_ms=SIZE
+    )
+    store = CachingSlidingWindowStore(below, ThreadCache(10 << 20), "0_0-lists")
+    aggregate = [1]
+    assert store.detached(aggregate) == [1] and store.detached(aggregate) is not aggregate
+    assert store.detached(7) == 7

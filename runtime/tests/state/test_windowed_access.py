@@ -1,12 +1,15 @@
-"""WindowedStateAccess: one cached view per store, typed by the store spec, and the suppress close grace."""
+"""WindowedStateAccess: one cached view per store, typed by the store spec, the record cache's views, and the
+suppress close grace."""
 
 from __future__ import annotations
 
 import pytest
 from streamapp import SessionWindows, StreamsBuilder, Suppressed, TimeWindows
 from streamapp.kafka.types import TopicPartition
+from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.memory import InMemoryKeyValueStore
+from streamapp.state.record_cache import ThreadCache
 from streamapp.state.windowed_access import WindowedStateAccess
 
 
@@ -46,3 +49,19 @@ def test_suppress_waits_for_the_grace_of_time_windows_and_gap_plus_grace_of_sess
     state = access()
     assert state.close_grace("final") == 3
     assert state.close_grace("final-sessions") == 7
+
+
+def test_a_store_put_behind_the_record_cache_is_written_through_its_caching_view_over_the_plain_one() -> None:
+    state = access()
+    cache = ThreadCache(1 << 20)
+    assert state.cached_window_store("counts-store") is state.window_store("counts-store")  # not cached yet
+    assert state.cached_session_store("sessions-store") is state.session_store("sessions-store")
+
+    windows = state.enable_cache("counts-store", cache, "0_0-counts-store", None)
+    sliding = state.enable_cache("counts-store", cache, "0_1-counts-store", None, range_reads=True)
+    sessions = state.enable_session_cache("sessions-store", cache, "0_0-sessions-store", None)
+
+    assert type(windows) is CachingWindowStore and isinstance(sliding, CachingSlidingWindowStore)
+    assert state.cached_window_store("counts-store") is sliding
+    assert state.cached_session_store("sessions-store") is sessions
+    assert sessions.below is state.session_store("sessions-store")

@@ -35,6 +35,7 @@ from streamapp.processors.base import RecordContext
 from streamapp.processors.io import RecordSerializationError
 from streamapp.processors.process import ProcessorHooks, PunctuationError
 from streamapp.serdes import Serde, serde_for
+from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -126,13 +127,24 @@ def open_task_stores(
     return stores
 
 
-def cached_window_stores(description: TopologyDescription) -> frozenset[str]:
-    """The ``window`` stores a task puts behind the record cache when it is on: those of tumbling and hopping
-    window aggregations (``streamapp.state.caching_window_store``; sliding and session windows are not cached)."""
+def cached_window_stores(description: TopologyDescription) -> dict[str, bool]:
+    """The ``window`` stores a task puts behind the record cache when it is on (``streamapp.state.
+    caching_window_store``), each with whether its aggregation reads ranges: those of tumbling and hopping window
+    aggregations (single windows: False) and of sliding-window aggregations (True)."""
+    return {
+        node.store: node.windows.type == "sliding"
+        for node in description.nodes
+        if isinstance(node, WindowedAggregationNode) and node.windows.type in ("tumbling", "hopping", "sliding")
+    }
+
+
+def cached_session_stores(description: TopologyDescription) -> frozenset[str]:
+    """The ``session`` stores a task puts behind the record cache when it is on: those of session-window
+    aggregations (``streamapp.state.caching_session_store``, Kafka's ``CachingSessionStore``)."""
     return frozenset(
         node.store
         for node in description.nodes
-        if isinstance(node, WindowedAggregationNode) and node.windows.type in ("tumbling", "hopping")
+        if isinstance(node, WindowedAggregationNode) and node.windows.type == "session"
     )
 
 
@@ -175,8 +187,9 @@ class StreamTask:
         self.record_cache = record_cache
         """The stream thread's record cache (``statestore.cache.max.bytes`` > 0), or ``None``: caching off. Set
         before ``initialize``."""
-        self._caching: dict[str, CachingKeyValueStore | CachingWindowStore] = {}
-        """The task's stores behind the record cache, flushed at commit (key-value and time-window stores)."""
+        self._caching: dict[str, CachingKeyValueStore | CachingWindowStore | CachingSessionStore] = {}
+        """The task's stores behind the record cache, flushed at commit (key-value, time-window and session
+        stores)."""
         self.description = description
         self.subtopology = subtopology
         self.application_id = application_id
@@ -254,8 +267,13 @@ class StreamTask:
         self._log_checkpoint_mismatch()
         self.windowed_state = WindowedStateAccess(self.description, self.stores)
         if self.record_cache is not None:
-            for name in cached_window_stores(self.description) & set(self.subtopology.stores):
-                self._caching[name] = self.windowed_state.enable_cache(
+            for name, range_reads in cached_window_stores(self.description).items():
+                if name in self.subtopology.stores:
+                    self._caching[name] = self.windowed_state.enable_cache(
+                        name, self.record_cache, f"{self.id}-{name}", self.record_context, range_reads=range_reads
+                    )
+            for name in cached_session_stores(self.description) & set(self.subtopology.stores):
+                self._caching[name] = self.windowed_state.enable_session_cache(
                     name, self.record_cache, f"{self.id}-{name}", self.record_context
                 )
         ctx = BuildContext(

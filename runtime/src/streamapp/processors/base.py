@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from streamapp.kafka.types import Headers
+from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import TypedKeyValueStore
@@ -152,13 +153,18 @@ class BuildContext:
         return self._windowed().window_store(name)
 
     def cached_window_store(self, name: str) -> WindowStore | CachingWindowStore:
-        """The task's ``window`` store ``name`` as a time-window aggregation writes it: behind the record cache
-        when the task caches it (``streamapp.state.caching_window_store``), else the plain view."""
+        """The task's ``window`` store ``name`` as a time-window or sliding-window aggregation writes it: behind
+        the record cache when the task caches it (``streamapp.state.caching_window_store``), else the plain view."""
         return self._windowed().cached_window_store(name)
 
     def session_store(self, name: str) -> SessionStore:
         """The task's ``session`` store ``name``; KeyError when the task has none."""
         return self._windowed().session_store(name)
+
+    def cached_session_store(self, name: str) -> SessionStore | CachingSessionStore:
+        """The task's ``session`` store ``name`` as a session-window aggregation writes it: behind the record
+        cache when the task caches it (``streamapp.state.caching_session_store``), else the plain view."""
+        return self._windowed().cached_session_store(name)
 
     def suppression_buffer(self, name: str) -> SuppressionBuffer:
         """The suppression buffer kept in the task's ``key_value`` store ``name``."""

@@ -2,7 +2,9 @@
 ``suppress``.
 
 Each processor receives ``(key, value, timestamp)`` records of a grouped stream and forwards
-``(Windowed(key, start, end), Change(new aggregate, old aggregate), timestamp)`` for every window it updates.
+``(Windowed(key, start, end), Change(new aggregate, old aggregate), timestamp)`` for every window it updates, or,
+behind the record cache (``statestore.cache.max.bytes`` > 0, docs/record-cache.md), leaves forwarding to the
+cache's flush (Kafka's caching window and session stores with their flush listeners).
 Stream time is the largest timestamp the processor has seen (Kafka's per-processor ``observedStreamTime``, one
 per task); a record whose window is closed (see ``streamapp.topology.windows``) is dropped and counted in the
 task's ``dropped_records`` (Kafka's ``dropped-records`` sensor). Records with a negative timestamp are dropped
@@ -28,7 +30,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordContext
-from streamapp.state.caching_window_store import CachingWindowStore
+from streamapp.state.caching_session_store import CachingSessionStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import BufferedUpdate, SuppressionBuffer
 from streamapp.state.window_store import WindowStore, WindowValue
@@ -171,12 +174,17 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
     records with ``t < d`` share the window ``[0, d]``. A record is late when ``t + d < streamTime - grace``; a
     window it would update is skipped (counted as dropped) when ``end < streamTime - grace``. Null keys and null
     values are dropped.
+
+    Behind the record cache (a ``CachingSlidingWindowStore``, Kafka's ``CachingWindowStore`` with
+    ``TimestampedCacheFlushListener``) the processor only writes: each window is forwarded when the cache flushes
+    it, as ``Change(new, old)`` with ``old`` the value last flushed, at the window's timestamp. A window created
+    from another window's aggregate gets a copy of it (``CachingSlidingWindowStore.detached``).
     """
 
     def __init__(
         self,
         name: str,
-        store: WindowStore,
+        store: WindowStore | CachingSlidingWindowStore,
         windows: WindowSpec,
         initializer: Initializer,
         aggregator: Aggregator,
@@ -186,6 +194,17 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
         super().__init__(name, windows, initializer, aggregator, children, metrics)
         self._store = store
         self._diff = windows.size
+        self._cache: CachingSlidingWindowStore | None = None
+        if isinstance(store, CachingSlidingWindowStore):
+            self._cache = store
+            store.set_flush_listener(self._forward_flushed)
+
+    def _forward_flushed(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
+        self._forward(windowed, Change(new, old), timestamp)
+
+    def _seed(self, aggregate: Any) -> Any:
+        """Another window's aggregate as the start of a new window: a copy of a cached mutable one."""
+        return aggregate if self._cache is None else self._cache.detached(aggregate)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None or value is None:
@@ -291,7 +310,7 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
                 self._update(key, value, timestamp, previous_right_start, self._empty(timestamp), close_time)
         if not left_created:
             if previous_timestamp is not None and left_agg is not None and timestamp - diff <= previous_timestamp:
-                left = WindowValue(left_agg.value, timestamp)
+                left = WindowValue(self._seed(left_agg.value), timestamp)
             else:
                 left = self._empty(timestamp)
             self._update(key, value, timestamp, timestamp - diff, left, close_time)
@@ -301,8 +320,10 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
     def _create_right_window(self, key: Any, timestamp: int, right_agg: WindowValue) -> None:
         """The record's right window ``[t + 1, t + 1 + d]`` holds what its right neighbours hold (no update)."""
         start = timestamp + 1
-        self._store.put(key, right_agg.value, start, right_agg.timestamp)
-        self._forward(Windowed(key, start, start + self._diff), Change(right_agg.value, None), right_agg.timestamp)
+        value = self._seed(right_agg.value)
+        self._store.put(key, value, start, right_agg.timestamp)
+        if self._cache is None:
+            self._forward(Windowed(key, start, start + self._diff), Change(value, None), right_agg.timestamp)
 
     def _empty(self, timestamp: int) -> WindowValue:
         return WindowValue(self._initializer(), timestamp)
@@ -316,7 +337,8 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
         new_agg = self._aggregator(key, value, old_agg)
         new_timestamp = timestamp if old_agg is None else max(timestamp, current.timestamp)
         self._store.put(key, new_agg, start, new_timestamp)
-        self._forward(Windowed(key, start, end), Change(new_agg, old_agg), new_timestamp)
+        if self._cache is None:
+            self._forward(Windowed(key, start, end), Change(new_agg, old_agg), new_timestamp)
 
 
 class SessionWindowAggregateProcessor(_WindowAggregateBase):
@@ -327,12 +349,17 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
     late, and the record dropped, when ``end < streamTime - grace - gap``. Replaced sessions are forwarded as
     tombstones ``Change(None, old)``; the new session as ``Change(agg, None)``, all timestamped with the
     session's end. Null keys are dropped.
+
+    Behind the record cache (a ``CachingSessionStore``, Kafka's ``CachingSessionStore`` with
+    ``SessionCacheFlushListener``) the processor only writes: each session is forwarded when the cache flushes
+    it, as ``Change(new, old)`` with ``old`` the value last flushed (so a record inside an existing session gives
+    one update, not a tombstone and an update), and a flushed session merged away as ``Change(None, old)``.
     """
 
     def __init__(
         self,
         name: str,
-        store: SessionStore,
+        store: SessionStore | CachingSessionStore,
         windows: WindowSpec,
         initializer: Initializer,
         aggregator: Aggregator,
@@ -345,6 +372,12 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
         self._merger = merger
         assert windows.gap_ms is not None
         self._gap = windows.gap_ms
+        self._cached = isinstance(store, CachingSessionStore)
+        if isinstance(store, CachingSessionStore):
+            store.set_flush_listener(self._forward_flushed)
+
+    def _forward_flushed(self, session: Windowed, new: Any, old: Any, timestamp: int) -> None:
+        self._forward(session, Change(new, old), timestamp)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
@@ -364,14 +397,17 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
         if end < close_time:
             self._drop(f"expired session [{start},{end}]", key, timestamp)
             return
+        cached = self._cached
         if (start, end) != (timestamp, timestamp):
             for session, session_agg in merged:
                 self._store.remove(session)
-                self._forward(session, Change(None, session_agg), session.end)
+                if not cached:
+                    self._forward(session, Change(None, session_agg), session.end)
         agg = self._aggregator(key, value, agg)
         session_key = Windowed(key, start, end)
         self._store.put(session_key, agg)
-        self._forward(session_key, Change(agg, None), end)
+        if not cached:
+            self._forward(session_key, Change(agg, None), end)
 
 
 # -- count / reduce / aggregate as (initializer, aggregator, merger) ----------------------------------------
@@ -419,11 +455,20 @@ def build_windowed_aggregation(
     if windows.type == "session":
         assert merger is not None
         return SessionWindowAggregateProcessor(
-            node.name, ctx.session_store(node.store), windows, initializer, aggregator, merger, children, ctx.metrics
+            node.name,
+            ctx.cached_session_store(node.store),
+            windows,
+            initializer,
+            aggregator,
+            merger,
+            children,
+            ctx.metrics,
         )
     if windows.type == "sliding":
+        sliding = ctx.cached_window_store(node.store)
+        assert not isinstance(sliding, CachingWindowStore) or isinstance(sliding, CachingSlidingWindowStore)
         return SlidingWindowAggregateProcessor(
-            node.name, ctx.window_store(node.store), windows, initializer, aggregator, children, ctx.metrics
+            node.name, sliding, windows, initializer, aggregator, children, ctx.metrics
         )
     store = ctx.cached_window_store(node.store)
     return TimeWindowAggregateProcessor(node.name, store, windows, initializer, aggregator, children, ctx.metrics)

@@ -12,10 +12,12 @@ what the store below held (what downstream last saw; Kafka's ``TimestampedCacheF
 
 Sizes are counted as the key-value cache counts them (``record_cache.cached_value_size``); a container aggregate is
 sized when its window enters the cache and not re-measured at flush. A flush does not read the store below again
-for an immutable aggregate (a count): see ``CachingWindowStore``. Range reads (``fetch_range``, ``all``) are
-not cached: they read the store below, i.e. the windows as of the last
-flush, which is why only time windows, whose processor reads single windows, are cached (Kafka caches sliding and
-session stores too, with merged range iterators; not done here).
+for an immutable aggregate (a count): see ``CachingWindowStore``. ``CachingWindowStore`` reads single windows
+(what a tumbling or hopping aggregation reads); its ``CachingSlidingWindowStore`` also merges the cache into range
+reads (``fetch_range``, what a sliding-window aggregation reads; Kafka's ``CachingWindowStore.fetch(key, from,
+to)`` with ``MergedSortedCacheWindowStoreIterator``): a cached window replaces the store's, by start. It indexes
+its cached windows per record key (Kafka's cache is a sorted map it range-scans; ours is hashed), which the time
+windows' puts do not pay for. Session stores are cached by ``streamapp.state.caching_session_store``.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from streamapp.state.record_cache import CachedStore, HeadersContext, ThreadCache, cached_value_size
+from streamapp.state.record_cache import CachedStore, CacheIndex, HeadersContext, ThreadCache, cached_value_size
 from streamapp.state.window_store import WindowStore, WindowValue
 from streamapp.windowed import Windowed
 
-__all__ = ["CachingWindowStore", "WindowFlushListener"]
+__all__ = ["CachingSlidingWindowStore", "CachingWindowStore", "WindowFlushListener"]
 
 _START_SEQ = struct.Struct(">qi")
 _SUFFIX = _START_SEQ.size
+_MAX_TIME = 2**63 - 1
 
 WindowFlushListener = Callable[[Windowed, Any, Any, int], None]
 """``(windowed key, new value, old value, timestamp)`` of one flushed window (values ``None`` when absent)."""
@@ -141,3 +144,93 @@ class CachingWindowStore(CachedStore):
         self.below.put_raw_key(raw_key, new, start, timestamp)
         if self._listener is not None:
             self._listener(Windowed(key, start, start + self.window_size_ms), new, below, timestamp)
+
+
+class CachingSlidingWindowStore(CachingWindowStore):
+    """A ``CachingWindowStore`` whose ``fetch_range`` merges the cache over the store below (see the module
+    docstring), for sliding-window aggregations.
+
+    Retention as in ``streamapp.state.window_store``: the observed stream time is the largest window start put
+    (here or below); a window with ``start < observed - retention`` is invisible and puts to it are dropped.
+    """
+
+    def __init__(
+        self,
+        below: WindowStore,
+        cache: ThreadCache,
+        namespace: str,
+        record_context: HeadersContext | None = None,
+    ) -> None:
+        super().__init__(below, cache, namespace, record_context)
+        self.retention_ms = below.retention_ms
+        self.observed_stream_time = -1
+        """Largest window start put through this store (ms); -1 before the first put."""
+        self._windows = self._index = CacheIndex(self._cache, _SUFFIX)
+        """Record key bytes -> the store keys of its cached windows."""
+        self._read: tuple[bytes, int, int, dict[int, Any]] = (b"", 0, -1, {})
+        """The last ``fetch_range`` of a key: its bytes, the bounds, and what the store below held for each start
+        in them that the cache did not (``None``: no window): a put right after knows the old value a flush
+        forwards without reading the store below again (the point reads' ``_missed``, for ranges)."""
+
+    def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
+        """``CachingWindowStore.put``; a put to an expired window is dropped, as the store below drops it."""
+        observed = self._stream_time()
+        if window_start > observed:
+            observed = self.observed_stream_time = window_start
+        elif window_start < observed - self.below.retention_ms:
+            return
+        raw_key = self._raw_key(key)
+        store_key = raw_key + _START_SEQ.pack(window_start, 0)
+        self._windows.add(raw_key, store_key)
+        read_key, time_from, time_to, below = self._read
+        if read_key == raw_key and time_from <= window_start <= time_to:
+            old = below.get(window_start)
+            if old is not _UNKNOWN:
+                self._missed = (store_key, None if old is None else WindowValue(old, timestamp))
+                below[window_start] = _UNKNOWN  # from now on in the cache
+        super().put(key, value, window_start, timestamp)
+
+    def fetch_range(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, WindowValue]]:
+        """``[(start, value)]`` of ``key``'s live windows with ``time_from <= start <= time_to``, by start: the
+        cached windows merged over the store below's (Kafka's ``CachingWindowStore.fetch(key, from, to)``)."""
+        found = self.below.fetch_range(key, time_from, time_to)
+        first_live = self._first_live_start()
+        raw_key = self._raw_key(key)
+        upper = raw_key + _START_SEQ.pack(time_to + 1, 0) if time_to < _MAX_TIME else None
+        cached = self._windows.range(raw_key, raw_key + _START_SEQ.pack(max(time_from, 0), 0), upper)
+        below: dict[int, Any] = {start: window.value for start, window in found}
+        self._read = (raw_key, time_from, time_to, below)
+        if not cached:
+            return [pair for pair in found if pair[0] >= first_live]
+        merged = dict(found)
+        cache, offset = self._cache, len(raw_key)
+        for store_key in cached:
+            start = _START_SEQ.unpack_from(store_key, offset)[0]
+            below[start] = _UNKNOWN  # cached: the store below may change when the cache flushes it
+            entry = cache.get(store_key)  # a use, as Kafka's cache range iterator's reads are
+            assert entry is not None, "a cached window left the cache without leaving the index"
+            value = entry[0][_VALUE]
+            if value is None:
+                merged.pop(start, None)
+            else:
+                merged[start] = WindowValue(value, entry[1])
+        return [(start, merged[start]) for start in sorted(merged) if start >= first_live]
+
+    def detached(self, value: Any) -> Any:
+        """``value``, or a copy of it (a serde round trip) when it is mutable: an aggregate that seeds another
+        window must not be shared with the cache entry it was read from, as an aggregator may update it in place
+        (Kafka's cache holds bytes, so each read is a copy)."""
+        if value is None or type(value) in _IMMUTABLE_VALUE_TYPES:
+            return value
+        serde = self._value_serde
+        return serde.deserialize(serde.serialize(value))
+
+    def _stream_time(self) -> int:
+        below = self.below.stream_time()
+        if below > self.observed_stream_time:
+            self.observed_stream_time = below
+        return self.observed_stream_time
+
+    def _first_live_start(self) -> int:
+        observed = self._stream_time()
+        return 0 if observed < 0 else max(0, observed - self.retention_ms)

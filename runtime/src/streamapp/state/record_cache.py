@@ -29,6 +29,7 @@ record.
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -39,6 +40,7 @@ from streamapp.state.stores import NO_TIMESTAMP, BytesKeyValueStore, TypedKeyVal
 
 __all__ = [
     "CACHE_ENTRY_OVERHEAD_BYTES",
+    "CacheIndex",
     "CachedStore",
     "CachingKeyValueStore",
     "DirtyEntry",
@@ -116,6 +118,9 @@ class NamedCache:
         costs the collector nothing (lists would be scanned at every full collection: ~25% of a windowed count)."""
         self._dirty: dict[bytes, None] = {}
         self.size_bytes = 0
+        self.on_remove: Callable[[bytes], None] | None = None
+        """Called with the key of each entry that leaves the cache by eviction or as a flushed delete (a store
+        that indexes its cached keys, e.g. ``streamapp.state.caching_session_store``); ``clear`` does not call it."""
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -185,6 +190,8 @@ class NamedCache:
         after it (Kafka's ``NamedCache.evict``)."""
         key, (value, timestamp, size, headers) = self._entries.popitem(last=False)
         self._shrink(size)
+        if self.on_remove is not None:
+            self.on_remove(key)
         if key in self._dirty:
             del self._dirty[key]
             self._flush([(key, value, timestamp, headers)])
@@ -218,10 +225,61 @@ class NamedCache:
                 if entry is not None and entry[0] is None and key not in self._dirty:
                     del entries[key]
                     self._shrink(entry[2])
+                    if self.on_remove is not None:
+                        self.on_remove(key)
 
     def _shrink(self, size: int) -> None:
         self.size_bytes -= size
         self._thread.size_bytes -= size
+
+
+class CacheIndex:
+    """The keys of a named cache's entries grouped by record key bytes (a cache key is those bytes and a
+    fixed-size ``suffix``: window start, session end and start), sorted, for stores whose reads are ranges of one
+    record key (Kafka's cache is a sorted map it range-scans; ours is hashed, so the index keeps the order). Keys
+    leave as their entries leave the cache (``NamedCache.on_remove``). Adding a key after the group's last one
+    (the usual case: windows and sessions move forward with stream time) is an append."""
+
+    def __init__(self, cache: NamedCache, suffix: int) -> None:
+        self._groups: dict[bytes, list[bytes]] = {}
+        self._suffix = suffix
+        cache.on_remove = self.remove
+
+    def add(self, group: bytes, key: bytes) -> None:
+        keys = self._groups.get(group)
+        if keys is None:
+            self._groups[group] = [key]
+        elif keys[-1] < key:
+            keys.append(key)
+        else:
+            at = bisect.bisect_left(keys, key)
+            if at == len(keys) or keys[at] != key:
+                keys.insert(at, key)
+
+    def range(self, group: bytes, lower: bytes, upper: bytes | None = None) -> list[bytes]:
+        """The cached keys of ``group`` with ``lower <= key < upper`` (``None``: no upper bound), in order."""
+        keys = self._groups.get(group)
+        if not keys:
+            return []
+        first = bisect.bisect_left(keys, lower)
+        return keys[first:] if upper is None else keys[first : bisect.bisect_left(keys, upper, first)]
+
+    def remove(self, key: bytes) -> None:
+        group = key[: -self._suffix]
+        keys = self._groups.get(group)
+        if keys is not None:
+            at = bisect.bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                del keys[at]
+                if not keys:
+                    del self._groups[group]
+
+    def clear(self) -> None:
+        self._groups.clear()
+
+    def snapshot(self) -> dict[bytes, set[bytes]]:
+        """A copy of the groups (tests)."""
+        return {group: set(keys) for group, keys in self._groups.items()}
 
 
 def cached_value_size(value: Any, serde: Serde, cache: NamedCache, key: bytes) -> int:
@@ -251,6 +309,8 @@ class CachedStore:
     _thread: ThreadCache
     _cache: NamedCache
     _context: HeadersContext | None
+    _index: CacheIndex | None = None
+    """The cached keys per record key, for a store with range reads (cleared with the cache)."""
 
     def _attach(self, cache: ThreadCache, namespace: str, record_context: HeadersContext | None) -> None:
         self._thread = cache
@@ -269,9 +329,13 @@ class CachedStore:
     def discard(self) -> None:
         """Drop the cached entries unflushed (the task's uncommitted work is discarded)."""
         self._cache.clear()
+        if self._index is not None:
+            self._index.clear()
 
     def close(self) -> None:
         self._thread.close(self._cache.namespace)
+        if self._index is not None:
+            self._index.clear()
 
     def _cache_put(self, key: bytes, value: Any, timestamp: int, value_serde: Serde) -> None:
         """A dirty entry for ``key`` with the headers of the record being processed; a container value is

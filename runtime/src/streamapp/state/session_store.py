@@ -73,14 +73,17 @@ class SessionStore:
     def put(self, session: Windowed, value: Any) -> None:
         """Store ``value`` as the aggregate of ``session``; ``None`` removes it. Puts to expired sessions are
         dropped."""
-        raw_key = self._raw_key(session.key)
+        self.put_raw_key(self.raw_key(session.key), session.start, session.end, value)
+
+    def put_raw_key(self, raw_key: bytes, start: int, end: int, value: Any) -> None:
+        """``put`` of the session ``[start, end]`` (ms) of a record key already serialized by the key serde."""
         self._sync_stream_time()
         self._expiry.before_write(self.observed_stream_time)
-        if session.end > self.observed_stream_time:
-            self.observed_stream_time = session.end
-        if self._expired(session.end):
+        if end > self.observed_stream_time:
+            self.observed_stream_time = end
+        if self._expired(end):
             return
-        store_key = raw_key + _END_START.pack(session.end, session.start)
+        store_key = raw_key + _END_START.pack(end, start)
         self._reader.forget_if_applied()
         self._store.put(store_key, self._value_serde.serialize(value))
         self._reader.note_write(raw_key, store_key)
@@ -97,7 +100,12 @@ class SessionStore:
         """``key``'s live sessions with ``end >= earliest_session_end`` and ``start <= latest_session_start``,
         ordered by end then start (Kafka's ``findSessions(key, earliestSessionEndTime, latestSessionStartTime)``).
         """
-        raw_key = self._raw_key(key)
+        return self.find_sessions_raw_key(key, self.raw_key(key), earliest_session_end, latest_session_start)
+
+    def find_sessions_raw_key(
+        self, key: Any, raw_key: bytes, earliest_session_end: int, latest_session_start: int
+    ) -> list[tuple[Windowed, Any]]:
+        """``find_sessions`` of ``key`` already serialized by the key serde (``raw_key``)."""
         earliest_end = max(earliest_session_end, self._first_live_end())
         lower = raw_key + _END_START.pack(max(earliest_end, 0), 0)
         upper = raw_key + b"\xff" * (_SUFFIX + 1)
@@ -112,10 +120,14 @@ class SessionStore:
 
     def fetch_session(self, key: Any, start: int, end: int) -> Any:
         """The aggregate of ``key``'s session ``[start, end]``, or ``None`` (absent or expired)."""
+        return self.fetch_session_raw_key(self.raw_key(key), start, end)
+
+    def fetch_session_raw_key(self, raw_key: bytes, start: int, end: int) -> Any:
+        """``fetch_session`` of a record key already serialized by the key serde."""
         self._sync_stream_time()
         if self._expired(end):
             return None
-        raw = self._store.get(self._raw_key(key) + _END_START.pack(end, start))
+        raw = self._store.get(raw_key + _END_START.pack(end, start))
         return self._value_serde.deserialize(raw)
 
     def all(self) -> list[tuple[Windowed, Any]]:
@@ -130,9 +142,24 @@ class SessionStore:
             result.append((Windowed(key, start, end), self._value_serde.deserialize(raw)))
         return result
 
-    # -- internals ---------------------------------------------------------------------------------
+    @property
+    def key_serde(self) -> Serde:
+        """The serde of record keys (the store key is these bytes + end + start)."""
+        return self._key_serde
 
-    def _raw_key(self, key: Any) -> bytes:
+    @property
+    def value_serde(self) -> Serde:
+        """The serde of aggregates."""
+        return self._value_serde
+
+    def stream_time(self) -> int:
+        """The observed stream time (ms, -1 before the first put), the segmented store's if it is ahead
+        (restored state)."""
+        self._sync_stream_time()
+        return self.observed_stream_time
+
+    def raw_key(self, key: Any) -> bytes:
+        """The serialized ``key``; ValueError for a null one."""
         raw = self._key_serde.serialize(key)
         if raw is None:
             raise ValueError(f"session store '{self.name}': keys must not be null")

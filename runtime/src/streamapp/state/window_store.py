@@ -344,6 +344,13 @@ class WindowStore:
             self._last_key, self._last_raw_key = key, raw
         return raw
 
+    def stream_time(self) -> int:
+        """The observed stream time (ms, -1 before the first put), the segmented store's if it is ahead
+        (restored state)."""
+        if not self._synced:
+            self._sync_stream_time()
+        return self.observed_stream_time
+
     def _decode_value(self, raw: bytes) -> WindowValue:
         timestamp: int = _TIMESTAMP.unpack_from(raw)[0]
         return WindowValue(self._value_serde.deserialize(raw[8:]), timestamp)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamapp.serdes import Serde, serde_for
-from streamapp.state.caching_window_store import CachingWindowStore
+from streamapp.state.caching_session_store import CachingSessionStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.record_cache import HeadersContext, ThreadCache
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
@@ -32,20 +33,44 @@ class WindowedStateAccess:
         self._stores = stores
         self._views: dict[str, Any] = {}
         self._cached: dict[str, CachingWindowStore] = {}
+        self._cached_sessions: dict[str, CachingSessionStore] = {}
 
     def enable_cache(
-        self, name: str, cache: ThreadCache, namespace: str, record_context: HeadersContext | None
+        self,
+        name: str,
+        cache: ThreadCache,
+        namespace: str,
+        record_context: HeadersContext | None,
+        *,
+        range_reads: bool = False,
     ) -> CachingWindowStore:
         """Put the ``window`` store ``name`` behind the record cache (``streamapp.state.caching_window_store``):
-        ``cached_window_store(name)`` then returns the caching view (the task flushes it at commit)."""
-        view = self._cached[name] = CachingWindowStore(self.window_store(name), cache, namespace, record_context)
+        ``cached_window_store(name)`` then returns the caching view (the task flushes it at commit).
+        ``range_reads``: a ``CachingSlidingWindowStore``, whose ``fetch_range`` sees the cache (sliding windows)."""
+        kind = CachingSlidingWindowStore if range_reads else CachingWindowStore
+        view = self._cached[name] = kind(self.window_store(name), cache, namespace, record_context)
         return view
 
     def cached_window_store(self, name: str) -> WindowStore | CachingWindowStore:
-        """The view a time-window aggregation writes through: the caching view when ``enable_cache`` was called
-        for ``name``, else ``window_store(name)``."""
+        """The view a time-window or sliding-window aggregation writes through: the caching view when
+        ``enable_cache`` was called for ``name``, else ``window_store(name)``."""
         cached = self._cached.get(name)
         return cached if cached is not None else self.window_store(name)
+
+    def enable_session_cache(
+        self, name: str, cache: ThreadCache, namespace: str, record_context: HeadersContext | None
+    ) -> CachingSessionStore:
+        """Put the ``session`` store ``name`` behind the record cache (``streamapp.state.caching_session_store``):
+        ``cached_session_store(name)`` then returns the caching view (the task flushes it at commit)."""
+        view = CachingSessionStore(self.session_store(name), cache, namespace, record_context)
+        self._cached_sessions[name] = view
+        return view
+
+    def cached_session_store(self, name: str) -> SessionStore | CachingSessionStore:
+        """The view a session-window aggregation writes through: the caching view when ``enable_session_cache``
+        was called for ``name``, else ``session_store(name)``."""
+        cached = self._cached_sessions.get(name)
+        return cached if cached is not None else self.session_store(name)
 
     def window_store(self, name: str) -> WindowStore:
         """The ``window`` store ``name`` (retention, window size and duplicates from its spec)."""
