@@ -17,7 +17,9 @@ from harness import (
     new_cluster,
     produce_events,
 )
+from kafka_fakes import FakeCluster
 from streamapp.kafka.types import DeliveryError, TopicPartition
+from streamapp.processing.stream_thread import StreamThread
 from streamapp.processing.task import ProcessingError, TaskId
 from streamapp.state import timestamped
 from streamapp.state.checkpoint import OffsetCheckpoint
@@ -79,20 +81,28 @@ def test_store_writes_reach_rocksdb_only_after_the_offsets_are_committed(tmp_pat
             }
 
 
+def _count_after_one_commit(tmp_path: Path, cache_max_bytes: int) -> tuple[FakeCluster, StreamThread]:
+    """A thread (commit interval 1 h) that committed once, so the counting task read the repartition records and
+    ran; nothing it did since is committed unless the write buffer made it commit early."""
+    cluster = new_cluster()
+    produce_events(cluster, EVENTS_1)
+    config = {"commit.interval.ms": 3_600_000, "statestore.cache.max.bytes": cache_max_bytes}
+    h = ThreadHarness(cluster, tmp_path, **config)
+    thread = h.start()
+    h.assign_all()
+    h.run(10)
+    thread.commit()
+    h.run(10)
+    return cluster, thread
+
+
 def test_with_the_record_cache_off_a_thread_still_commits_at_its_interval_not_after_every_poll(
     tmp_path: Path,
 ) -> None:
     """``statestore.cache.max.bytes=0`` turns the cache off; the write buffer then commits early only above Kafka's
     default 10 MiB, not whenever it holds a write (which flushed the producer and committed offsets synchronously
     after every poll: the windowed benchmark spent three quarters of its time there)."""
-    cluster = new_cluster()
-    produce_events(cluster, EVENTS_1)
-    h = ThreadHarness(cluster, tmp_path, **{"commit.interval.ms": 3_600_000, "statestore.cache.max.bytes": 0})
-    thread = h.start()
-    h.assign_all()
-    h.run(10)
-    thread.commit()  # the repartition records become readable: the counting task runs next
-    h.run(10)
+    cluster, thread = _count_after_one_commit(tmp_path, cache_max_bytes=0)
     assert thread.tasks.pending_bytes > 0
     assert cluster.records(CHANGELOG) == []
     thread.commit()
@@ -101,14 +111,7 @@ def test_with_the_record_cache_off_a_thread_still_commits_at_its_interval_not_af
 
 
 def test_buffered_writes_above_the_cache_size_make_the_thread_commit_early(tmp_path: Path) -> None:
-    cluster = new_cluster()
-    produce_events(cluster, EVENTS_1)
-    h = ThreadHarness(cluster, tmp_path, **{"commit.interval.ms": 3_600_000, "statestore.cache.max.bytes": 1})
-    thread = h.start()
-    h.assign_all()
-    h.run(10)
-    thread.commit()  # the repartition records become readable: the counting task runs next
-    h.run(10)
+    cluster, _ = _count_after_one_commit(tmp_path, cache_max_bytes=1)
     assert latest_counts(cluster, CHANGELOG) == EXPECTED_1
 
 

@@ -40,7 +40,7 @@ WindowFlushListener = Callable[[Windowed, Any, Any, int], None]
 """``(windowed key, new value, old value, timestamp)`` of one flushed window (values ``None`` when absent)."""
 
 
-_VALUE, _BELOW, _KEY, _RAW_KEY, _START = range(5)
+_VALUE, _BELOW = 0, 1
 """A cache entry's value is a plain tuple ``(value, below, key, raw_key, start)``: the window's aggregate (``None``:
 deleted), the aggregate the store below holds for the window (``None``: none; ``_UNKNOWN``: not known, read at
 flush), and the record key, its bytes and the window start (so a flush neither deserializes the key nor reads the
