@@ -23,6 +23,13 @@ and forwarded at it, so out-of-order input gives Kafka Streams' output timestamp
 With the record cache on (``statestore.cache.max.bytes`` > 0, ``streamapp.state.record_cache``) the store is
 cached and the processors do not forward: the cache forwards ``Change(latest aggregate, last flushed
 aggregate)`` when it flushes (commit) or evicts, Kafka's ``TimestampedTupleForwarder`` with caching enabled.
+
+A value the store's value serde rejects (``value_serde="long"`` for dict aggregates) fails the record with a
+``StoreSerializationError`` naming the node and the store: the processors catch the serde's error around their
+write and re-raise, so a write that fits costs nothing more. Behind the record cache a number or a string is
+serialized only when its entry is flushed, so such a mismatch of theirs still surfaces at the commit as the serde's
+own error (the cache layer would have to name the store there); a container is serialized when its key enters the
+cache, inside the write, and is named.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from streamapp.processors.base import (
     Processor,
     ProcessorMetrics,
     forward_on_flush,
+    store_mismatch,
 )
+from streamapp.serdes import SerdeError
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.aggregate import AggregateNode, CountNode, GroupByNode, ReduceNode
 from streamapp.topology.nodes.base import NodeBase
@@ -75,12 +84,15 @@ class StreamAggregateProcessor:
         aggregator: KeyedAggregator,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        *,
+        node: str = "",
     ) -> None:
         self._store = store
         self._initializer = initializer
         self._aggregator = aggregator
         self._children = tuple(children)
         self._metrics = metrics
+        self._node = node
         self._cached = forward_on_flush(store, self._children)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
@@ -98,7 +110,10 @@ class StreamAggregateProcessor:
             new = self._aggregator(key, value, old)
             if old_timestamp > timestamp:
                 timestamp = old_timestamp
-        self._store.put_raw_key(raw_key, new, timestamp)
+        try:
+            self._store.put_raw_key(raw_key, new, timestamp)
+        except SerdeError as exc:
+            raise store_mismatch(self._node, self._store.name, key, new, exc) from exc
         if self._cached:
             return
         change = Change(new, old)
@@ -110,8 +125,10 @@ class CountProcessor(StreamAggregateProcessor):
     """Counts records per key: an aggregation with ``0`` and ``+1`` (Kafka's ``KGroupedStream.count``),
     inlined because a keyed count is a hot path."""
 
-    def __init__(self, store: TypedKeyValueStore, children: Sequence[Processor], metrics: ProcessorMetrics) -> None:
-        super().__init__(store, _zero, _plus_one, children, metrics)
+    def __init__(
+        self, store: TypedKeyValueStore, children: Sequence[Processor], metrics: ProcessorMetrics, *, node: str = ""
+    ) -> None:
+        super().__init__(store, _zero, _plus_one, children, metrics, node=node)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None or value is None:
@@ -127,7 +144,10 @@ class CountProcessor(StreamAggregateProcessor):
             new = old + 1
             if old_timestamp > timestamp:
                 timestamp = old_timestamp
-        store.put_raw_key(raw_key, new, timestamp)
+        try:
+            store.put_raw_key(raw_key, new, timestamp)
+        except SerdeError as exc:
+            raise store_mismatch(self._node, store.name, key, new, exc) from exc
         if self._cached:
             return
         change = Change(new, old)
@@ -145,8 +165,10 @@ class StreamReduceProcessor(StreamAggregateProcessor):
         reducer: Callable[[Any, Any], Any],
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        *,
+        node: str = "",
     ) -> None:
-        super().__init__(store, _none, _first_or(reducer), children, metrics)
+        super().__init__(store, _none, _first_or(reducer), children, metrics, node=node)
 
 
 class TableAggregateProcessor:
@@ -166,12 +188,15 @@ class TableAggregateProcessor:
         adder: KeyedAggregator,
         subtractor: KeyedAggregator,
         children: Sequence[Processor],
+        *,
+        node: str = "",
     ) -> None:
         self._store = store
         self._initializer = initializer
         self._adder = adder
         self._subtractor = subtractor
         self._children = tuple(children)
+        self._node = node
         self._cached = forward_on_flush(store, self._children)
 
     def process(self, key: Any, value: Change, timestamp: int) -> None:
@@ -190,7 +215,10 @@ class TableAggregateProcessor:
             touched = touched or old_agg is not None
         if touched and old_timestamp > timestamp:
             timestamp = old_timestamp
-        self._store.put_raw_key(raw_key, agg, timestamp)
+        try:
+            self._store.put_raw_key(raw_key, agg, timestamp)
+        except SerdeError as exc:
+            raise store_mismatch(self._node, self._store.name, key, agg, exc) from exc
         if self._cached:
             return
         change = Change(agg, old_agg)
@@ -282,8 +310,8 @@ def build_group_by(node: GroupByNode, children: Sequence[Processor], ctx: BuildC
 def build_count(node: CountNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     store = ctx.store(node.store)
     if _table_input(node, ctx):
-        return TableAggregateProcessor(store, _zero, _plus_one, _minus_one, children)
-    return CountProcessor(store, children, ctx.metrics)
+        return TableAggregateProcessor(store, _zero, _plus_one, _minus_one, children, node=node.name)
+    return CountProcessor(store, children, ctx.metrics, node=node.name)
 
 
 @BUILDERS.builds(ReduceNode)
@@ -292,8 +320,9 @@ def build_reduce(node: ReduceNode, children: Sequence[Processor], ctx: BuildCont
     store = ctx.store(node.store)
     if _table_input(node, ctx):
         adder = _first_or(ctx.function(node.name, "adder"))
-        return TableAggregateProcessor(store, _none, adder, _keyed(ctx.function(node.name, "subtractor")), children)
-    return StreamReduceProcessor(store, ctx.function(node.name, "reducer"), children, ctx.metrics)
+        subtractor = _keyed(ctx.function(node.name, "subtractor"))
+        return TableAggregateProcessor(store, _none, adder, subtractor, children, node=node.name)
+    return StreamReduceProcessor(store, ctx.function(node.name, "reducer"), children, ctx.metrics, node=node.name)
 
 
 @BUILDERS.builds(AggregateNode)
@@ -301,7 +330,7 @@ def build_aggregate(node: AggregateNode, children: Sequence[Processor], ctx: Bui
     store = ctx.store(node.store)
     initializer = ctx.function(node.name, "initializer")
     if _table_input(node, ctx):
-        return TableAggregateProcessor(
-            store, initializer, ctx.function(node.name, "adder"), ctx.function(node.name, "subtractor"), children
-        )
-    return StreamAggregateProcessor(store, initializer, ctx.function(node.name, "aggregator"), children, ctx.metrics)
+        adder, subtractor = ctx.function(node.name, "adder"), ctx.function(node.name, "subtractor")
+        return TableAggregateProcessor(store, initializer, adder, subtractor, children, node=node.name)
+    aggregator = ctx.function(node.name, "aggregator")
+    return StreamAggregateProcessor(store, initializer, aggregator, children, ctx.metrics, node=node.name)

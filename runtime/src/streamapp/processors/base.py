@@ -38,7 +38,9 @@ __all__ = [
     "ProcessorMetrics",
     "RecordContext",
     "RecordSender",
+    "StoreSerializationError",
     "forward_on_flush",
+    "store_mismatch",
 ]
 
 
@@ -77,6 +79,25 @@ def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor]) -
 
     store.set_flush_listener(forward)
     return True
+
+
+class StoreSerializationError(ValueError):
+    """A processor's store could not serialize what the processor wrote, with the store's serdes: a processing
+    error (processing.exception.handler), as in Kafka, where ``StateSerdes`` raises a ``StreamsException`` out of
+    the processor's ``put``."""
+
+
+def store_mismatch(node: str, store: str, key: Any, value: Any, exc: Exception) -> StoreSerializationError:
+    """The error for a value ``store``'s value serde rejected when processor ``node`` wrote it (Kafka's
+    ``StateSerdes.rawValue`` message, plus the node and the store). Built only once the write failed: the
+    processors catch the serde's error and re-raise this, so a write that fits costs nothing more."""
+    where = f"node '{node}' " if node else ""
+    return StoreSerializationError(
+        f"{where}cannot write the value of key {key!r} to its store '{store}': the store's value serde is not "
+        f"compatible with the value's type ({type(value).__name__}): {exc}. Give the step that writes the store the "
+        "serde of its values (count / reduce / aggregate(..., value_serde=...), Kafka's Materialized; a reduce's "
+        "store takes the grouped stream's or table's value serde, group_by(..., value_serde=...): docs/serdes.md)"
+    )
 
 
 class RecordSender(Protocol):

@@ -1,0 +1,99 @@
+"""A value an aggregation's store serde does not fit fails the record with an error naming the aggregation's node
+and its store (as a sink names itself and its topic), with the record cache off and on: Kafka's ``StateSerdes``
+``ClassCastException`` message, plus where it happened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from streamapp import StreamsBuilder
+from streamapp.processing.errors import ProcessingError
+from streamapp.processors.base import StoreSerializationError
+from streamapp.testing import TopologyTestDriver
+
+CACHE = {"off": {"statestore.cache.max.bytes": 0}, "on": {}}
+
+
+def empty_set() -> dict[str, int]:
+    return {}
+
+
+def add_word(key: Any, value: str, words: dict[str, int]) -> dict[str, int]:
+    return {**words, value: words.get(value, 0) + 1}
+
+
+def remove_word(key: Any, value: str, words: dict[str, int]) -> dict[str, int]:
+    return {word: n for word, n in words.items() if word != value}
+
+
+def concat(aggregate: str, value: str) -> str:
+    return aggregate + value
+
+
+def word_of(key: Any, value: str) -> tuple[str, str]:
+    return key, value
+
+
+def failure(builder: StreamsBuilder, config: dict[str, Any], source: str) -> StoreSerializationError:
+    """The cause of the ProcessingError the first record fails with."""
+    with TopologyTestDriver(builder, config) as driver, pytest.raises(ProcessingError) as failed:
+        driver.create_input_topic(source).pipe_input("k", "a", 1_000)
+    cause = failed.value.__cause__
+    assert isinstance(cause, StoreSerializationError), repr(cause)
+    return cause
+
+
+@pytest.mark.parametrize("cache", CACHE)
+def test_a_stream_aggregate_whose_store_serde_does_not_fit_its_aggregate_names_the_node_and_the_store(
+    cache: str,
+) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("words", key_serde="string", value_serde="string", name="words")
+        .group_by_key()
+        .aggregate(empty_set, add_word, value_serde="long", name="word-sets", store="word-sets-store")
+        .to_stream(name="changes")
+        .to("word-sets", name="out", value_serde="json")
+    )
+
+    error = failure(builder, CACHE[cache], "words")
+
+    assert "node 'word-sets'" in str(error)
+    assert "store 'word-sets-store'" in str(error)
+    assert "(dict): long serde expects int, got dict" in str(error)
+    assert "value_serde=" in str(error)  # where to put the right serde
+
+
+@pytest.mark.parametrize("cache", CACHE)
+def test_a_grouped_table_aggregate_whose_store_serde_does_not_fit_names_the_node_and_the_store(cache: str) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.table("words", key_serde="string", value_serde="string", name="words")
+        .group_by(word_of, name="by-key")
+        .aggregate(empty_set, add_word, remove_word, value_serde="double", name="table-sets", store="table-sets-store")
+        .to_stream(name="changes")
+        .to("table-sets", name="out", value_serde="json")
+    )
+
+    error = failure(builder, CACHE[cache], "words")
+
+    assert "node 'table-sets'" in str(error)
+    assert "store 'table-sets-store'" in str(error)
+
+
+def test_a_reduce_whose_store_serde_does_not_fit_its_values_names_the_node_and_the_store() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("words", key_serde="string", value_serde="string", name="words")
+        .group_by_key(value_serde="long")  # the reduce's store takes the grouped stream's value serde
+        .reduce(concat, name="concat", store="concat-store")
+        .to_stream(name="changes")
+        .to("concat", name="out", value_serde="string")
+    )
+
+    error = failure(builder, CACHE["off"], "words")
+
+    assert "node 'concat'" in str(error)
+    assert "store 'concat-store'" in str(error)
+    assert "(str): long serde expects int, got str" in str(error)
