@@ -31,7 +31,9 @@ from replay_fakes import (
     replay_world,
 )
 from streamapp.replay import ReplayPlan
+from streamapp.replay.native import PATH_TASK, node_paths
 from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
+from streamapp.topology import TopologyDescription
 from streamapp_operator.k8s import KubernetesUnavailable
 from streamapp_operator.replay import decisions
 from streamapp_operator.replay.controller import ReplayWorld, reconcile_replay
@@ -469,3 +471,78 @@ def test_a_global_table_topology_replays_and_its_topics_offsets_are_resolved_too
     plan = ReplayPlan.from_document(yaml.safe_load(config_map["data"]["plan.yaml"]))
     assert plan.start_offsets["planes"] == {0: 0} and plan.end_offsets["planes"] == {0: 30}
     plan.check()  # the engine accepts the plan: global topics have their ranges
+
+
+# -- emit: every_update | final -------------------------------------------------------------------------------
+
+#: A keyed count of a source topic: the shape the engine runs Spark-native, so ``emit: final`` may run it.
+COUNT_TOPOLOGY: dict[str, Any] = {
+    "nodes": [
+        {"name": "flights", "type": "source", "topics": ["flights"], "keySerde": "string", "valueSerde": "json"},
+        {"name": "count", "type": "count", "input": "flights", "store": "per-tail-store"},
+        {"name": "changes", "type": "to_stream", "input": "count"},
+        {"name": "out", "type": "sink", "input": "changes", "topic": "per-tail", "keySerde": "string",
+         "valueSerde": "long"},
+    ],
+    "stores": [{"name": "per-tail-store", "type": "key_value", "keySerde": "string", "valueSerde": "long"}],
+}  # fmt: skip
+
+
+def _launched_plan(cluster: ReplayCluster) -> ReplayPlan:
+    config_map = next(m for m in cluster.applied if m["kind"] == "ConfigMap")
+    return ReplayPlan.from_document(yaml.safe_load(config_map["data"]["plan.yaml"])).check()
+
+
+def test_emit_defaults_to_every_update_and_reaches_the_engines_plan() -> None:
+    assert StreamReplaySpec.parse({"appRef": {"name": "flights"}}).emit == "every_update"
+    world, cluster, _ = replay_world()
+    reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, {})
+    assert _launched_plan(cluster).emit == "every_update"
+
+
+def test_emit_final_of_a_spark_native_topology_reaches_the_engines_plan() -> None:
+    world, cluster, _ = replay_world()
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": COUNT_TOPOLOGY, "emit": "final"}, {})
+    assert status["phase"] == "Running", status["conditions"]
+    assert _launched_plan(cluster).emit == "final"
+
+
+def test_emit_final_of_a_topology_that_does_not_run_spark_native_fails_naming_it_before_any_job() -> None:
+    """The engine refuses ``final`` unless every sub-topology runs Spark-native; the operator asks the engine's
+    own shapes first, so no Job starts only to fail."""
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, {**HANDOVER, "emit": "final"}, {})
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert status["phase"] == "Failed" and failed["status"] == "True"
+    assert failed["reason"] == "EmitFinalUnsupported"
+    # SECOND_TOPOLOGY re-keys before it counts: its first sub-topology (select_key, repartition) is no count
+    assert "sub-topology 0 (flights, key, by-key) runs through the runtime's task" in failed["message"]
+    assert "emit: every_update" in failed["message"]
+    assert not cluster.applied and not cluster.replay_status_writes and "per-key" not in kafka.topics
+    assert cluster.get("StreamApp", NS, "flights") is not None
+
+
+def test_the_operators_emit_final_check_is_the_engines() -> None:
+    """What the operator refuses is what ``run_replay`` would refuse: ``node_paths``, the engine's shapes."""
+    config = decisions.replay_config({}, "flights-r")
+    for topology, runs in ((COUNT_TOPOLOGY, True), (SECOND_TOPOLOGY, False)):
+        description = TopologyDescription.from_dict(topology)
+        native = all(path != PATH_TASK for path in node_paths(description, config).values())
+        assert native is runs
+        assert (decisions.emit_final_refusal(description, config) is None) is runs
+    # a default serde in the app's config takes the count off the native path (the engine checks it too)
+    description = TopologyDescription.from_dict(COUNT_TOPOLOGY)
+    refusal = decisions.emit_final_refusal(description, {**config, "default.value.serde": "json"})
+    assert refusal is not None and "sub-topology 0 (flights, count, changes, out)" in refusal
+
+
+def test_emit_final_without_pyarrow_in_the_operators_image_is_left_to_the_engine_in_the_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The operator's image has no pyarrow (``streamapp.replay.native`` needs it): the replay is not refused for
+    that; the Job's engine makes the same check before any Spark job, and its error fails the replay."""
+    monkeypatch.setitem(sys.modules, "streamapp.replay.native", None)  # import fails as without pyarrow
+    world, cluster, _ = replay_world()
+    status = reconcile_step(world, {**HANDOVER, "emit": "final"}, {})
+    assert status["phase"] == "Running", status["conditions"]
+    assert _launched_plan(cluster).emit == "final"

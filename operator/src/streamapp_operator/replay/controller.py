@@ -44,6 +44,7 @@ from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailab
 from streamapp_operator.reconcile import kafka_connection
 from streamapp_operator.replay import decisions
 from streamapp_operator.replay.models import (
+    EmitMode,
     OldVersionPolicy,
     Phase,
     ReplayMode,
@@ -276,6 +277,7 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
         end=decisions.from_wire(resolved["to"]),
         sink_partitions=ctx.kafka.partition_counts(ctx.description.sink_topics()),
         kafka_settings=security_config(ctx.app_spec.kafka),
+        emit=ctx.spec.emit,
     )
     image = ctx.spec.spark.image or ctx.world.image
     # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
@@ -496,6 +498,8 @@ def _context(
         status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)
         status["replayId"] = decisions.replay_id(replay.name, replay.uid)
         status["appUid"] = (app or {}).get("metadata", {}).get("uid")
+    if app_spec is not None and parsed.emit == EmitMode.FINAL and not status.get("job"):
+        _check_emit_final(description, decisions.replay_config(app_spec.config, status["applicationId"]))
     kafka = None
     if app_spec is not None:
         connection, problems = kafka_connection(world.cluster, replay.namespace, app_spec.kafka)
@@ -503,6 +507,18 @@ def _context(
             raise ReplayFailed(problems[0].reason, problems[0].message)
         kafka = world.kafka_for(connection)
     return ReplayContext(replay, parsed, app, app_spec, world, kafka, description, status, now)
+
+
+def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any]) -> None:
+    """Before any Job: ``emit: final`` on a topology the engine would refuse it for fails the replay, naming the
+    sub-topology. Where pyarrow is missing (the operator's image), the check is left to the Job: the engine
+    makes the same one before any Spark job, and its error fails the replay with the pod's last line."""
+    try:
+        refusal = decisions.emit_final_refusal(description, config)
+    except ImportError:
+        return
+    if refusal is not None:
+        raise ReplayFailed(decisions.EMIT_FINAL_UNSUPPORTED, refusal)
 
 
 def _our_new_version(ctx: ReplayContext) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@
   Kafka answered (earliest, latest, offsets for a timestamp): the replay never asks Spark for "latest", and
   the end offsets are the new version's starting point;
 - :func:`plan_document`: the replay plan ``streamapp replay run --plan`` reads (``streamapp.replay.ReplayPlan``);
+  :func:`emit_final_refusal`: why ``emit: final`` cannot run a topology (the engine's own condition);
 - :func:`job_manifests`: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and the Job
   (the app's SASL credentials from their Secrets as ``STREAMAPP_KAFKA_SASL_*`` variables, its TLS CA mounted);
 - :func:`foreign_children`: a Job, ConfigMap or ServiceAccount of the replay's names that someone else made;
@@ -24,10 +25,12 @@ from typing import Any
 
 import yaml
 from streamapp.replay.progress import ReplayProgress, parse_progress
+from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired, validate
 from streamapp_operator.replay.models import (
     KIND,
+    EmitMode,
     HandoverStep,
     PerPartition,
     ReplayFrom,
@@ -155,10 +158,12 @@ def plan_document(
     end: Offsets,
     sink_partitions: Mapping[str, int],
     kafka_settings: Mapping[str, str] | None = None,
+    emit: EmitMode = EmitMode.EVERY_UPDATE,
 ) -> dict[str, Any]:
     """The replay plan (``ReplayPlan.from_document``'s form). ``kafka_settings``: the non-secret client
     settings (``desired.security_config``: ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``),
-    the plan's ``kafka`` section; the credentials reach the Job's pod as variables from their Secrets."""
+    the plan's ``kafka`` section; the credentials reach the Job's pod as variables from their Secrets.
+    ``emit``: the spec's (``every_update`` or ``final``; see :func:`emit_final_refusal`)."""
     plan: dict[str, Any] = {
         "replayId": replay_id,
         "bootstrapServers": bootstrap_servers,
@@ -167,10 +172,35 @@ def plan_document(
         "from": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(start.items())},
         "to": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(end.items())},
         "partitions": dict(sorted(sink_partitions.items())),
+        "emit": emit.value,
     }
     if kafka_settings:
         plan["kafka"] = dict(sorted(kafka_settings.items()))
     return plan
+
+
+EMIT_FINAL_UNSUPPORTED = "EmitFinalUnsupported"
+
+
+def emit_final_refusal(description: TopologyDescription, config: Mapping[str, Any]) -> str | None:
+    """Why the replay cannot run ``description`` (with the replay's Kafka Streams ``config``) with ``emit: final``,
+    or None. The engine's own condition, asked of its own shapes: ``run_replay`` refuses ``final`` unless every
+    sub-topology runs Spark-native (a keyed or windowed count of a source topic), the per-node answer
+    ``streamapp.replay.native.node_paths`` gives before any job.
+
+    Raises ImportError without pyarrow: ``streamapp.replay.native`` imports it at module level, and the
+    operator's image (the streaming image) has none (pyarrow comes with the runtime's ``replay`` extra)."""
+    from streamapp.replay.native import PATH_TASK, node_paths
+
+    paths = node_paths(description, config)
+    for sub in description.subtopologies():
+        if any(paths[node] == PATH_TASK for node in sub.nodes):
+            return (
+                f"emit: final needs every sub-topology to run Spark-native (a keyed or windowed count of a source "
+                f"topic, docs/replay.md); sub-topology {sub.id} ({', '.join(sub.nodes)}) runs through the runtime's "
+                "task: set emit: every_update (the default)"
+            )
+    return None
 
 
 def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
 from streamapp_operator.resources import GROUP, KAFKA_NAME_PATTERN, Condition, TopologySpec
 
@@ -74,6 +75,13 @@ class ReplayMode(StrEnum):
 
     BACKFILL = "backfill"
     HANDOVER = "handover"
+
+
+class EmitMode(StrEnum):
+    """Which updates of an aggregation reach its sink (the replay plan's ``emit``, ``streamapp.replay.plan``)."""
+
+    EVERY_UPDATE = EMIT_EVERY_UPDATE
+    FINAL = EMIT_FINAL
 
 
 class SparkMode(StrEnum):
@@ -205,6 +213,14 @@ class StreamReplaySpec(_Model):
         description="application.id of the replay's state (and of the new version); default: "
         "<the app's application.id>-<replay name>.",
     )
+    emit: EmitMode = Field(
+        default=EmitMode.EVERY_UPDATE,
+        description="every_update (the default): every update of every aggregation reaches its sink, as a streaming "
+        "run with the record cache off writes; final: only the last value per key (and window) of each input "
+        "partition, as a record cache flushed once at the end writes. final needs every sub-topology to run "
+        "Spark-native (a keyed or windowed count of a source topic): any other topology fails the replay, naming "
+        "the sub-topology (EmitFinalUnsupported, docs/replay.md).",
+    )
     handover: HandoverSpec = Field(default_factory=HandoverSpec, json_schema_extra={"default": {}})
     spark: SparkSpec = Field(default_factory=SparkSpec, json_schema_extra={"default": {}})
 
@@ -283,6 +299,7 @@ __all__ = [
     "PLURAL",
     "SHORT_NAMES",
     "SINGULAR",
+    "EmitMode",
     "HandoverStep",
     "Phase",
     "ReplayMode",
