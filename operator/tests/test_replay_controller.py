@@ -546,3 +546,42 @@ def test_emit_final_without_pyarrow_in_the_operators_image_is_left_to_the_engine
     status = reconcile_step(world, {**HANDOVER, "emit": "final"}, {})
     assert status["phase"] == "Running", status["conditions"]
     assert _launched_plan(cluster).emit == "final"
+
+
+# -- the handover's policy and the Job's duration ---------------------------------------------------------------
+
+
+def test_old_version_keep_hands_over_and_leaves_the_old_streamapp_running() -> None:
+    world, cluster, kafka = replay_world()
+    spec = {**HANDOVER, "handover": {"oldVersion": "Keep"}}
+    status = reconcile_step(world, spec, {})
+    finish_job(cluster)
+    status = reconcile_step(world, spec, status)
+    cluster.set_status("StreamApp", NS, "flights-v2", {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
+    status = reconcile_step(world, spec, status)
+    assert status["phase"] == "Succeeded" and status["newVersion"] == "flights-v2"
+    assert [s["name"] for s in status["handover"] if s["state"] == "Done"] == list(decisions.HANDOVER_STEPS)
+    assert status["handover"][-1]["message"] == "StreamApp flights kept (oldVersion: Keep)"
+    old = cluster.get("StreamApp", NS, "flights")
+    assert old is not None and old["metadata"]["uid"] == "app-uid"
+    assert cluster.get("StreamApp", NS, "flights-v2") is not None
+    assert not [entry for entry in cluster.journal if entry.startswith("delete")]
+    assert kafka.group_offsets["flights-flights-v2"] == LATEST  # the new version started where the replay ended
+
+
+def test_duration_seconds_is_the_jobs_time_from_its_start_while_running_and_once_done() -> None:
+    world, cluster, _ = replay_world()
+    spec = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
+
+    def at(status: dict[str, Any], now: str) -> dict[str, Any]:
+        return {**status, **reconcile_replay(REPLAY, spec, status, world, now).status}
+
+    status = at({}, "2026-01-01T00:00:10Z")
+    assert status["startTime"] == "2026-01-01T00:00:10Z" and status["durationSeconds"] == 0  # the Job just made
+    status = at(status, "2026-01-01T00:00:50Z")
+    assert status["durationSeconds"] == 40 and status["progress"] == "spark job running 40s"
+    finish_job(cluster)
+    status = at(status, "2026-01-01T00:02:05Z")
+    assert status["phase"] == "Succeeded" and status["durationSeconds"] == 115
+    assert status["completionTime"] == "2026-01-01T00:02:05Z"
+    assert at(status, "2026-01-01T01:00:00Z")["durationSeconds"] == 115  # a finished replay's status stays
