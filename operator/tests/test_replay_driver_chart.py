@@ -1,7 +1,7 @@
 """The chart's opt-in rights for the Spark driver of StreamReplays with ``spark.mode: kubernetes``
 (``replayDriver``): off by default, then a ServiceAccount, a Role and a RoleBinding per listed namespace that
-allow what Spark's Kubernetes backend does with executors (pods, their ConfigMaps and Services) and nothing
-else, never cluster-wide nor in a protected namespace.
+allow what Spark's Kubernetes backend does with executors from a client-mode driver (pods and their ConfigMap;
+no Services: the driver has none) and nothing else, never cluster-wide nor in a protected namespace.
 
 Renders with the real helm binary (``operator_helm``).
 """
@@ -35,7 +35,7 @@ def test_no_spark_driver_rights_unless_asked_for(helm: Path) -> None:
     assert _driver(render(helm, "streamapp-operator", NAMESPACE, "watchNamespaces={team-a}")) == []
 
 
-def test_the_spark_driver_may_manage_executor_pods_configmaps_and_services_in_its_namespaces_only(helm: Path) -> None:
+def test_the_spark_driver_may_manage_executor_pods_and_configmaps_in_its_namespaces_only(helm: Path) -> None:
     docs = _driver(render(helm, "streamapp-operator", NAMESPACE, "replayDriver.create=true",
                           "replayDriver.namespaces={team-a,team-b}"))  # fmt: skip
     assert sorted((d["kind"], d["metadata"]["namespace"]) for d in docs) == sorted(
@@ -45,7 +45,7 @@ def test_the_spark_driver_may_manage_executor_pods_configmaps_and_services_in_it
     for role in (d for d in docs if d["kind"] == "Role"):
         granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                    for v in rule["verbs"]}  # fmt: skip
-        assert {r for _, r, _ in granted} == {"pods", "configmaps", "services"} and {g for g, _, _ in granted} == {""}
+        assert {r for _, r, _ in granted} == {"pods", "configmaps"} and {g for g, _, _ in granted} == {""}
         assert {v for *_, v in granted} == {"create", "get", "list", "watch", "delete", "deletecollection"}
     for binding in (d for d in docs if d["kind"] == "RoleBinding"):
         namespace = binding["metadata"]["namespace"]
@@ -87,16 +87,35 @@ def test_the_spark_driver_is_never_granted_rights_cluster_wide_or_in_a_protected
     assert done.returncode != 0 and message in done.stderr
 
 
-def test_a_kubernetes_mode_replay_naming_the_charts_account_runs_its_driver_as_it(helm: Path) -> None:
+def _team_a_driver(helm: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The chart's driver rights in team-a, and the ConfigMap and Job of a kubernetes-mode replay run as them."""
     docs = _driver(render(helm, "streamapp-operator", NAMESPACE, "replayDriver.create=true",
                           "replayDriver.namespaces={team-a}"))  # fmt: skip
     account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
     spark = {"mode": "kubernetes", "serviceAccountName": account}
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
     plan = {"replayId": "r-1", "bootstrapServers": "kafka:9092", "from": {}, "to": {}}
-    _, job = decisions.job_manifests(decisions.ReplayOwner("r", "team-a", "uid"), spec, plan, "img:1")
+    config_map, job = decisions.job_manifests(decisions.ReplayOwner("r", "team-a", "uid"), spec, plan, "img:1")
+    return docs, config_map, job
+
+
+def test_a_kubernetes_mode_replay_naming_the_charts_account_runs_its_driver_as_it(helm: Path) -> None:
+    docs, _, job = _team_a_driver(helm)
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account and pod["automountServiceAccountToken"] is True
+
+
+def test_the_driver_is_told_not_to_clean_up_services_or_claims_its_role_does_not_grant(helm: Path) -> None:
+    """A client-mode driver has no Service (spark-submit makes one in cluster mode only) and no claim, but Spark's
+    stop() deletes its app's Services and PersistentVolumeClaims unless told not to."""
+    docs, config_map, _ = _team_a_driver(helm)
+    role = next(d for d in docs if d["kind"] == "Role")
+    granted = {resource for rule in role["rules"] for resource in rule["resources"]}
+    defaults = dict(line.split(" ", 1) for line in config_map["data"]["spark-defaults.conf"].splitlines())
+    assert "services" not in granted and defaults["spark.kubernetes.driver.service.deleteOnTermination"] == "false"
+    assert "persistentvolumeclaims" not in granted
+    assert defaults["spark.kubernetes.driver.ownPersistentVolumeClaim"] == "false"
 
 
 def test_the_chart_lints_with_the_spark_driver_rights(helm: Path) -> None:

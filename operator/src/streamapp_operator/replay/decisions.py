@@ -274,10 +274,9 @@ def job_manifests(
     account token (the replay needs Kafka, not the Kubernetes API). ``spark.mode: kubernetes``: that pod is the
     Spark driver (client mode, ``--master k8s://``) and starts ``executor.instances`` executor pods of the same
     image through Spark's Kubernetes backend, as ``spark.serviceAccountName`` (the user's, e.g. the chart's
-    ``replayDriver``: it may create, watch and delete pods, configmaps and services; the operator grants
-    nothing); the executors are owned by the driver pod
-    (gone with it) and run the executor entrypoint of the pod template (``executor.yaml`` in the ConfigMap);
-    Spark's settings are ``spark-defaults.conf`` there.
+    ``replayDriver``: it may create, watch and delete pods and configmaps; the operator grants nothing); the
+    executors are owned by the driver pod (gone with it) and run the executor entrypoint of the pod template
+    (``executor.yaml`` in the ConfigMap); Spark's settings are ``spark-defaults.conf`` there.
 
     ``app``: the StreamApp's spec, whose Kafka security the Job's pod gets as the app's pods do: the SASL
     credentials as ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` from their Secrets (the kubelet reads them:
@@ -462,7 +461,8 @@ def executor_template(ca: SecretKeyRef | None = None) -> dict[str, Any]:
 
 def spark_defaults(owner: ReplayOwner, spec: StreamReplaySpec, image: str) -> str:
     """``spark-defaults.conf`` of ``spark.mode: kubernetes``: the executors (count, cores, memory, image, pod
-    template, name prefix, labels) and the driver's fixed ports (the executors connect back to them)."""
+    template, name prefix, labels), the driver's fixed ports (the executors connect back to them), and no
+    cleanup of PersistentVolumeClaims or Services the client-mode driver never made (its Role allows neither)."""
     executor = spec.spark.executor
     settings = {
         "spark.kubernetes.namespace": owner.namespace,
@@ -473,6 +473,9 @@ def spark_defaults(owner: ReplayOwner, spec: StreamReplaySpec, image: str) -> st
         f"spark.kubernetes.executor.label.{REPLAY_LABEL}": owner.name,
         "spark.kubernetes.driver.ownPersistentVolumeClaim": "false",
         "spark.kubernetes.driver.reusePersistentVolumeClaim": "false",
+        # a client-mode driver has no Service (spark-submit makes one in cluster mode only): without this, Spark's
+        # stop() deletes the Services labelled with its app id, a call the driver's Role does not allow
+        "spark.kubernetes.driver.service.deleteOnTermination": "false",
         "spark.executor.instances": str(executor.instances),
         "spark.executor.cores": str(executor.cores),
         "spark.kubernetes.executor.request.cores": str(executor.cores),

@@ -134,7 +134,7 @@ class SparkSpec(_Model):
         default=None,
         min_length=1,
         description="kubernetes mode (required there): the Spark driver's ServiceAccount, allowed to create, watch "
-        "and delete pods, configmaps and services in the namespace (the chart's replayDriver value makes one; "
+        "and delete pods and configmaps in the namespace (the chart's replayDriver value makes one; "
         "docs/replay.md). local mode needs none.",
     )
 
