@@ -11,6 +11,7 @@ to), a table-table join result's the later of the update's and the other side's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from streamapp import StreamsBuilder
 
@@ -119,11 +120,41 @@ LATE_TABLE_INPUTS = [
 
 
 def test_table_table_join_results_carry_the_later_of_both_sides_timestamps(engine: Engine) -> None:
-    inner = engine.run(latest_values_join("inner"), LATE_TABLE_INPUTS, ["joined"], one_at_a_time=True)["joined"]
-    left = engine.run(latest_values_join("left"), LATE_TABLE_INPUTS, ["joined"], one_at_a_time=True)["joined"]
+    inner, left, outer = (
+        engine.run(latest_values_join(join), LATE_TABLE_INPUTS, ["joined"], one_at_a_time=True, compare=True)["joined"]
+        for join in ("inner", "left", "outer")
+    )
 
     assert inner == [("k", [1, 10], 5_000), ("k", [2, 10], 3_000), ("k", [2, 20], 8_000)]
     assert left == [("k", [1, None], 5_000), ("k", [1, 10], 5_000), ("k", [2, 10], 3_000), ("k", [2, 20], 8_000)]
+    assert outer == [("k", [1, None], 5_000), ("k", [1, 10], 5_000), ("k", [2, 10], 3_000), ("k", [2, 20], 8_000)]
+
+
+OUTER_JOIN_INPUTS = [  # in timestamp-merge order across the two tables: the replay's catch-up order too
+    ("right", "k", 10, 3_000),  # no left value: [None, 10] at the update's 3,000
+    ("left", "k", 1, 4_000),  # max(4,000, right's 3,000) = 4,000
+    ("left", "k", 2, 1_500),  # older than the right value: max = 3,000
+    ("right", "k", None, 5_000),  # right deleted, left present: [2, None] at max(5,000, 1,500)
+    ("right", "k", 30, 500),  # older than the left value: max = 1,500
+    ("right", "k", None, 200),  # deleted again: [2, None] at max(200, 1,500)
+    ("left", "k", None, 6_000),  # both sides absent: a tombstone at the update's 6,000
+]
+
+
+def test_a_table_table_outer_join_result_takes_the_later_timestamp_or_the_updates_own_when_the_other_side_is_absent(
+    engine: Engine,
+) -> None:
+    out = engine.run(latest_values_join("outer"), OUTER_JOIN_INPUTS, ["joined"], one_at_a_time=True, compare=True)
+
+    assert out["joined"] == [
+        ("k", [None, 10], 3_000),
+        ("k", [1, 10], 4_000),
+        ("k", [2, 10], 3_000),
+        ("k", [2, None], 5_000),
+        ("k", [2, 30], 1_500),
+        ("k", [2, None], 1_500),
+        ("k", None, 6_000),
+    ]
 
 
 def test_a_grouped_table_aggregate_moves_to_the_newest_row_timestamp(engine: Engine) -> None:
@@ -144,3 +175,41 @@ def test_a_grouped_table_aggregate_moves_to_the_newest_row_timestamp(engine: Eng
     out = engine.run(builder, inputs, ["totals"])
 
     assert out["totals"] == [("eu", 5, 4_000), ("eu", 12, 4_000), ("eu", 13, 4_000)]
+
+
+def region_and_amount(key: Any, value: dict[str, Any]) -> tuple[str, int]:
+    """An account row re-keyed by its region, its amount as the value."""
+    return value["region"], int(value["amount"])
+
+
+def test_an_out_of_order_grouped_table_reduce_keeps_the_newest_row_timestamp_it_has_seen_per_group(
+    engine: Engine,
+) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.table("accounts", key_serde=S, value_serde=J, name="accounts")
+        .group_by(region_and_amount, name="by-region", value_serde=L)
+        .reduce(fn.add, fn.subtract, name="total", store="totals")
+        .to_stream(name="changes")
+        .to("totals", name="out")
+    )
+    inputs = [
+        ("accounts", "a1", {"region": "eu", "amount": 10}, 5_000),  # a new group: the record's 5,000
+        ("accounts", "a2", {"region": "eu", "amount": 5}, 2_000),  # added: max(2,000, 5,000)
+        ("accounts", "a1", {"region": "eu", "amount": 7}, 3_000),  # one Change on one group: -10 +7 at 5,000
+        ("accounts", "a2", {"region": "us", "amount": 5}, 1_000),  # moves: eu -5 at 5,000, us new at 1,000
+        ("accounts", "a1", None, 6_000),  # deleted: eu -7 at the newer 6,000
+        ("accounts", "a3", {"region": "us", "amount": 4}, 500),  # added: max(500, 1,000)
+    ]
+
+    out = engine.run(builder, inputs, ["totals"], compare=True)
+
+    assert out["totals"] == [
+        ("eu", 10, 5_000),
+        ("eu", 15, 5_000),
+        ("eu", 12, 5_000),
+        ("eu", 7, 5_000),
+        ("us", 5, 1_000),
+        ("eu", 0, 6_000),
+        ("us", 9, 1_000),
+    ]
