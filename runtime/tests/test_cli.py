@@ -290,20 +290,41 @@ def test_run_refuses_a_topology_that_is_neither_a_file_nor_a_function(tmp_path: 
 
 
 def test_a_second_local_app_serves_http_on_a_free_port_unless_http_port_is_set(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from streamapp.cli import _with_a_free_http_port
+    """``streamapp run`` with the real config and a fake ``KafkaStreams``, while a first app serves the port a
+    config that leaves ``http.port`` at its default would take (moved off 8080 so the test takes no shared port)."""
     from streamapp.config import StreamsConfig
 
+    monkeypatch.setitem(sys.modules, "streamapp.app", types.SimpleNamespace(KafkaStreams=_FakeKafkaStreams))
+    monkeypatch.setattr(_FakeKafkaStreams, "created", [])
     monkeypatch.setenv("STREAMAPP_HTTP_HOST", "127.0.0.1")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    load = StreamsConfig.load
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(build_description().to_dict()))
     with socket.socket() as first_app:
         first_app.bind(("127.0.0.1", 0))
         first_app.listen()
         taken = first_app.getsockname()[1]
-        explicit = StreamsConfig.from_mapping({"application.id": "a", "bootstrap.servers": "b", "http.port": taken})
-        left_at_default = explicit.model_copy()
-        left_at_default.__pydantic_fields_set__.discard("http_port")  # as if the default port were `taken`
 
-        assert _with_a_free_http_port(explicit) is explicit
-        assert _with_a_free_http_port(left_at_default).http_port == 0
-    assert f"port {taken} (the default http.port) is in use" in capsys.readouterr().err
+        def load_with_the_default_port_taken(path: Path, overrides: dict[str, str]) -> StreamsConfig:
+            config = load(path, overrides)
+            if "http_port" in config.model_fields_set:
+                return config
+            moved = config.model_copy(update={"http_port": taken})
+            moved.__pydantic_fields_set__.discard("http_port")  # still the default, now `taken`
+            return moved
+
+        monkeypatch.setattr(StreamsConfig, "load", staticmethod(load_with_the_default_port_taken))
+        base = "application.id: second\nbootstrap.servers: 127.0.0.1:9\n"
+        (tmp_path / "default.yaml").write_text(base)
+        (tmp_path / "explicit.yaml").write_text(f"{base}http.port: {taken}\n")
+
+        at_default = _invoke("run", "--topology", "topology.yaml", "--config", "default.yaml")
+        explicit = _invoke("run", "--topology", "topology.yaml", "--config", "explicit.yaml")
+
+    assert (at_default.exit_code, explicit.exit_code) == (3, 3)
+    assert [config.http_port for _, config in _FakeKafkaStreams.created] == [0, taken]  # 0: the server picks one
+    assert f"port {taken} (the default http.port) is in use" in at_default.stderr
+    assert "in use" not in explicit.stderr
