@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from streamapp import StreamsBuilder
+from streamapp import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 from streamapp.processing.errors import ProcessingError
 from streamapp.processors.base import StoreSerializationError
 from streamapp.testing import TopologyTestDriver
@@ -97,3 +97,36 @@ def test_a_reduce_whose_store_serde_does_not_fit_its_values_names_the_node_and_t
     assert "node 'concat'" in str(error)
     assert "store 'concat-store'" in str(error)
     assert "(str): long serde expects int, got str" in str(error)
+
+
+def merge_sets(key: Any, left: dict[str, int], right: dict[str, int]) -> dict[str, int]:
+    return {**left, **right}
+
+
+WINDOWS = {
+    "time": lambda grouped: grouped.windowed_by(TimeWindows.of_size_with_no_grace(5_000)).aggregate(
+        empty_set, add_word, value_serde="long", name="windowed-sets", store="windowed-sets-store"
+    ),
+    "sliding": lambda grouped: grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(5_000)).aggregate(
+        empty_set, add_word, value_serde="long", name="windowed-sets", store="windowed-sets-store"
+    ),
+    "session": lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5_000)).aggregate(
+        empty_set, add_word, merge_sets, value_serde="long", name="windowed-sets", store="windowed-sets-store"
+    ),
+}
+
+
+@pytest.mark.parametrize("cache", CACHE)
+@pytest.mark.parametrize("windows", WINDOWS)
+def test_a_windowed_aggregate_whose_store_serde_does_not_fit_names_the_node_and_the_store(
+    windows: str, cache: str
+) -> None:
+    builder = StreamsBuilder()
+    grouped = builder.stream("words", key_serde="string", value_serde="string", name="words").group_by_key()
+    WINDOWS[windows](grouped).to_stream(name="changes").to("windowed-sets", name="out", value_serde="json")
+
+    error = failure(builder, CACHE[cache], "words")
+
+    assert "node 'windowed-sets'" in str(error)
+    assert "store 'windowed-sets-store'" in str(error)
+    assert "long serde expects int, got dict" in str(error)

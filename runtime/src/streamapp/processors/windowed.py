@@ -29,7 +29,17 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordContext
+from streamapp.processors.base import (
+    BuildContext,
+    Change,
+    FamilyBuilders,
+    Processor,
+    ProcessorMetrics,
+    RecordContext,
+    StoreSerializationError,
+    store_mismatch,
+)
+from streamapp.serdes import SerdeError
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.session_store import SessionStore
@@ -87,6 +97,11 @@ class _WindowAggregateBase:
     def _forward(self, key: Windowed, change: Change, timestamp: int) -> None:
         for child in self._children:
             child.process(key, change, timestamp)
+
+    def _mismatch(self, store: Any, key: Any, value: Any, exc: SerdeError) -> StoreSerializationError:
+        """The error for an aggregate the store's value serde rejected (``store_mismatch``; caught around the
+        write, so a write that fits costs nothing more)."""
+        return store_mismatch(self.name, store.name, key, value, exc)
 
     def _drop(self, reason: str, key: Any, timestamp: int) -> None:
         self._metrics.dropped_records += 1
@@ -158,7 +173,10 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
                 old_agg = old.value
                 new_timestamp = old.timestamp if old.timestamp > timestamp else timestamp
             new_agg = self._aggregator(key, value, old_agg)
-            store.put(key, new_agg, start, new_timestamp)
+            try:
+                store.put(key, new_agg, start, new_timestamp)
+            except SerdeError as exc:
+                raise self._mismatch(store, key, new_agg, exc) from exc
             if self._cached:
                 continue  # forwarded when the cache flushes the window
             windowed, change = Windowed(key, start, end), Change(new_agg, old_agg)
@@ -321,7 +339,10 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
         """The record's right window ``[t + 1, t + 1 + d]`` holds what its right neighbours hold (no update)."""
         start = timestamp + 1
         value = self._seed(right_agg.value)
-        self._store.put(key, value, start, right_agg.timestamp)
+        try:
+            self._store.put(key, value, start, right_agg.timestamp)
+        except SerdeError as exc:
+            raise self._mismatch(self._store, key, value, exc) from exc
         if self._cache is None:
             self._forward(Windowed(key, start, start + self._diff), Change(value, None), right_agg.timestamp)
 
@@ -336,7 +357,10 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
         old_agg = current.value
         new_agg = self._aggregator(key, value, old_agg)
         new_timestamp = timestamp if old_agg is None else max(timestamp, current.timestamp)
-        self._store.put(key, new_agg, start, new_timestamp)
+        try:
+            self._store.put(key, new_agg, start, new_timestamp)
+        except SerdeError as exc:
+            raise self._mismatch(self._store, key, new_agg, exc) from exc
         if self._cache is None:
             self._forward(Windowed(key, start, end), Change(new_agg, old_agg), new_timestamp)
 
@@ -405,7 +429,10 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
                     self._forward(session, Change(None, session_agg), session.end)
         agg = self._aggregator(key, value, agg)
         session_key = Windowed(key, start, end)
-        self._store.put(session_key, agg)
+        try:
+            self._store.put(session_key, agg)
+        except SerdeError as exc:
+            raise self._mismatch(self._store, key, agg, exc) from exc
         if not cached:
             self._forward(session_key, Change(agg, None), end)
 
