@@ -9,7 +9,12 @@ updates, so:
 - under ``exactly_once_v2`` the ``read_committed`` output of each (colour, window) must be exactly
   ``1, 2, ..., N``: a duplicate (a record counted twice, or an update emitted twice) or a gap (a lost record)
   shows up as a sequence that differs, and the final value must equal the expected count;
-- under ``at_least_once`` nothing may be lost: every value ``1..N`` appears and the final value is at least N.
+- under ``at_least_once`` nothing may be lost: every value ``1..N`` appears and the final value is at least N;
+- under ``exactly_once_v2`` with Kafka's default record cache (10 MiB: a window's updates merge per commit, and
+  each commit flushes the cache inside its transaction) the committed updates of each (colour, window) only grow
+  and end at exactly N: a cached count of an aborted transaction that survived the kill, or was counted again,
+  would overshoot or go back. Under both exactly-once runs the window store's changelog also ends at N per
+  window (what a restore rebuilds the store from).
 
 The kill points are random (seeded; the seed is printed and in every assertion message; set ``EOS_KILL_SEED``
 to replay one). Group protocol ``classic`` with static membership: a killed worker's replacement takes its
@@ -24,6 +29,7 @@ import signal
 import struct
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,25 +74,42 @@ class _InputProducer(threading.Thread):
             self.error = exc
 
 
+@dataclass(frozen=True)
+class _KilledRun:
+    """What ``_run_with_kills`` ran: the application id, its output topic, the expected count per output key and
+    the measurements (seed, kills, duration) every assertion message carries."""
+
+    app: str
+    output: str
+    expected: dict[bytes, int]
+    measured: dict[str, Any]
+
+
 def _run_with_kills(
-    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance], guarantee: str, seed: int
-) -> tuple[str, dict[bytes, int], dict[str, Any]]:
-    """Start the app, produce the input while killing workers; returns the output topic, the expected counts
-    and measurements."""
+    kafka: KafkaTestClient,
+    workdir: Path,
+    instances: list[StreamAppInstance],
+    guarantee: str,
+    seed: int,
+    record_cache: bool = False,
+) -> _KilledRun:
+    """Start the app, produce the input while killing workers, wait for the final counts. Without
+    ``record_cache`` every update of a window is checked, so the cache (which merges a window's updates per
+    commit, Kafka's CachingWindowStore) is off: one output per counted record; with it, Kafka's default size."""
     rng = random.Random(seed)
-    app, source, output = unique(f"eos-kill-{guarantee[:3]}"), unique("events"), unique("counts")
+    app = unique(f"eos-kill-{guarantee[:3]}{'-cache' if record_cache else ''}")
+    source, output = unique("events"), unique("counts")
     kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
-    config = {
+    config: dict[str, Any] = {
         "application.id": app,
         "bootstrap.servers": kafka.bootstrap,
         "num.stream.threads": 2,
         "processing.guarantee": guarantee,
         "group.protocol": "classic",
         "state.dir": str(workdir / "state"),
-        # every update of a window is checked, so the record cache (which merges a window's updates per commit,
-        # Kafka's CachingWindowStore) is off: one output per counted record
-        "statestore.cache.max.bytes": 0,
     }
+    if not record_cache:
+        config["statestore.cache.max.bytes"] = 0
     topology = windowed_count_by_color_topology([source], output)
     instance = StreamAppInstance(workdir, topology, config, instance_id=f"{app}-0")
     instances.append(instance.start())
@@ -129,7 +152,7 @@ def _run_with_kills(
     measured = {"seed": seed, "kills": kills, "seconds": round(time.monotonic() - started, 1)}
     instance.wait_ready(120)
     assert instance.stop() == 0
-    return output, expected, measured
+    return _KilledRun(app, output, expected, measured)
 
 
 def _latest(kafka: KafkaTestClient, topic: str) -> dict[bytes, int]:
@@ -146,6 +169,17 @@ def _updates_per_key(kafka: KafkaTestClient, topic: str) -> dict[bytes, list[int
     return updates
 
 
+def _assert_changelog_exact(kafka: KafkaTestClient, run: _KilledRun) -> None:
+    """The committed changelog of the window store ends at the expected count of every window: its key is the
+    output key (colour + window start) and a 4-byte seqnum, its value ends with the count (Kafka's layout)."""
+    latest: dict[bytes, int] = {}
+    for _, _, key, value in sorted(kafka.read_committed(f"{run.app}-window-counts-changelog")):
+        assert key is not None and value is not None
+        latest[key[:-4]] = struct.unpack(">q", value[-8:])[0]
+    wrong = {_describe(key): (latest.get(key), n) for key, n in run.expected.items() if latest.get(key) != n}
+    assert not wrong and set(latest) == set(run.expected), f"changelog (got, expected): {wrong}; {run.measured}"
+
+
 def _describe(key: bytes) -> str:
     return f"{key[:-8].decode()}@{struct.unpack('>q', key[-8:])[0]}"
 
@@ -159,29 +193,49 @@ def _seed() -> int:
 def test_exactly_once_output_has_every_update_exactly_once_after_repeated_sigkills(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
 ) -> None:
-    seed = _seed()
-    output, expected, measured = _run_with_kills(kafka, workdir, instances, "exactly_once_v2", seed)
-    updates = _updates_per_key(kafka, output)
-    assert set(updates) == set(expected), measured
-    for key, count in sorted(expected.items()):
+    run = _run_with_kills(kafka, workdir, instances, "exactly_once_v2", _seed())
+    updates = _updates_per_key(kafka, run.output)
+    assert set(updates) == set(run.expected), run.measured
+    for key, count in sorted(run.expected.items()):
         sequence = updates[key]
         assert sequence == list(range(1, count + 1)), (
             f"window {_describe(key)}: {len(sequence)} committed updates for {count} records; first divergence at "
-            f"index {next((i for i, v in enumerate(sequence) if v != i + 1), len(sequence))}; {measured}"
+            f"index {next((i for i, v in enumerate(sequence) if v != i + 1), len(sequence))}; {run.measured}"
         )
-    print(f"EOS kill test: {measured}, {sum(expected.values())} committed updates, all exact")
+    _assert_changelog_exact(kafka, run)
+    print(f"EOS kill test: {run.measured}, {sum(run.expected.values())} committed updates, all exact")
+
+
+def test_exactly_once_cached_counts_are_exact_after_repeated_sigkills_with_the_default_record_cache(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    """The same kills with Kafka's default record cache: each commit flushes the cached windows inside its
+    transaction, so a kill loses the cache with the open transaction and the restarted worker counts again from
+    the committed offsets and changelog. Every window's committed updates grow strictly to exactly its count."""
+    run = _run_with_kills(kafka, workdir, instances, "exactly_once_v2", _seed(), record_cache=True)
+    updates = _updates_per_key(kafka, run.output)
+    assert set(updates) == set(run.expected), run.measured
+    for key, count in sorted(run.expected.items()):
+        sequence = updates[key]
+        assert sequence == sorted(set(sequence)) and sequence[-1] == count, (
+            f"window {_describe(key)}: committed updates {sequence} for {count} records (a repeated, decreasing or "
+            f"overshooting value is a count of an aborted transaction kept or counted twice); {run.measured}"
+        )
+    committed, counted = sum(len(sequence) for sequence in updates.values()), sum(run.expected.values())
+    assert committed < counted / 2, f"{committed} committed updates for {counted} records: the cache did not merge"
+    _assert_changelog_exact(kafka, run)
+    print(f"EOS kill test with the record cache: {run.measured}, {committed} committed updates for {counted} records")
 
 
 def test_at_least_once_output_loses_nothing_after_repeated_sigkills(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
 ) -> None:
-    seed = _seed()
-    output, expected, measured = _run_with_kills(kafka, workdir, instances, "at_least_once", seed)
-    updates = _updates_per_key(kafka, output)
+    run = _run_with_kills(kafka, workdir, instances, "at_least_once", _seed())
+    updates = _updates_per_key(kafka, run.output)
     duplicates = 0
-    for key, count in sorted(expected.items()):
+    for key, count in sorted(run.expected.items()):
         values = updates[key]
-        assert set(range(1, count + 1)) <= set(values), f"window {_describe(key)}: an update is missing; {measured}"
-        assert values[-1] >= count, measured
+        assert set(range(1, count + 1)) <= set(values), f"window {_describe(key)}: an update is missing; {run.measured}"
+        assert values[-1] >= count, run.measured
         duplicates += len(values) - len(set(values))
-    print(f"ALOS kill test: {measured}, {duplicates} repeated updates (allowed under at-least-once)")
+    print(f"ALOS kill test: {run.measured}, {duplicates} repeated updates (allowed under at-least-once)")
