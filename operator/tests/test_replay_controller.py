@@ -31,8 +31,8 @@ from replay_fakes import (
     replay_world,
 )
 from streamapp.replay import ReplayPlan
-from streamapp.replay.native import PATH_TASK, node_paths
 from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
+from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 from streamapp_operator.k8s import KubernetesUnavailable
 from streamapp_operator.replay import decisions
@@ -536,16 +536,35 @@ def test_the_operators_emit_final_check_is_the_engines() -> None:
     assert refusal is not None and "sub-topology 0 (flights, count, changes, out)" in refusal
 
 
-def test_emit_final_without_pyarrow_in_the_operators_image_is_left_to_the_engine_in_the_job(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The operator's image has no pyarrow (``streamapp.replay.native`` needs it): the replay is not refused for
-    that; the Job's engine makes the same check before any Spark job, and its error fails the replay."""
-    monkeypatch.setitem(sys.modules, "streamapp.replay.native", None)  # import fails as without pyarrow
-    world, cluster, _ = replay_world()
-    status = reconcile_step(world, {**HANDOVER, "emit": "final"}, {})
-    assert status["phase"] == "Running", status["conditions"]
-    assert _launched_plan(cluster).emit == "final"
+#: Run in a fresh interpreter where pyarrow, numpy and pyspark cannot be imported (the operator's image): the
+#: operator's replay decisions and controller import, and the refusal of ``emit: final`` for each topology.
+_EMIT_FINAL_WITHOUT_PYARROW = """
+import json, sys
+for name in ("pyarrow", "numpy", "pyspark"):
+    sys.modules[name] = None  # import raises ImportError
+import streamapp_operator.replay.controller
+from streamapp.topology import TopologyDescription
+from streamapp_operator.replay import decisions
+config = decisions.replay_config({}, "flights-r")
+refusals = [decisions.emit_final_refusal(TopologyDescription.from_dict(t), config) for t in json.loads(sys.argv[1])]
+print(json.dumps({"refusals": refusals, "native": "streamapp.replay.native" in sys.modules}))
+"""
+
+
+def test_the_operators_emit_final_check_imports_and_answers_without_pyarrow() -> None:
+    """The operator's image has no pyarrow (it comes with the runtime's ``replay`` extra): the operator's
+    decisions ask the engine's shapes (``streamapp.replay.shapes``, plain Python) and refuse ``final`` there
+    too, naming the sub-topology, so it is never left to the Job."""
+    topologies = json.dumps([COUNT_TOPOLOGY, SECOND_TOPOLOGY])
+    run = subprocess.run(
+        [sys.executable, "-c", _EMIT_FINAL_WITHOUT_PYARROW, topologies], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    count_refusal, second_refusal = answer["refusals"]
+    assert count_refusal is None
+    assert "sub-topology 0 (flights, key, by-key) runs through the runtime's task" in second_refusal
+    assert answer["native"] is False
 
 
 # -- the handover's policy and the Job's duration ---------------------------------------------------------------

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from streamapp import StreamsBuilder
 from streamapp.replay import ReplayPlan, run_replay
-from streamapp.replay.native import PATH_NATIVE_COUNT, PATH_TASK
 from streamapp.replay.progress import ReplayProgress
+from streamapp.replay.shapes import PATH_NATIVE_COUNT, PATH_TASK
 from streamapp.topology import TopologyDescription
 
 from replay import native_paths

@@ -7,21 +7,17 @@ import pyarrow as pa
 from streamapp import StreamsBuilder
 from streamapp.dsl.windows import SlidingWindows, TimeWindows
 from streamapp.partitioner import partition_for_key
-from streamapp.replay.native import (
-    COUNTED,
-    DROPPED,
-    FALLBACK,
+from streamapp.replay.native import COUNTED, DROPPED, FALLBACK, classify_batch, classify_windowed_batch
+from streamapp.replay.partitions import partitions_for_keys
+from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress, parse_progress
+from streamapp.replay.shapes import (
     PATH_NATIVE_COUNT,
     PATH_NATIVE_WINDOWED_COUNT,
     PATH_TASK,
-    classify_batch,
-    classify_windowed_batch,
     native_count,
     native_windowed_count,
     node_paths,
 )
-from streamapp.replay.partitions import partitions_for_keys
-from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress, parse_progress
 from streamapp.topology import TopologyDescription
 
 CONFIG = {"application.id": "app"}

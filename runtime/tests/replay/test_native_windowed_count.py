@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from streamapp import StreamsBuilder
 from streamapp.dsl.windows import TimeWindows
-from streamapp.replay.native import PATH_NATIVE_WINDOWED_COUNT, PATH_TASK
+from streamapp.replay.shapes import PATH_NATIVE_WINDOWED_COUNT, PATH_TASK
 from streamapp.topology import TopologyDescription
 
 from replay.native_paths import INPUT_PARTITIONS, replay_both_paths

@@ -511,12 +511,8 @@ def _context(
 
 def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any]) -> None:
     """Before any Job: ``emit: final`` on a topology the engine would refuse it for fails the replay, naming the
-    sub-topology. Where pyarrow is missing (the operator's image), the check is left to the Job: the engine
-    makes the same one before any Spark job, and its error fails the replay with the pod's last line."""
-    try:
-        refusal = decisions.emit_final_refusal(description, config)
-    except ImportError:
-        return
+    sub-topology (the engine's own shapes, plain Python: the operator's image has no pyarrow)."""
+    refusal = decisions.emit_final_refusal(description, config)
     if refusal is not None:
         raise ReplayFailed(decisions.EMIT_FINAL_UNSUPPORTED, refusal)
 

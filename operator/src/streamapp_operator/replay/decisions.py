@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 from streamapp.replay.progress import ReplayProgress, parse_progress
+from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired, validate
@@ -186,12 +187,8 @@ def emit_final_refusal(description: TopologyDescription, config: Mapping[str, An
     """Why the replay cannot run ``description`` (with the replay's Kafka Streams ``config``) with ``emit: final``,
     or None. The engine's own condition, asked of its own shapes: ``run_replay`` refuses ``final`` unless every
     sub-topology runs Spark-native (a keyed or windowed count of a source topic), the per-node answer
-    ``streamapp.replay.native.node_paths`` gives before any job.
-
-    Raises ImportError without pyarrow: ``streamapp.replay.native`` imports it at module level, and the
-    operator's image (the streaming image) has none (pyarrow comes with the runtime's ``replay`` extra)."""
-    from streamapp.replay.native import PATH_TASK, node_paths
-
+    ``streamapp.replay.shapes.node_paths`` gives before any job (plain Python on the description: no pyarrow,
+    which the operator's image has not)."""
     paths = node_paths(description, config)
     for sub in description.subtopologies():
         if any(paths[node] == PATH_TASK for node in sub.nodes):

@@ -41,22 +41,20 @@ from pyspark.sql import functions as F
 
 from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
-from streamapp.replay.native import (
-    COUNTED,
-    PATH_NATIVE_COUNT,
-    PATH_NATIVE_WINDOWED_COUNT,
-    PATH_TASK,
-    BatchClassifier,
-    NativeCount,
-    NativeWindowedCount,
-    WindowedBatchClassifier,
-    native_count,
-    native_windowed_count,
-)
+from streamapp.replay.native import COUNTED, BatchClassifier, WindowedBatchClassifier
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
 from streamapp.replay.security import client_settings, java_client_options
+from streamapp.replay.shapes import (
+    PATH_NATIVE_COUNT,
+    PATH_NATIVE_WINDOWED_COUNT,
+    PATH_TASK,
+    NativeCount,
+    NativeWindowedCount,
+    native_count,
+    native_windowed_count,
+)
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
 from streamapp.topology import GlobalTableNode, Subtopology, TopologyDescription
 
