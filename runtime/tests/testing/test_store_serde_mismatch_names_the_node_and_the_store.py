@@ -104,16 +104,20 @@ def merge_sets(key: Any, left: dict[str, int], right: dict[str, int]) -> dict[st
 
 
 WINDOWS = {
-    "time": lambda grouped: grouped.windowed_by(TimeWindows.of_size_with_no_grace(5_000)).aggregate(
-        empty_set, add_word, value_serde="long", name="windowed-sets", store="windowed-sets-store"
-    ),
-    "sliding": lambda grouped: grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(5_000)).aggregate(
-        empty_set, add_word, value_serde="long", name="windowed-sets", store="windowed-sets-store"
-    ),
-    "session": lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5_000)).aggregate(
-        empty_set, add_word, merge_sets, value_serde="long", name="windowed-sets", store="windowed-sets-store"
-    ),
+    "time": TimeWindows.of_size_with_no_grace(5_000),
+    "sliding": SlidingWindows.of_time_difference_with_no_grace(5_000),
+    "session": SessionWindows.of_inactivity_gap_with_no_grace(5_000),
 }
+
+
+def long_windowed_aggregate(builder: StreamsBuilder, windows: str, functions: tuple[Any, ...], name: str) -> None:
+    """``words`` aggregated in ``windows`` into the store ``<name>-store`` with ``value_serde="long"``, then sent
+    to the topic ``name`` as JSON. ``functions``: the initializer, the aggregator and the session merger."""
+    grouped = builder.stream("words", key_serde="string", value_serde="string", name="words").group_by_key()
+    by = grouped.windowed_by(WINDOWS[windows])
+    aggregate_functions = functions if windows == "session" else functions[:2]
+    aggregated = by.aggregate(*aggregate_functions, value_serde="long", name=name, store=f"{name}-store")
+    aggregated.to_stream(name="changes").to(name, name="out", value_serde="json")
 
 
 @pytest.mark.parametrize("cache", CACHE)
@@ -122,11 +126,74 @@ def test_a_windowed_aggregate_whose_store_serde_does_not_fit_names_the_node_and_
     windows: str, cache: str
 ) -> None:
     builder = StreamsBuilder()
-    grouped = builder.stream("words", key_serde="string", value_serde="string", name="words").group_by_key()
-    WINDOWS[windows](grouped).to_stream(name="changes").to("windowed-sets", name="out", value_serde="json")
+    long_windowed_aggregate(builder, windows, (empty_set, add_word, merge_sets), "windowed-sets")
 
     error = failure(builder, CACHE[cache], "words")
 
     assert "node 'windowed-sets'" in str(error)
     assert "store 'windowed-sets-store'" in str(error)
     assert "long serde expects int, got dict" in str(error)
+
+
+# With the record cache on, a number or a string is serialized only when the cache flushes its entry: at the
+# commit after the record (outside it: the error is raised as is, not as the record's ProcessingError) or on an
+# eviction (inside the record that evicted). The cached store names itself and the node that writes it.
+
+
+def empty_string() -> str:
+    return ""
+
+
+def append_word(key: Any, value: str, words: str) -> str:
+    return words + value
+
+
+def merge_strings(key: Any, left: str, right: str) -> str:
+    return left + right
+
+
+def flush_failure(builder: StreamsBuilder, source: str) -> StoreSerializationError:
+    """The error the commit after the first record fails with (the record cache on, its default size)."""
+    with TopologyTestDriver(builder, CACHE["on"]) as driver, pytest.raises(StoreSerializationError) as failed:
+        driver.create_input_topic(source).pipe_input("k", "a", 1_000)
+    return failed.value
+
+
+@pytest.mark.parametrize("flush", ["commit", "eviction"])
+def test_a_cached_reduce_whose_store_serde_does_not_fit_a_string_names_the_node_and_the_store_at_the_flush(
+    flush: str,
+) -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("words", key_serde="string", value_serde="string", name="words")
+        .group_by_key(value_serde="long")
+        .reduce(concat, name="concat", store="concat-store")
+        .to_stream(name="changes")
+        .to("concat", name="out", value_serde="string")
+    )
+
+    if flush == "commit":
+        error = flush_failure(builder, "words")
+    else:  # a 1-byte cache: every put evicts, inside the record, which fails with it
+        error = failure(builder, {"statestore.cache.max.bytes": 1}, "words")
+
+    assert "node 'concat'" in str(error)
+    assert "store 'concat-store'" in str(error)
+    assert "key 'k'" in str(error)
+    assert "(str): long serde expects int, got str" in str(error)
+    assert "record cache flushed" in str(error)
+
+
+@pytest.mark.parametrize("windows", WINDOWS)
+def test_a_cached_windowed_aggregate_whose_store_serde_does_not_fit_a_string_names_the_node_and_the_store(
+    windows: str,
+) -> None:
+    builder = StreamsBuilder()
+    long_windowed_aggregate(builder, windows, (empty_string, append_word, merge_strings), "windowed-words")
+
+    error = flush_failure(builder, "words")
+
+    assert "node 'windowed-words'" in str(error)
+    assert "store 'windowed-words-store'" in str(error)
+    assert "key 'k'" in str(error)
+    assert "(str): long serde expects int, got str" in str(error)

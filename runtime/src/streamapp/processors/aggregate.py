@@ -26,10 +26,10 @@ aggregate)`` when it flushes (commit) or evicts, Kafka's ``TimestampedTupleForwa
 
 A value the store's value serde rejects (``value_serde="long"`` for dict aggregates) fails the record with a
 ``StoreSerializationError`` naming the node and the store: the processors catch the serde's error around their
-write and re-raise, so a write that fits costs nothing more. Behind the record cache a number or a string is
-serialized only when its entry is flushed, so such a mismatch of theirs still surfaces at the commit as the serde's
-own error (the cache layer would have to name the store there); a container is serialized when its key enters the
-cache, inside the write, and is named.
+write and re-raise, so a write that fits costs nothing more. Behind the record cache a container is serialized
+when its key enters the cache, inside the write, and is named there; a number or a string is serialized only when
+its entry is flushed (at commit, outside any record), where the cached store raises the same error, naming the node
+given to its flush listener (``forward_on_flush(..., node)``).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class StreamAggregateProcessor:
         self._children = tuple(children)
         self._metrics = metrics
         self._node = node
-        self._cached = forward_on_flush(store, self._children)
+        self._cached = forward_on_flush(store, self._children, node)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None or value is None:
@@ -197,7 +197,7 @@ class TableAggregateProcessor:
         self._subtractor = subtractor
         self._children = tuple(children)
         self._node = node
-        self._cached = forward_on_flush(store, self._children)
+        self._cached = forward_on_flush(store, self._children, node)
 
     def process(self, key: Any, value: Change, timestamp: int) -> None:
         if key is None:

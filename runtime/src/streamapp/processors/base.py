@@ -20,7 +20,7 @@ from streamapp.kafka.types import Headers
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
-from streamapp.state.stores import TypedKeyValueStore
+from streamapp.state.stores import StoreSerializationError, TypedKeyValueStore, store_mismatch
 from streamapp.state.suppression_buffer import SuppressionBuffer
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.state.windowed_access import WindowedStateAccess
@@ -64,10 +64,11 @@ class Processor(Protocol):
     def process(self, key: Any, value: Any, timestamp: int) -> None: ...
 
 
-def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor]) -> bool:
+def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor], node: str = "") -> bool:
     """Make a cached store's flushes forward ``Change(new, old)`` to ``children`` at the flushed entry's timestamp
     (Kafka's ``TimestampedTupleForwarder`` with caching on: the ``CachingKeyValueStore`` forwards, the
-    processor does not). True when ``store`` is cached, i.e. the processor must not forward itself."""
+    processor does not). True when ``store`` is cached, i.e. the processor must not forward itself. ``node``: the
+    processor's name, which a flush's ``StoreSerializationError`` gives (``store_mismatch``)."""
     if not store.cached:
         return False
     targets = tuple(children)
@@ -77,27 +78,8 @@ def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor]) -
         for child in targets:
             child.process(key, change, timestamp)
 
-    store.set_flush_listener(forward)
+    store.set_flush_listener(forward, node=node)
     return True
-
-
-class StoreSerializationError(ValueError):
-    """A processor's store could not serialize what the processor wrote, with the store's serdes: a processing
-    error (processing.exception.handler), as in Kafka, where ``StateSerdes`` raises a ``StreamsException`` out of
-    the processor's ``put``."""
-
-
-def store_mismatch(node: str, store: str, key: Any, value: Any, exc: Exception) -> StoreSerializationError:
-    """The error for a value ``store``'s value serde rejected when processor ``node`` wrote it (Kafka's
-    ``StateSerdes.rawValue`` message, plus the node and the store). Built only once the write failed: the
-    processors catch the serde's error and re-raise this, so a write that fits costs nothing more."""
-    where = f"node '{node}' " if node else ""
-    return StoreSerializationError(
-        f"{where}cannot write the value of key {key!r} to its store '{store}': the store's value serde is not "
-        f"compatible with the value's type ({type(value).__name__}): {exc}. Give the step that writes the store the "
-        "serde of its values (count / reduce / aggregate(..., value_serde=...), Kafka's Materialized; a reduce's "
-        "store takes the grouped stream's or table's value serde, group_by(..., value_serde=...): docs/serdes.md)"
-    )
 
 
 class RecordSender(Protocol):

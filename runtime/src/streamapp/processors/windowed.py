@@ -141,7 +141,7 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
         """Whether the record cache forwards the updates when it flushes (Kafka's ``CachingWindowStore`` with
         ``TimestampedCacheFlushListener``): the processor then only writes."""
         if isinstance(store, CachingWindowStore):
-            store.set_flush_listener(self._forward_flushed)
+            store.set_flush_listener(self._forward_flushed, node=self.name)
 
     def _forward_flushed(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
         change = Change(new, old)
@@ -215,7 +215,7 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
         self._cache: CachingSlidingWindowStore | None = None
         if isinstance(store, CachingSlidingWindowStore):
             self._cache = store
-            store.set_flush_listener(self._forward_flushed)
+            store.set_flush_listener(self._forward_flushed, node=self.name)
 
     def _forward_flushed(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
         self._forward(windowed, Change(new, old), timestamp)
@@ -398,7 +398,7 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
         self._gap = windows.gap_ms
         self._cached = isinstance(store, CachingSessionStore)
         if isinstance(store, CachingSessionStore):
-            store.set_flush_listener(self._forward_flushed)
+            store.set_flush_listener(self._forward_flushed, node=self.name)
 
     def _forward_flushed(self, session: Windowed, new: Any, old: Any, timestamp: int) -> None:
         self._forward(session, Change(new, old), timestamp)

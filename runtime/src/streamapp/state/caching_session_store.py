@@ -22,6 +22,10 @@ session with ``end < observed - retention`` is invisible and puts to it are drop
 ``streamapp.state.session_store`` does. A cached delete of a session that expired in the store below before the
 flush is neither written nor forwarded (the store below no longer returns its old value, as Kafka's segmented
 store's ``get`` does not).
+
+A flushed aggregate the store's value serde rejects (a string into a ``long`` store: a number or a string is first
+serialized at the flush) raises a ``StoreSerializationError`` naming the store and the node that writes it
+(``set_flush_listener(..., node=...)``; ``streamapp.state.record_cache``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from streamapp.serdes import SerdeError
 from streamapp.state.record_cache import CachedStore, CacheIndex, HeadersContext, ThreadCache, cached_value_size
 from streamapp.state.session_store import SessionStore
 from streamapp.windowed import Windowed
@@ -75,9 +80,11 @@ class CachingSessionStore(CachedStore):
         self._sessions = self._index = CacheIndex(self._cache, _SUFFIX)
         """Record key bytes -> the store keys of its cached sessions (entries and deletes)."""
 
-    def set_flush_listener(self, listener: SessionFlushListener) -> None:
-        """Call ``listener(session, new, old, timestamp)`` for each flushed session."""
+    def set_flush_listener(self, listener: SessionFlushListener, *, node: str = "") -> None:
+        """Call ``listener(session, new, old, timestamp)`` for each flushed session; ``node`` (the processor that
+        writes the store) is named when a flushed aggregate does not fit the store's value serde."""
         self._listener = listener
+        self._node = node
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -159,7 +166,10 @@ class CachingSessionStore(CachedStore):
             new, key = None, below.key_serde.deserialize(raw_key)
         else:
             new, key = value
-        below.put_raw_key(raw_key, start, end, new)
+        try:
+            below.put_raw_key(raw_key, start, end, new)
+        except SerdeError as exc:
+            raise self._unserializable(key, new, exc) from exc
         if self._listener is not None:
             self._listener(Windowed(key, start, end), new, old, timestamp)
 

@@ -18,6 +18,10 @@ reads (``fetch_range``, what a sliding-window aggregation reads; Kafka's ``Cachi
 to)`` with ``MergedSortedCacheWindowStoreIterator``): a cached window replaces the store's, by start. It indexes
 its cached windows per record key (Kafka's cache is a sorted map it range-scans; ours is hashed), which the time
 windows' puts do not pay for. Session stores are cached by ``streamapp.state.caching_session_store``.
+
+A flushed aggregate the store's value serde rejects (a string into a ``long`` store: a number or a string is first
+serialized at the flush) raises a ``StoreSerializationError`` naming the store and the node that writes it
+(``set_flush_listener(..., node=...)``; ``streamapp.state.record_cache``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from streamapp.serdes import SerdeError
 from streamapp.state.record_cache import CachedStore, CacheIndex, HeadersContext, ThreadCache, cached_value_size
 from streamapp.state.window_store import WindowStore, WindowValue
 from streamapp.windowed import Windowed
@@ -88,9 +93,11 @@ class CachingWindowStore(CachedStore):
         self._missed: tuple[bytes, WindowValue | None] | None = None
         """The store key and value of the last fetch that missed the cache (what the store below holds)."""
 
-    def set_flush_listener(self, listener: WindowFlushListener) -> None:
-        """Call ``listener(Windowed key, new, old, timestamp)`` for each flushed window."""
+    def set_flush_listener(self, listener: WindowFlushListener, *, node: str = "") -> None:
+        """Call ``listener(Windowed key, new, old, timestamp)`` for each flushed window; ``node`` (the processor
+        that writes the store) is named when a flushed aggregate does not fit the store's value serde."""
         self._listener = listener
+        self._node = node
 
     def fetch(self, key: Any, window_start: int) -> WindowValue | None:
         """The aggregate of ``key``'s window at ``window_start`` (ms): the cached one, else the store below's."""
@@ -141,7 +148,10 @@ class CachingWindowStore(CachedStore):
             below = None if found is None else found.value
         if new is None and below is None:
             return
-        self.below.put_raw_key(raw_key, new, start, timestamp)
+        try:
+            self.below.put_raw_key(raw_key, new, start, timestamp)
+        except SerdeError as exc:
+            raise self._unserializable(key, new, exc) from exc
         if self._listener is not None:
             self._listener(Windowed(key, start, start + self.window_size_ms), new, below, timestamp)
 

@@ -25,6 +25,13 @@ they are flushed. Sizes: an entry counts its key bytes, its value's size (the le
 value (a container) is serialized for its size only when its key enters the cache; later puts keep that size
 and each flush re-measures it from the bytes it writes below, so a hot aggregate costs no serialization per
 record.
+
+A value the store's value serde rejects (a string aggregate into a ``long`` store) fails where it is serialized:
+a container when its key enters the cache, inside the processor's write, which names its node and store; a number
+or a string at the flush, outside any record (at commit; on an eviction, inside the record that evicted). There
+the cached store catches the serde's error around the serialization and raises a ``StoreSerializationError``
+naming the store and the node its flush listener was set by (``set_flush_listener(..., node=...)``), so a value
+that fits costs nothing more.
 """
 
 from __future__ import annotations
@@ -35,8 +42,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from streamapp.kafka.types import Headers
-from streamapp.serdes import Serde
-from streamapp.state.stores import NO_TIMESTAMP, BytesKeyValueStore, TypedKeyValueStore
+from streamapp.serdes import Serde, SerdeError
+from streamapp.state.stores import (
+    NO_TIMESTAMP,
+    BytesKeyValueStore,
+    StoreSerializationError,
+    TypedKeyValueStore,
+    store_mismatch,
+)
 
 __all__ = [
     "CACHE_ENTRY_OVERHEAD_BYTES",
@@ -306,11 +319,14 @@ class CachedStore:
     the cache entry's record context while it flushes it). Subclasses call ``_attach`` and implement
     ``_write_and_forward(key bytes, value, timestamp)``, called per flushed entry."""
 
+    name: str
     _thread: ThreadCache
     _cache: NamedCache
     _context: HeadersContext | None
     _index: CacheIndex | None = None
     """The cached keys per record key, for a store with range reads (cleared with the cache)."""
+    _node = ""
+    """The processor that writes the store (its flush listener's), named by a flush's ``StoreSerializationError``."""
 
     def _attach(self, cache: ThreadCache, namespace: str, record_context: HeadersContext | None) -> None:
         self._thread = cache
@@ -346,6 +362,11 @@ class CachedStore:
 
     def _write_and_forward(self, key: bytes, value: Any, timestamp: int) -> None:
         raise NotImplementedError
+
+    def _unserializable(self, key: Any, value: Any, exc: SerdeError) -> StoreSerializationError:
+        """The error for a flushed value the store's value serde rejected (``store_mismatch``: the store and the
+        node; built only once the serialization failed)."""
+        return store_mismatch(self._node, self.name, key, value, exc, flushed=True)
 
     def _flushed(self, entries: list[DirtyEntry]) -> None:
         """Each flushed entry with its writer's headers set, the headers of the record being processed restored
@@ -391,8 +412,11 @@ class CachingKeyValueStore(TypedKeyValueStore, CachedStore):
         self._attach(cache, namespace, record_context)
         self._listener: StoreFlushListener | None = None
 
-    def set_flush_listener(self, listener: StoreFlushListener) -> None:
+    def set_flush_listener(self, listener: StoreFlushListener, *, node: str = "") -> None:
+        """``TypedKeyValueStore.set_flush_listener``: ``listener`` gets each flushed entry; ``node`` (the
+        processor that writes the store) is named when a flushed value does not fit the store's value serde."""
         self._listener = listener
+        self._node = node
 
     def get_raw_key(self, raw_key: bytes) -> tuple[Any, int] | None:
         entry = self._cache.get(raw_key)
@@ -408,7 +432,10 @@ class CachingKeyValueStore(TypedKeyValueStore, CachedStore):
         old = super().get_raw_key(raw_key)
         if value is None and old is None:
             return
-        raw_value = self._value_serde.serialize(value)
+        try:
+            raw_value = self._value_serde.serialize(value)
+        except SerdeError as exc:
+            raise self._unserializable(self._key_serde.deserialize(raw_key), value, exc) from exc
         self.put_serialized(raw_key, raw_value, timestamp)
         if raw_value is not None and not isinstance(value, (str, bytes, int, float)):
             self._cache.resize(raw_key, len(raw_value))  # a container may have grown since it was sized

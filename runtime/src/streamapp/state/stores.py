@@ -24,9 +24,11 @@ __all__ = [
     "VALUE_TIMESTAMP",
     "BytesKeyValueStore",
     "PersistentKeyValueStore",
+    "StoreSerializationError",
     "TypedKeyValueStore",
     "decode_timestamped",
     "encode_timestamped",
+    "store_mismatch",
 ]
 
 VALUE_TIMESTAMP = struct.Struct(">q")
@@ -95,6 +97,30 @@ class PersistentKeyValueStore(Protocol):
     def close(self) -> None: ...
 
 
+class StoreSerializationError(ValueError):
+    """A processor's store could not serialize what the processor wrote, with the store's serdes: a processing
+    error (processing.exception.handler), as in Kafka, where ``StateSerdes`` raises a ``StreamsException`` out of
+    the processor's ``put``. Behind the record cache a value may be serialized only when its entry is flushed
+    (``streamapp.state.record_cache``): the cached store raises it there, at commit or on an eviction."""
+
+
+def store_mismatch(
+    node: str, store: str, key: Any, value: Any, exc: Exception, *, flushed: bool = False
+) -> StoreSerializationError:
+    """The error for a value ``store``'s value serde rejected when processor ``node`` wrote it (Kafka's
+    ``StateSerdes.rawValue`` message, plus the node and the store; ``flushed``: the record cache serialized it when
+    it flushed the entry). Built only once the write failed: the processors and the cached stores' flushes catch
+    the serde's error and re-raise this, so a write that fits costs nothing more."""
+    where = f"node '{node}' " if node else ""
+    when = " (when the record cache flushed it)" if flushed else ""
+    return StoreSerializationError(
+        f"{where}cannot write the value of key {key!r} to its store '{store}'{when}: the store's value serde is not "
+        f"compatible with the value's type ({type(value).__name__}): {exc}. Give the step that writes the store the "
+        "serde of its values (count / reduce / aggregate(..., value_serde=...), Kafka's Materialized; a reduce's "
+        "store takes the grouped stream's or table's value serde, group_by(..., value_serde=...): docs/serdes.md)"
+    )
+
+
 class TypedKeyValueStore:
     """A bytes store seen through key and value serdes: what processors read and write.
 
@@ -144,10 +170,11 @@ class TypedKeyValueStore:
             return self._value_serde.deserialize(value), timestamp
         return self._value_serde.deserialize(raw), NO_TIMESTAMP
 
-    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None]) -> None:
+    def set_flush_listener(self, listener: Callable[[Any, Any, Any, int], None], *, node: str = "") -> None:
         """Call ``listener(key, new value, old value, timestamp)`` for each entry the record cache flushes
-        (Kafka's ``TimestampedCacheFlushListener``). Only a ``cached`` store (``streamapp.state.record_cache``)
-        flushes; this one raises TypeError."""
+        (Kafka's ``TimestampedCacheFlushListener``); ``node``: the processor that writes the store, named by the
+        ``StoreSerializationError`` of a value the flush cannot serialize. Only a ``cached`` store
+        (``streamapp.state.record_cache``) flushes; this one raises TypeError."""
         raise TypeError(f"store '{self.name}' is not cached: it has no flushes to listen to")
 
     def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
