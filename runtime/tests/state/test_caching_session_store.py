@@ -141,3 +141,19 @@ def test_cached_sessions_of_immutable_aggregates_cost_the_garbage_collector_noth
     entries = list(sessions.store._cache._entries.values())
     assert len(entries) == 101
     assert not any(gc.is_tracked(entry) for entry in entries)
+
+
+def test_a_flushed_session_is_logged_at_its_writers_timestamp_and_forwarded_at_its_end() -> None:
+    """Kafka's CachingSessionStore sets the entry's record context back while it flushes: the changelog record
+    carries the timestamp of the record that last wrote the session, not of the record being processed at the
+    commit; the forwarded update is timestamped with the session's end (SessionCacheFlushListener)."""
+    sessions = CachedSessions(ThreadCache(10 << 20))
+    sessions.logged.now = 7
+    sessions.click("a", 100)
+    sessions.logged.now = 9
+    sessions.click("a", 105)  # [100, 105], written by the record at 9
+    sessions.logged.now = 26  # the record being processed when the commit flushes
+    sessions.commit()
+
+    assert [timestamp for _, _, timestamp in sessions.logged.producer.sent] == [9]
+    assert sessions.forwarded == [(Windowed("a", 100, 105), 2, None, 105)]

@@ -72,13 +72,23 @@ def test_a_null_value_deletes_the_window_before_and_after_commit(logged: LoggedS
     assert [w for w, _ in store.all()] == [Windowed("a", 10, 20)]
 
 
-def test_changelog_records_carry_kafkas_window_key_and_timestamped_value_layout(logged: LoggedStore) -> None:
+def test_changelog_records_carry_kafkas_window_key_and_timestamped_value_layout_at_the_values_timestamp(
+    logged: LoggedStore,
+) -> None:
+    """Kafka's ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at its value's timestamp, not at the
+    record being processed's (an out-of-order record updating a window keeps the window's later timestamp); a
+    delete is logged at the record's."""
     store = window_store(logged)
     logged.now = 1234
     store.put("k", 7, 60_000, 61_000)
+    store.put("d", 1, 0, 500)
+    logged.commit()
+    store.put("d", None, 0, 900)
     logged.commit()
     assert logged.producer.sent == [
-        (b"k" + struct.pack(">qi", 60_000, 0), struct.pack(">q", 61_000) + struct.pack(">q", 7), 1234)
+        (b"k" + struct.pack(">qi", 60_000, 0), struct.pack(">q", 61_000) + struct.pack(">q", 7), 61_000),
+        (b"d" + struct.pack(">qi", 0, 0), struct.pack(">q", 500) + struct.pack(">q", 1), 500),
+        (b"d" + struct.pack(">qi", 0, 0), None, 1234),
     ]
 
 

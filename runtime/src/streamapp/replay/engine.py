@@ -406,8 +406,9 @@ def _native_windowed_count_stage(
     accepted (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset,
     with the largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task
     by ``offset * windows_per_record + window index`` (the order the runtime writes them). The changelog record of
-    a window is its final count after its largest timestamp (Kafka's window store value), at the timestamp of its
-    last record. ``final`` (``EMIT_FINAL``): of the sink records only each window's last.
+    a window is its final count after its largest timestamp (Kafka's window store value), at that timestamp (Kafka's
+    ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at its value's timestamp). ``final``
+    (``EMIT_FINAL``): of the sink records only each window's last.
     """
     count, size, grace = windowed.count, windowed.windows.size, windowed.windows.grace_ms
     by_task = (
@@ -459,7 +460,7 @@ def _native_windowed_count_stage(
             F.concat(
                 _long_bytes(F.col("running_timestamp")), _count_bytes(F.col("running_count"), count.store_value_serde)
             ),
-            F.col("timestamp"),
+            F.col("running_timestamp"),
         ),
     )
 

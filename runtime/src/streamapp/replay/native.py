@@ -37,7 +37,7 @@ over the task ordered by offset, explodes the windows, filters the late ones and
 partition of each windowed key (``streamapp.replay.partitions``, vectorized). The window store's changelog has one
 record per window ever written (the replay is one commit interval), in the order windows were first written: key
 ``key bytes + start + seqnum 0``, value ``timestamp + count`` (Kafka's layouts, ``streamapp.state.window_store``),
-at the timestamp of the window's last record.
+at the window's largest timestamp (the value's: Kafka's timestamped window store logs a window at it).
 
 Plain Python and pyarrow (no pyspark): the tests use it without Spark. The operator, which has no pyarrow, asks
 ``streamapp.replay.shapes`` only.

@@ -10,7 +10,8 @@ first. The cache is indexed per record key (Kafka's cache is a sorted map it ran
 
 Entries leave the cache as the key-value cache's do (on commit, or when the cache evicts, the whole named cache
 flushed, in the order of each session's last update): the store below's value for the session is read (the last
-flushed one: what downstream last saw), the entry is written below (so to the changelog) and forwarded as
+flushed one: what downstream last saw), the entry is written below (so to the changelog, at the timestamp of the
+record that last wrote the session: Kafka sets the entry's record context back while it flushes) and forwarded as
 ``(Windowed(key, start, end), Change(new, old), end)``, timestamped with the session's end (Kafka's
 ``CachingSessionStore.putAndMaybeForward`` and ``SessionCacheFlushListener``). A session created and merged away
 between two flushes is absent before and after and is neither written nor forwarded; a flushed session merged
@@ -105,7 +106,7 @@ class CachingSessionStore(CachedStore):
         cache.put(
             store_key,
             None if value is None else (value, session.key),
-            end,
+            self.below.record_timestamp(),  # the writer's: the changelog record's timestamp at flush
             size,
             None if context is None else context.headers,
         )
@@ -167,11 +168,11 @@ class CachingSessionStore(CachedStore):
         else:
             new, key = value
         try:
-            below.put_raw_key(raw_key, start, end, new)
+            below.put_raw_key(raw_key, start, end, new, timestamp)
         except SerdeError as exc:
             raise self._unserializable(key, new, exc) from exc
         if self._listener is not None:
-            self._listener(Windowed(key, start, end), new, old, timestamp)
+            self._listener(Windowed(key, start, end), new, old, end)
 
     # -- internals ---------------------------------------------------------------------------------
 

@@ -61,6 +61,10 @@ class ChangeLoggingKeyValueStore:
     def put(self, key: bytes, value: bytes | None) -> None:
         self.put_at(key, value, self._timestamp())
 
+    def record_timestamp(self) -> int:
+        """The timestamp (epoch ms) of the record being processed: what ``put`` logs a write at."""
+        return self._timestamp()
+
     def put_at(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Buffer a write whose changelog record gets ``timestamp`` (epoch ms; a timestamped store logs a value
         at its own timestamp). ``put`` uses the timestamp of the record being processed; the record cache

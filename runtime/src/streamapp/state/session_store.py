@@ -75,8 +75,15 @@ class SessionStore:
         dropped."""
         self.put_raw_key(self.raw_key(session.key), session.start, session.end, value)
 
-    def put_raw_key(self, raw_key: bytes, start: int, end: int, value: Any) -> None:
-        """``put`` of the session ``[start, end]`` (ms) of a record key already serialized by the key serde."""
+    def record_timestamp(self) -> int:
+        """The timestamp (epoch ms) of the record being processed, which a ``put`` logs its write at (Kafka's
+        ``ChangeLoggingSessionBytesStore`` logs at the record context's timestamp)."""
+        return self._store.record_timestamp()
+
+    def put_raw_key(self, raw_key: bytes, start: int, end: int, value: Any, logged_at: int | None = None) -> None:
+        """``put`` of the session ``[start, end]`` (ms) of a record key already serialized by the key serde;
+        ``logged_at``: the changelog record's timestamp (ms) when not the record being processed's (the record
+        cache flushes an entry at the timestamp of the record that wrote it)."""
         self._sync_stream_time()
         self._expiry.before_write(self.observed_stream_time)
         if end > self.observed_stream_time:
@@ -85,7 +92,11 @@ class SessionStore:
             return
         store_key = raw_key + _END_START.pack(end, start)
         self._reader.forget_if_applied()
-        self._store.put(store_key, self._value_serde.serialize(value))
+        raw_value = self._value_serde.serialize(value)
+        if logged_at is None:
+            self._store.put(store_key, raw_value)
+        else:
+            self._store.put_at(store_key, raw_value, logged_at)
         self._reader.note_write(raw_key, store_key)
 
     def remove(self, session: Windowed) -> None:

@@ -88,6 +88,10 @@ class LoggedBytesStore(Protocol):
 
     def put(self, key: bytes, value: bytes | None) -> None: ...
 
+    def put_at(self, key: bytes, value: bytes | None, timestamp: int) -> None: ...
+
+    def record_timestamp(self) -> int: ...
+
 
 class WindowValue(NamedTuple):
     """A window's aggregate and the largest record timestamp folded into it (ms)."""
@@ -266,7 +270,10 @@ class WindowStore:
             store_key = raw_key + _START_SEQ.pack(window_start, 0)
         raw_value = self._value_serde.serialize(value)
         self._reader.note_write(raw_key, store_key)
-        self._store.put(store_key, None if raw_value is None else _TIMESTAMP.pack(timestamp) + raw_value)
+        if raw_value is None:
+            self._store.put(store_key, None)
+        else:  # logged at the value's timestamp, as Kafka's ChangeLoggingTimestampedWindowBytesStore does
+            self._store.put_at(store_key, _TIMESTAMP.pack(timestamp) + raw_value, timestamp)
 
     # -- reads -------------------------------------------------------------------------------------
 
