@@ -25,7 +25,9 @@ input topics of one task, or two tasks) may interleave differently on the broker
 depends on their order across partitions (a stream-table join fed on both sides) pass
 ``one_at_a_time=True``: the broker engine then waits until each input is fully processed before it
 produces the next, which is what the driver does. ``compare=True`` on the broker engine also runs the
-driver and asserts both outputs are identical.
+driver and asserts both outputs are identical, and so are the final contents of every store the tasks keep: the
+last record per key of each store's changelog topic, raw bytes and timestamp (what a restore rebuilds the store
+from: key-value, timestamped, window, session, suppression-buffer and join-buffer stores alike).
 """
 
 from __future__ import annotations
@@ -70,15 +72,25 @@ __all__ = [
     "Input",
     "Outputs",
     "SparkEngine",
+    "StoreContents",
     "assert_same_outputs",
+    "assert_same_stores",
     "final_values",
+    "store_changelogs",
+    "store_contents",
 ]
 
 Input = tuple[str, Any, Any, int]
 """``(topic, key, value, timestamp_ms)``."""
 OutputRecord = tuple[Any, Any, int]
 Outputs = dict[str, list[OutputRecord]]
+RawRecord = tuple[int, bytes | None, bytes | None, int]
+"""``(partition, key bytes, value bytes, timestamp_ms)`` as a topic holds it."""
+StoreContents = dict[str, dict[tuple[int, bytes | None], tuple[bytes, int]]]
+"""``{changelog output name: {(partition, key bytes): (value bytes, timestamp_ms)}}``: each store's final contents."""
 TopologyArg = StreamsBuilder | TopologyDescription | Mapping[str, Any]
+RunArgs = tuple[Sequence[Input], Sequence[str], Mapping[str, Any] | None, Mapping[str, int] | None]
+"""``(inputs, outputs, config, partitions)`` of one run."""
 Compare = Literal["records", "final"]
 
 DRIVER_APPLICATION_ID = "conformance"
@@ -171,6 +183,41 @@ def assert_same_outputs(driver: Outputs, broker: Outputs, mode: Compare = "recor
         )
 
 
+def store_changelogs(description: TopologyDescription) -> list[str]:
+    """Output names (``"{application_id}-<store>-changelog"``) of the changelog of every store a task keeps; a
+    global store has none (its source topic is its changelog, read whole by every instance)."""
+    global_stores = {name for node in description.nodes if isinstance(node, GlobalTableNode) for name in node.stores()}
+    return [
+        description.changelog_topic("{application_id}", store.name)
+        for store in description.stores
+        if store.name not in global_stores
+    ]
+
+
+def store_contents(records: Sequence[RawRecord]) -> dict[tuple[int, bytes | None], tuple[bytes, int]]:
+    """A changelog's final contents: the last value and timestamp per (partition, key); a tombstone removes the
+    key (what a restore from offset 0 leaves in the store)."""
+    contents: dict[tuple[int, bytes | None], tuple[bytes, int]] = {}
+    for partition, key, value, timestamp_ms in records:
+        if value is None:
+            contents.pop((partition, key), None)
+        else:
+            contents[(partition, key)] = (value, timestamp_ms)
+    return contents
+
+
+def assert_same_stores(driver: StoreContents, other: StoreContents, engine: str) -> None:
+    """Assert every store ends with the same contents on the driver and on ``engine``: the same keys, value bytes
+    and timestamps, naming the store and the first key that differs."""
+    for changelog in sorted(set(driver) | set(other)):
+        left, right = driver.get(changelog, {}), other.get(changelog, {})
+        for key in sorted(set(left) | set(right), key=lambda k: (k[0], k[1] or b"")):
+            assert left.get(key) == right.get(key), (
+                f"store changelog '{changelog}', partition {key[0]} key {key[1]!r}: "
+                f"driver ends with {left.get(key)!r}, {engine} with {right.get(key)!r}"
+            )
+
+
 # -- the driver --------------------------------------------------------------------------------------
 
 
@@ -190,9 +237,16 @@ class DriverEngine:
         one_at_a_time: bool = False,
         compare: bool | Compare = False,
     ) -> Outputs:
+        return self.execute(topology, (inputs, outputs, config, partitions))[0]
+
+    def execute(self, topology: TopologyArg, run: RunArgs) -> tuple[Outputs, StoreContents]:
+        """``run``'s outputs for ``(inputs, outputs, config, partitions)`` and the final contents of every store
+        (``store_contents`` of each changelog)."""
+        inputs, outputs, config, partitions = run
         check_inputs(inputs)
         settings = {**(config or {}), "application.id": DRIVER_APPLICATION_ID}
-        with TopologyTestDriver(describe(topology, settings), settings, partitions=partitions) as driver:
+        description = describe(topology, settings)
+        with TopologyTestDriver(description, settings, partitions=partitions) as driver:
             topics = {}
             for topic, key, value, timestamp_ms in inputs:
                 if topic not in topics:
@@ -203,7 +257,35 @@ class DriverEngine:
                 records = driver.create_output_topic(name.format(application_id=DRIVER_APPLICATION_ID))
                 ordered = sorted(records.read_records_to_list(), key=lambda r: r.partition or 0)
                 result[name] = [(r.key, r.value, r.timestamp_ms or 0) for r in ordered]
-            return result
+            stores: StoreContents = {}
+            for name in store_changelogs(description):
+                raw = driver.create_output_topic(name.format(application_id=DRIVER_APPLICATION_ID), "bytes", "bytes")
+                stores[name] = store_contents(
+                    [(r.partition or 0, r.key, r.value, r.timestamp_ms or 0) for r in raw.read_records_to_list()]
+                )
+            return result, stores
+
+
+def compare_with_driver(
+    engine: str,
+    description: TopologyDescription,
+    run: RunArgs,
+    result: Outputs,
+    stores: StoreContents,
+    mode: Compare,
+) -> None:
+    """Run the driver on the same ``(inputs, outputs, config, partitions)`` and assert ``engine`` wrote the same
+    outputs (``assert_same_outputs`` in ``mode``) and ended with the same store contents.
+
+    The driver runs with the record cache the other engine ran with (off unless ``config`` sets it, as
+    ``BrokerEngine`` does): its outputs are the same either way (the driver flushes after every record), but the
+    old value a cached store forwards for a new key is ``None`` where an uncached aggregation forwards its
+    initial value, as in Kafka Streams, and a suppression buffer keeps that old value."""
+    inputs, outputs, config, partitions = run
+    cache = {"statestore.cache.max.bytes": 0, **(config or {})}
+    expected, expected_stores = DriverEngine().execute(description, (inputs, outputs, cache, partitions))
+    assert_same_outputs(expected, result, mode)
+    assert_same_stores(expected_stores, stores, engine)
 
 
 # -- the broker --------------------------------------------------------------------------------------
@@ -271,11 +353,12 @@ class BrokerEngine:
         self.logs.append(run.log_file)
         try:
             result = run.execute(inputs, outputs, one_at_a_time)
+            stores = run.store_contents() if compare else {}
         finally:
             run.cleanup()
         if compare:
-            expected = DriverEngine().run(description, inputs, outputs, config, partitions=partitions)
-            assert_same_outputs(expected, result, "records" if compare is True else compare)
+            mode: Compare = "records" if compare is True else compare
+            compare_with_driver(self.name, description, (inputs, outputs, config, partitions), result, stores, mode)
         return result
 
 
@@ -357,7 +440,10 @@ class _BrokerRun:
             self.topic(t): (self.partitions.get(t, 1), {"retention.ms": "-1"}) for t in self.external
         }
         for internal in self.description.internal_topics(self.app_id, sources):
-            wanted[internal.name] = (internal.partitions, dict(internal.config))
+            config = dict(internal.config)
+            if "retention.ms" in config:  # window/session changelogs (compact,delete): the same old timestamps
+                config["retention.ms"] = "-1"
+            wanted[internal.name] = (internal.partitions, config)
         futures = self.engine.admin.create_topics(
             [NewTopic(name, count, 1, config=config) for name, (count, config) in wanted.items()]
         )
@@ -443,6 +529,17 @@ class _BrokerRun:
         key_serde, value_serde = output_serdes(
             self.description, self.app_id, topic if name not in self.external else name, topic
         )
+        return [
+            (key_serde.deserialize(key), value_serde.deserialize(value), timestamp)
+            for _, key, value, timestamp in self.read_raw(topic)
+        ]
+
+    def store_contents(self) -> StoreContents:
+        """The final contents of every store, from its changelog (``store_contents``)."""
+        return {name: store_contents(self.read_raw(self.topic(name))) for name in store_changelogs(self.description)}
+
+    def read_raw(self, topic: str) -> list[RawRecord]:
+        """Every committed record of broker topic ``topic`` as bytes: partition 0 in offset order, then 1, ..."""
         ends = self._end_offsets([topic])
         consumer = Consumer(
             {
@@ -452,7 +549,7 @@ class _BrokerRun:
                 "isolation.level": "read_committed",
             }
         )
-        records: dict[int, list[tuple[int, OutputRecord]]] = {}
+        records: dict[int, list[tuple[int, RawRecord]]] = {}
         try:
             partitions = [TopicPartition(topic, tp.partition, OFFSET_BEGINNING) for tp, end in ends.items() if end > 0]
             if partitions:
@@ -475,8 +572,7 @@ class _BrokerRun:
                 idle_since = time.monotonic()
                 p, offset = int(message.partition() or 0), int(message.offset() or 0)
                 _, timestamp = message.timestamp()
-                value = (key_serde.deserialize(message.key()), value_serde.deserialize(message.value()), timestamp)
-                records.setdefault(p, []).append((offset, value))
+                records.setdefault(p, []).append((offset, (p, message.key(), message.value(), timestamp)))
                 if offset + 1 >= ends[TopicPartition(topic, p)]:
                     remaining.discard(p)
         finally:
@@ -656,7 +752,7 @@ class SparkEngine:
     with ``read_committed``. The replay processes what is already on the broker, so ``one_at_a_time`` changes
     nothing: its order across a task's partitions is the runtime's catch-up order (docs/replay.md). Changelog
     topics hold the final store contents (one record per key). ``compare`` runs the driver too and asserts both
-    outputs are identical, like ``BrokerEngine``.
+    outputs and every store's final contents are identical, like ``BrokerEngine``.
     """
 
     name = "spark"
@@ -720,9 +816,10 @@ class SparkEngine:
             self.results.append(replay)
             wait_stable(self.broker.admin, [TopicPartition(w.topic, w.partition) for w in replay.writes])
             result = {name: run.read(name) for name in outputs}
+            stores = run.store_contents() if compare else {}
         finally:
             run.cleanup()
         if compare:
-            expected = DriverEngine().run(description, inputs, outputs, config, partitions=partitions)
-            assert_same_outputs(expected, result, "records" if compare is True else compare)
+            mode: Compare = "records" if compare is True else compare
+            compare_with_driver(self.name, description, (inputs, outputs, config, partitions), result, stores, mode)
         return result
