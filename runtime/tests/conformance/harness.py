@@ -555,16 +555,18 @@ class _BrokerRun:
             if partitions:
                 consumer.assign(partitions)
             remaining = {tp.partition for tp in partitions}
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 120
             idle_since = time.monotonic()
-            while remaining and time.monotonic() < deadline:
+            while remaining:
+                assert time.monotonic() < deadline, f"reading '{topic}': partitions {sorted(remaining)} unfinished"
                 message = consumer.poll(0.2)
                 if message is None:
                     positions = consumer.position([TopicPartition(topic, p) for p in remaining])
                     remaining -= {
                         tp.partition for tp in positions if tp.offset >= ends[TopicPartition(topic, tp.partition)]
                     }
-                    if time.monotonic() - idle_since > 3:  # only transaction markers left
+                    if remaining and time.monotonic() - idle_since > 3:  # only transaction markers left?
+                        self._check_read_to_last_record(topic, ends, records, remaining)
                         break
                     continue
                 if message.error():
@@ -578,6 +580,24 @@ class _BrokerRun:
         finally:
             consumer.close()
         return [record for p in sorted(records) for _, record in sorted(records[p], key=lambda r: r[0])]
+
+    def _check_read_to_last_record(
+        self,
+        topic: str,
+        ends: Mapping[TopicPartition, int],
+        records: Mapping[int, list[tuple[int, RawRecord]]],
+        remaining: set[int],
+    ) -> None:
+        """A read that went idle before the end offsets must hold each partition's last committed record (the rest
+        are transaction markers); a slow broker's pause is a failure naming the partition, never a partial read."""
+        for partition in sorted(remaining):
+            tp = TopicPartition(topic, partition)
+            read = records.get(partition, [])
+            last = self._last_data_offset_plus_one(tp, ends[tp])
+            assert (read[-1][0] + 1 if read else 0) >= last, (
+                f"reading '{topic}' partition {partition}: stopped at offset {read[-1][0] if read else None}, "
+                f"its last committed record is at {last - 1}"
+            )
 
     def cleanup(self) -> None:
         self.kill()
