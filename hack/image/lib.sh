@@ -17,7 +17,7 @@ BASE_REPO=localhost/streamapp-base
 SUITE=bookworm
 # Packages on top of debootstrap's minbase (which already has libstdc++6, needed by rocksdict's wheel).
 BASE_PACKAGES=python3,python3-venv,ca-certificates
-# pip used outside the build to fetch wheels (run by uvx, so it needs no Python of its own).
+# pip used outside the build to fetch wheels (run through "$UVX", hack/env.sh, so it needs no Python of its own).
 PIP_VERSION=25.1.1
 
 # Pinned for podman, buildah and every later `buildah from/run` (containers/storage reads STORAGE_DRIVER):
