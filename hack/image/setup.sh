@@ -3,6 +3,11 @@
 # debootstrap (makes the base root filesystem). Idempotent: does nothing when all are present.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+# `make` runs the stack's and the images' set-up side by side, and both call this: one apt-get at a time (dpkg's
+# own lock would make the second fail instead of wait)
+mkdir -p "$CACHE"
+exec 7>"$CACHE/image-setup.lock"
+flock -w 900 7 || die "setup: timeout waiting for $CACHE/image-setup.lock"
 
 missing=()
 for tool in podman:podman buildah:buildah debootstrap:debootstrap; do
