@@ -486,7 +486,7 @@ class StreamTask:
                     f"task {self.id}: record {record.topic}-{record.partition}@{record.offset}: {exc}"
                 ) from exc
             if timestamp is None:
-                self.metrics.dropped[INVALID_TIMESTAMP] = self.metrics.dropped.get(INVALID_TIMESTAMP, 0) + 1
+                self.metrics.count_drop(INVALID_TIMESTAMP)
                 return None
         return key, value, timestamp
 
@@ -507,8 +507,7 @@ class StreamTask:
             handlers.production_failed(record, exc, str(self.id))
         else:
             handlers.processing_failed(record, exc, str(self.id))
-        reason = DESERIALIZATION_ERROR if stage == "deserialization" else PROCESSING_ERROR
-        self.metrics.dropped[reason] = self.metrics.dropped.get(reason, 0) + 1
+        self.metrics.count_drop(DESERIALIZATION_ERROR if stage == "deserialization" else PROCESSING_ERROR)
 
     def _queue(self, partition: TopicPartition) -> RecordQueue:
         queue = self.input.queues.get(partition)

@@ -106,10 +106,15 @@ class ProcessorMetrics:
             found = self.lateness[processor] = RecordLateness()
         return found
 
+    def count_drop(self, reason: str) -> None:
+        """Count one record dropped for ``reason`` whose log line another component writes (the exception
+        handlers, the timestamp extractor)."""
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
     def drop(self, reason: str, processor: str, what: str, detail: str = "") -> None:
         """Count one record dropped for ``reason`` by ``processor`` and log it, rate-limited per ``what`` (e.g.
         ``"Skipping record due to null key or value"``) and processor; ``detail`` adds to the record's place."""
-        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+        self.count_drop(reason)
         where = self.where()
         self._log().skipped(f"{what} in {processor}", f"{where} {detail}" if detail else where)
 
