@@ -57,8 +57,11 @@ def test_a_late_record_is_counted_as_late_and_logged_with_its_place_window_and_s
         metrics = d.metrics()
         (task,) = d.tasks()
         status = task_drop_status(task.metrics)
+        kafka = {(m.name, m.tag("processor-node-id") or m.tag("task-id")): v for m, v in d.kafka_metrics().items()}
 
     assert metrics.dropped_records_by_reason == {"late": 1}
+    assert kafka[("dropped-records-total", "0_0")] == 1
+    assert (kafka[("record-lateness-max", "counts")], round(kafka[("record-lateness-avg", "counts")], 1)) == (26, 8.7)
     assert metrics.dropped_records_total == 1
     assert status["dropped_records"] == {"late": 1}
     assert status["record_lateness"] == {"counts": RecordLatenessStatus(count=3, avg_ms=8.7, max_ms=26)}
