@@ -2,7 +2,8 @@
 exactly when they grew since the previous observation, naming the reasons.
 
 The pods' ``/status`` documents are built from the runtime's real ``WorkerStatus``/``ThreadMetrics`` dataclasses,
-as its supervisor serves them: a renamed field on the runtime side fails here.
+as its supervisor serves them, and once from a real stream thread's report read over the runtime's own HTTP
+endpoint: a renamed field on the runtime side fails here.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ from dataclasses import asdict
 from typing import Any
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
+from prometheus_client import CollectorRegistry
+from streamapp import StreamsBuilder
+from streamapp.app import _worker_status
+from streamapp.dsl.windows import TimeWindows
+from streamapp.monitoring.health import WorkerView
+from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import ThreadMetrics, WorkerStatus
+from streamapp.testing import TopologyTestDriver
 from streamapp_operator.conditions import RECORDS_DROPPED
-from streamapp_operator.dropped_records import PodDrops, dropped_records
+from streamapp_operator.dropped_records import PodDrops, dropped_records, pod_drops
+from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.reconcile import App, Result, World, reconcile
 from streamapp_operator.resources import StreamAppStatus
 
@@ -92,3 +101,33 @@ def test_a_restarted_pod_counting_from_zero_raises_no_false_alarm_and_an_unread_
     assert [entry["pod"] for entry in unread.by_pod] == [pod, "flights-per-carrier-1"]
 
     assert dropped_records(None, [pod], before).condition == ("Unknown", "NotObserved", "no pod's /status was read")
+
+
+def test_the_drops_a_real_stream_thread_reports_reach_the_operator_over_the_runtimes_status_endpoint() -> None:
+    builder = StreamsBuilder()
+    events = builder.stream("events", key_serde="string", value_serde="json", name="events")
+    events.group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 0)).count(name="counts")
+    with TopologyTestDriver(builder) as driver:
+        topic = driver.create_input_topic("events")
+        topic.pipe_records([("k", {}, 100), ("k", {}, 5), (None, {}, 101)])  # one late, one null key
+        reported = driver._thread.status()  # what the stream thread's worker sends its supervisor
+    document = {"workers": [_worker_status(WorkerView(0, True, 0.0, 0, reported))]}  # App.status's entries
+    server = MonitoringServer("127.0.0.1", 0, lambda: (True, "ok"), lambda: (True, "ok"), CollectorRegistry(),
+                              lambda: document)  # fmt: skip
+    server.start()
+    try:
+        read = HttpInstanceReader().status("127.0.0.1", server.port)
+    finally:
+        server.stop()
+
+    assert pod_drops({"flights-per-carrier-0": read}) == {
+        "flights-per-carrier-0": PodDrops(
+            {
+                "late": 1,
+                "null_key_or_value": 1,
+                "invalid_timestamp": 0,
+                "deserialization_error": 0,
+                "processing_error": 0,
+            }
+        )
+    }
