@@ -12,6 +12,7 @@ from conformance.join_functions import pair, user_of
 from streamapp import StreamsBuilder
 from streamapp import skips as skips_module
 from streamapp.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from streamapp.processing import stream_thread
 from streamapp.processing.status import RecordLatenessStatus, task_drop_status
 from streamapp.skips import SkipLog
 from streamapp.testing import TopologyTestDriver
@@ -32,6 +33,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
     """A fresh process-wide skip log for the drops logger, on a clock the test turns."""
     clock = Clock()
     monkeypatch.setattr(skips_module, "_LOGS", {DROPS_LOGGER: SkipLog(logging.getLogger(DROPS_LOGGER), clock=clock)})
+    # the stream thread's periodic flush runs on the wall clock: off here (test_skips.py covers it)
+    monkeypatch.setattr(stream_thread, "flush_due_skip_logs", lambda: None)
     yield clock
 
 

@@ -55,6 +55,7 @@ from streamapp.processing.status import (
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
+from streamapp.skips import flush_due_skip_logs
 from streamapp.state.directory import StateCleaner, StateDirectory
 from streamapp.state.record_cache import ThreadCache
 from streamapp.state.restore import ChangelogReader, StoreRestoreProgress
@@ -426,6 +427,7 @@ class StreamThread:
         if not force and now - self._last_report < _REPORT_INTERVAL_S:
             return
         self._last_report = now
+        flush_due_skip_logs()  # the count of skipped records not logged yet, once their interval is over
         try:
             self._report(self.status(error))
         except Exception:
