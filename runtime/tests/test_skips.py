@@ -87,3 +87,23 @@ def test_a_module_log_of_skip_warnings_rate_limits_each_distinct_warning(caplog:
         "not a skip: 1",
         "Skipping record due to null key (table store users): 300 more in the last 10 s",
     ]
+
+
+def test_a_burst_of_skips_that_stopped_gets_its_count_logged_once_its_interval_is_over(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    skips = SkipLog(logging.getLogger("skips-test"), interval_s=10.0, clock=clock)
+
+    with caplog.at_level(logging.WARNING, logger="skips-test"):
+        for i in range(4):
+            skips.skipped("late record", f"offset {i}")
+        clock.now += 9.0
+        skips.flush_due()  # within the interval: nothing yet
+        within = lines(caplog)
+        clock.now += 1.0
+        skips.flush_due()
+        skips.flush_due()  # once
+
+    assert within == ["late record: offset 0"]
+    assert lines(caplog) == ["late record: offset 0", "late record: 3 more in the last 10 s; the latest: offset 3"]

@@ -19,6 +19,9 @@ the ``observedGeneration`` it was computed for.
   ``IdleThreads`` when ``replicas x threads`` exceeds the topology's task count, so that some stream threads get
   no task and scaling further out adds nothing (Kafka Streams assigns at most one thread per task);
   ``Unknown`` while the task count is not known.
+- ``RecordsDropped``: ``True`` when the records the pods dropped (late, null key or value, invalid timestamp,
+  deserialization or processing errors skipped by a handler) grew since the previous observation; the message
+  names the reasons with their growth and totals (``streamapp_operator.dropped_records``).
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ DEGRADED = "Degraded"
 TOPOLOGY_VALID = "TopologyValid"
 RESTORING = "Restoring"
 SCALING_LIMITED = "ScalingLimited"
+RECORDS_DROPPED = "RecordsDropped"
 IDLE_THREADS = "IdleThreads"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID, RESTORING, SCALING_LIMITED)
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, TOPOLOGY_VALID, RESTORING, SCALING_LIMITED, RECORDS_DROPPED)
+DROPS_NOT_OBSERVED = ("Unknown", "NotObserved", "no pod's /status was read")
 
 
 @dataclass(frozen=True)
@@ -403,6 +408,7 @@ def conditions(
     restore: RestoreView | None = None,
     threads: Sequence[str] = (),
     capacity: Capacity | None = None,
+    drops: tuple[str, str, str] = DROPS_NOT_OBSERVED,
 ) -> list[dict[str, Any]]:
     """The conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
 
@@ -410,7 +416,8 @@ def conditions(
 
     ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) and ``threads`` (from
     :func:`failing_threads`) degrade the app without blocking;
-    ``restore`` (from :func:`restore_view`; None: the pods were not asked) decides ``Restoring``.
+    ``restore`` (from :func:`restore_view`; None: the pods were not asked) decides ``Restoring``; ``drops``
+    is ``RecordsDropped`` as decided by ``dropped_records.dropped_records``.
     """
     before = {c.get("type"): c for c in previous}
 
@@ -433,6 +440,7 @@ def conditions(
         make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
         make(RESTORING, *_unobserved_restore(_restoring(restore), before.get(RESTORING))),
         make(SCALING_LIMITED, *_scaling_limited(capacity)),
+        make(RECORDS_DROPPED, *drops),
     ]
 
 
@@ -591,6 +599,9 @@ def condition_events(previous: Sequence[dict[str, Any]], current: Sequence[dict[
     old, new = before.get(SCALING_LIMITED, {}), after[SCALING_LIMITED]
     if new["status"] == "True" and (old.get("status") != "True" or old.get("message") != new["message"]):
         events.append(Event("Warning", new["reason"], new["message"]))
+    old, new = before.get(RECORDS_DROPPED, {}), after.get(RECORDS_DROPPED, {})
+    if new.get("status") == "True" and old.get("status") != "True":
+        events.append(Event("Warning", RECORDS_DROPPED, new["message"]))
     old, new = before.get(RESTORING, {}), after[RESTORING]
     # not again after an Unknown during the same restore (a /status that could not be read for a while)
     if new["status"] == "True" and old.get("status") != "True" and old.get("reason") != RESTORE_UNOBSERVED:

@@ -25,6 +25,7 @@ from streamapp_operator.conditions import (
     started_pods,
 )
 from streamapp_operator.desired import HTTP_PORT, config_map_name, selector
+from streamapp_operator.dropped_records import PodDrops, pod_drops
 from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
@@ -41,7 +42,8 @@ class Observation:
     Kafka could not be read (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods
     that are not ready report about restoration (None: pods not asked), ``threads`` the stream threads
     that keep failing inside the pods (one line per pod, ``conditions.failing_threads``), ``creation`` why
-    the StatefulSet cannot create its pods (``conditions.pod_creation_failures``).
+    the StatefulSet cannot create its pods (``conditions.pod_creation_failures``), ``drops`` the records each
+    pod that answered ``/status`` dropped, by reason (``dropped_records.pod_drops``; None: pods not asked).
     """
 
     config_map: dict[str, Any] | None = None
@@ -52,6 +54,7 @@ class Observation:
     pods: list[dict[str, Any]] = field(default_factory=list)
     restore: RestoreView | None = None
     threads: list[str] = field(default_factory=list)
+    drops: dict[str, PodDrops] | None = None
     creation: list[str] = field(default_factory=list)
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
@@ -70,7 +73,7 @@ def observe(
     """Read the children and pods of StreamApp ``namespace/name``, given ``instances`` the ``/status`` of
     its pods that are not ready, and, given a topology, its topics and group."""
     pods = cluster.list_pods(namespace, selector(name))
-    restore, threads = observe_instances(pods, instances) if instances is not None else (None, [])
+    restore, threads, drops = observe_instances(pods, instances) if instances is not None else (None, [], None)
     stateful_set = cluster.get("StatefulSet", namespace, name)
     children = Observation(
         config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
@@ -81,6 +84,7 @@ def observe(
         pods=pods,
         restore=restore,
         threads=threads,
+        drops=drops,
         creation=observe_creation(cluster, stateful_set),
     )
     if topology is None or application_id is None or kafka is None:
@@ -108,18 +112,20 @@ def observe_creation(cluster: Cluster, stateful_set: dict[str, Any] | None) -> l
     return pod_creation_failures(stateful_set, events, time.time())
 
 
-def observe_instances(pods: list[dict[str, Any]], instances: InstanceReader) -> tuple[RestoreView, list[str]]:
+def observe_instances(
+    pods: list[dict[str, Any]], instances: InstanceReader
+) -> tuple[RestoreView, list[str], dict[str, PodDrops]]:
     """Ask the started pods for their ``/status`` (concurrently, within one overall deadline, those that are
     not ready first: ``instances.read_statuses``); a pod that cannot answer is noted, not raised.
 
-    Returns what the pods that are not ready say about restoration, and the stream threads failing in any
-    pod (a ready pod may still restart a failing thread). A ready pod that cannot answer does not make
-    ``Restoring`` unknown: it has restored everything."""
+    Returns what the pods that are not ready say about restoration, the stream threads failing in any
+    pod (a ready pod may still restart a failing thread), and the records each pod that answered dropped. A
+    ready pod that cannot answer does not make ``Restoring`` unknown: it has restored everything."""
     started = started_pods(pods)
     documents = read_statuses(instances, [(name, ip) for name, ip, _ in started], HTTP_PORT)
     unready = {name for name, _, ready in started if not ready}
     restore = restore_view({pod: doc for pod, doc in documents.items() if pod in unready})
-    return restore, failing_threads(documents, time.time())
+    return restore, failing_threads(documents, time.time()), pod_drops(documents)
 
 
 def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:

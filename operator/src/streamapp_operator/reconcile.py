@@ -55,6 +55,7 @@ from streamapp_operator.conditions import (
     ready_text,
     rollout,
 )
+from streamapp_operator.dropped_records import dropped_records
 from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
@@ -503,6 +504,8 @@ def _result(
     desired_replicas = spec.replicas if spec is not None else _spec_replicas(stateful_set)
     progress = rollout(stateful_set, desired_replicas)
     previous = previous_status.get("conditions") or []
+    pod_names = [str(pod.get("metadata", {}).get("name")) for pod in observation.pods]
+    drops = dropped_records(observation.drops, pod_names, previous_status)
     new_conditions = conditions(
         generation=app.generation,
         problems=problems,
@@ -514,6 +517,7 @@ def _result(
         restore=observation.restore,
         threads=observation.threads,
         capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,
+        drops=drops.condition,
     )
     ready = progress.ready if progress else 0
     group = observation.group
@@ -529,6 +533,8 @@ def _result(
         "lag": group.lag if group else None,
         "consumerGroupState": group.state if group else None,
         "restoreRemaining": observation.restore.known_remaining if observation.restore else None,
+        "droppedRecords": drops.totals,
+        "droppedRecordsByPod": drops.by_pod,
         "paused": None,
     }
     return Result(status=status, events=condition_events(previous, new_conditions))

@@ -436,13 +436,38 @@ class StoreRestore(_Model):
     observed_at: str = Field(description="When this was read (RFC 3339).")
 
 
+class DroppedRecords(_Model):
+    """Records dropped, by reason (``streamapp.drop_reasons``; docs/metrics.md "Dropped records")."""
+
+    late: int | None = Field(default=None, description="Records for a window or session that had closed.")
+    null_key_or_value: int | None = Field(
+        default=None, description="Records with a null key (or a null value where the operation needs one)."
+    )
+    invalid_timestamp: int | None = Field(
+        default=None, description="Records with a negative timestamp or skipped by the timestamp extractor."
+    )
+    deserialization_error: int | None = Field(
+        default=None, description="Records the deserialization exception handler skipped."
+    )
+    processing_error: int | None = Field(
+        default=None, description="Records the processing or production exception handler skipped."
+    )
+
+
+class PodDroppedRecords(DroppedRecords):
+    """Records one pod's stream threads dropped, by reason, as last read from its /status."""
+
+    pod: str = Field(description="The pod.")
+
+
 class StreamAppStatus(_Model):
     """Observed state of a StreamApp, written only by the operator."""
 
     observed_generation: int | None = Field(default=None, description="Last metadata.generation reconciled.")
     conditions: list[Condition] = Field(
         default_factory=list,
-        description="Ready, Progressing, Degraded, TopologyValid, Restoring, ScalingLimited; one per type.",
+        description="Ready, Progressing, Degraded, TopologyValid, Restoring, ScalingLimited, RecordsDropped; one "
+        "per type.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     replicas: int | None = Field(default=None, description="Pods of the StatefulSet (the /scale status).")
@@ -480,6 +505,16 @@ class StreamAppStatus(_Model):
     )
     restore_progress: str | None = Field(
         default=None, description='The RESTORE column: records left and the longest time left, e.g. "12,000 left ~8s".'
+    )
+    dropped_records: DroppedRecords | None = Field(
+        default=None,
+        description="Records the app's stream threads dropped, by reason: the sum over its pods of each stream "
+        "thread's count since it started (a pod not read this time counts with its last counts read).",
+    )
+    dropped_records_by_pod: list[PodDroppedRecords] | None = Field(
+        default=None,
+        description="droppedRecords per pod, as last read: what the next observation compares with "
+        "(the RecordsDropped condition).",
     )
     retained_volumes: list[RetainedVolume] | None = Field(
         default=None,

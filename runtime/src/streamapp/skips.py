@@ -4,7 +4,8 @@ A record the runtime skips by rule (a null key into a table, an invalid timestam
 counted by the task's dropped-records metric (``streamapp_dropped_records_total``, Kafka's ``dropped-records``);
 its log line goes through a ``SkipLog``, so a topic full of such records gives one line per ``interval_s``
 (default 10 s) and reason, not one per record: the first skip of a reason is logged at once, later ones within
-the interval are counted, and the next line after it says how many there were::
+the interval are counted, and the next line after it says how many there were (the next skip of the reason, or
+``flush_due_skip_logs``, which the stream thread calls with its status report about once a second)::
 
     Skipped a record without a valid timestamp (field 'ts' as epoch_ms): KeyError: 'ts'
     Skipped a record without a valid timestamp (field 'ts' as epoch_ms): 4211 more in the last 10 s; the latest: ...
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["SKIP_LOG_INTERVAL_S", "SkipLog", "SkipWarnings", "skip_log"]
+__all__ = ["SKIP_LOG_INTERVAL_S", "SkipLog", "SkipWarnings", "flush_due_skip_logs", "skip_log"]
 
 SKIP_LOG_INTERVAL_S = 10.0
 """At most one line per reason in this many seconds."""
@@ -72,6 +73,14 @@ class SkipLog:
         if now - state.last_logged >= self._interval_s:
             self.flush(reason, now)
 
+    def flush_due(self) -> None:
+        """Log the counted skips of every reason last logged ``interval_s`` ago or more: a burst of skips that
+        stopped still gets its count logged (called periodically, e.g. with the stream thread's status report)."""
+        now = self._clock()
+        for name, state in self._reasons.items():
+            if state.pending and now - state.last_logged >= self._interval_s:
+                self.flush(name, now)
+
     def flush(self, reason: str | None = None, now: float | None = None) -> None:
         """Log the counted, not yet logged skips now (of ``reason``, else of every reason)."""
         at = self._clock() if now is None else now
@@ -115,3 +124,9 @@ def skip_log(logger: logging.Logger) -> SkipLog:
     if found is None:
         found = _LOGS[logger.name] = SkipLog(logger)
     return found
+
+
+def flush_due_skip_logs() -> None:
+    """``SkipLog.flush_due`` of every process-wide skip log (``skip_log``)."""
+    for found in _LOGS.values():
+        found.flush_due()

@@ -66,6 +66,9 @@ def test_the_native_keyed_count_writes_the_task_paths_sink_records_and_changelog
     counted = [r for r in records if r[1] is not None and r[2] not in (None, b"null")]
     assert len(native["sink"]) == len(counted)
     assert len(native["changelog"]) == len({(r[0], r[1]) for r in counted})
+    # the records the count drops are counted by reason on both paths, as the streaming run counts them
+    assert native["result"].dropped_records == task["result"].dropped_records
+    assert native["result"].dropped_records == {"null_key_or_value": len(records) - len(counted)}
 
 
 def test_a_replay_reports_its_progress_while_it_runs_and_all_records_at_the_end(
@@ -93,6 +96,11 @@ def test_a_record_the_serde_refuses_sends_the_count_to_the_task_path_and_its_han
     assert out["native"]["sink"] == out["task"]["sink"]
     counted = [r for r in records if r[1] is not None and r[2] not in (None, b"null", b"{not json")]
     assert len(out["native"]["sink"]) == len(counted)
+    # the native attempt's counts are dropped with it: the task path's count each record once
+    assert out["native"]["result"].dropped_records == {
+        "null_key_or_value": len(records) - len(counted) - 1,
+        "deserialization_error": 1,
+    }
 
 
 def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fallback_to_the_task(

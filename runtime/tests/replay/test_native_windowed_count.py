@@ -67,6 +67,9 @@ def assert_same_output(out: dict[str, Any]) -> None:
     assert native["sink"] == task["sink"]
     assert native["changelog"] == task["changelog"]
     assert native["sink"] and native["changelog"]
+    # every drop of the task path (the streaming run's processors) is counted natively too, reason by reason
+    assert native["result"].dropped_records == task["result"].dropped_records
+    assert native["result"].records_written_by_stage == task["result"].records_written_by_stage
 
 
 @pytest.mark.parametrize(
@@ -85,6 +88,9 @@ def test_the_native_windowed_count_writes_the_task_paths_sink_records_and_change
     assert_same_output(out)
     windows_of_keyed = sum(len(windows.spec().windows_for(r[3])) for r in records if r[1] is not None)
     assert windows_of_keyed - len(out["native"]["sink"]) > 0, "some delayed records are dropped as late"
+    late = windows_of_keyed - len(out["native"]["sink"])  # one per (record, closed window), as Kafka counts
+    null_keys = sum(1 for r in records if r[1] is None)
+    assert out["native"]["result"].dropped_records == {"late": late, "null_key_or_value": null_keys}
 
 
 def test_a_record_the_serde_refuses_sends_the_windowed_count_to_the_task_path_and_its_handler(

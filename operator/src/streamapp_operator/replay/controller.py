@@ -320,6 +320,9 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     next_phase = Phase.HANDING_OVER if ctx.spec.mode == ReplayMode.HANDOVER else Phase.SUCCEEDED
     ctx.events.append(Event("Normal", "JobSucceeded", f"The Spark job wrote {written} records in {seconds}s"))
     fields: dict[str, Any] = {"phase": next_phase.value, "durationSeconds": seconds, "recordsWritten": written}
+    dropped = decisions.dropped_records(result)
+    if dropped is not None:
+        fields["droppedRecords"] = dropped
     report = decisions.latest_progress(log)
     if report is not None:
         fields.update(decisions.progress_fields(report))

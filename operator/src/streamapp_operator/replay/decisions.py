@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 import yaml
+from streamapp.drop_reasons import status_counts
 from streamapp.replay.progress import ReplayProgress, parse_progress
 from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
@@ -524,6 +525,16 @@ def replay_result(log: str) -> dict[str, Any] | None:
                 return None
             return found
     return None
+
+
+def dropped_records(result: Mapping[str, Any] | None) -> dict[str, int] | None:
+    """``status.droppedRecords`` from a replay's result (``dropped_records``: ``{reason: records}``, the
+    ``streamapp.drop_reasons`` names), every reason under its status key; None without a result or from a runtime
+    that does not report drops."""
+    reported = result.get("dropped_records") if result is not None else None
+    if not isinstance(reported, dict):
+        return None
+    return status_counts({str(k): v for k, v in reported.items() if type(v) is int and v >= 0})
 
 
 def records_in_markers(values: Sequence[bytes]) -> int:

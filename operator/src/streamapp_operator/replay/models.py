@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
-from streamapp_operator.resources import GROUP, KAFKA_NAME_PATTERN, Condition, TopologySpec
+from streamapp_operator.resources import GROUP, KAFKA_NAME_PATTERN, Condition, DroppedRecords, TopologySpec
 
 KIND = "StreamReplay"
 PLURAL = "streamreplays"
@@ -285,6 +285,11 @@ class StreamReplayStatus(_Model):
         default=None, ge=0, le=100, description="recordsProcessed as a percent of the job's input records."
     )
     records_written: int | None = None
+    dropped_records: DroppedRecords | None = Field(
+        default=None,
+        description="Records the replay dropped, by reason, from its result (the same reasons and rules as the "
+        "streaming run's status.droppedRecords, so that the two engines compare).",
+    )
     job: str | None = Field(default=None, description="Name of the Job running the replay.")
     start_time: str | None = None
     completion_time: str | None = None

@@ -12,6 +12,12 @@ Metric names (all prefixed ``streamapp_``): ``records_processed_total``, ``dropp
 ``worker_up``, ``worker_restarts_total``, ``ready``, ``standby_records_total``, ``dead_letter_records_total``,
 ``transactions_aborted_total``, ``offset_reset_skipped_records_total`` (per topic partition: records deleted
 before the application read them, skipped by an offset reset).
+
+Per task (``streamapp.processors.drops``; a task's series go when the thread no longer owns it, as Kafka removes
+a closed task's metrics): ``task_dropped_records_total`` (by ``reason``, ``streamapp.drop_reasons``: Kafka's
+task-level ``dropped-records-total``, its ``-rate`` is ``rate()``), ``record_lateness_avg_ms`` and
+``record_lateness_max_ms`` (per time-aware ``processor``, since the task started: Kafka's ``record-lateness-avg``
+/ ``-max``), ``join_misses_total`` (per stream-table or stream-global-table join ``processor``).
 """
 
 from __future__ import annotations
@@ -90,6 +96,29 @@ class WorkerMetricsCollector(Collector):
             "Records an offset reset skipped: deleted (retention, delete_records) before the application read them",
             labels=["thread", "topic", "partition"],
         )
+        task_dropped = CounterMetricFamily(
+            "streamapp_task_dropped_records",
+            "Records a task dropped, by reason (late, null_key_or_value, invalid_timestamp, deserialization_error, "
+            "processing_error)",
+            labels=["thread", "task", "reason"],
+        )
+        lateness_avg = GaugeMetricFamily(
+            "streamapp_record_lateness_avg_ms",
+            "Average lateness (ms behind the processor's observed stream time) of a task's records at a time-aware "
+            "processor, since the task started",
+            labels=["thread", "task", "processor"],
+        )
+        lateness_max = GaugeMetricFamily(
+            "streamapp_record_lateness_max_ms",
+            "Largest lateness (ms behind the processor's observed stream time) of a task's records at a time-aware "
+            "processor, since the task started",
+            labels=["thread", "task", "processor"],
+        )
+        join_misses = CounterMetricFamily(
+            "streamapp_join_misses",
+            "Stream records of a stream-table or stream-global-table join that found no table value",
+            labels=["thread", "task", "processor"],
+        )
         for worker in workers:
             thread = str(worker.thread)
             up.add_metric([thread], 1.0 if worker.alive else 0.0)
@@ -105,6 +134,13 @@ class WorkerMetricsCollector(Collector):
             dead_letters.add_metric([thread], m.dead_letter_records_total)
             aborted.add_metric([thread], m.transactions_aborted_total)
             for task in status.tasks:
+                for reason, count in task.dropped_records.items():
+                    task_dropped.add_metric([thread, task.task_id, reason], count)
+                for processor, lateness in task.record_lateness.items():
+                    lateness_avg.add_metric([thread, task.task_id, processor], lateness.avg_ms)
+                    lateness_max.add_metric([thread, task.task_id, processor], lateness.max_ms)
+                for processor, misses in task.join_misses.items():
+                    join_misses.add_metric([thread, task.task_id, processor], misses)
                 if task.state != "running":
                     remaining.add_metric([thread, task.task_id], task.restore_remaining)
                     for store in task.stores:
@@ -132,3 +168,4 @@ class WorkerMetricsCollector(Collector):
         ready.add_metric([], 1.0 if self._ready() else 0.0)
         yield from (up, restarts, processed, dropped, restored, remaining, tasks, lag, commit, ready)
         yield from (standby, dead_letters, aborted, reset_skipped, store_remaining, store_restored, store_rate)
+        yield from (task_dropped, lateness_avg, lateness_max, join_misses)

@@ -17,7 +17,9 @@ write: a sink cannot serialize or send    ``default.production.exception.handler
 
 Responses: *fail* (``log_and_fail`` / ``fail``, the defaults) raises, so the task stops loudly with an error that
 names the record (``topic-partition@offset``) and the worker restarts from its last commit; *continue*
-(``log_and_continue`` / ``continue``) logs, counts the record as dropped and goes on with the next record;
+(``log_and_continue`` / ``continue``) logs (at most one WARN per stage every 10 s with the count of the skips in
+between, ``streamapp.skips``), counts the record as dropped (reason ``deserialization_error`` or
+``processing_error``, ``streamapp.drop_reasons``) and goes on with the next record;
 ``dead_letter_queue`` continues after writing the record to ``errors.dead.letter.queue.topic.name``.
 
 Dead letters (KIP-1034): whenever a DLQ topic is configured, every handled failure (whatever the response)
@@ -45,6 +47,7 @@ from typing import Literal
 from streamapp.config import StreamsConfig
 from streamapp.kafka.types import ConsumerRecord, Headers
 from streamapp.processing.status import Failure, bounded_text
+from streamapp.skips import SkipLog, skip_log
 
 __all__ = [
     "DeadLetterSender",
@@ -110,10 +113,11 @@ def dead_letter_headers(
 class ExceptionHandlers:
     """The three handlers of one stream thread (see the module docstring).
 
-    ``send_dead_letter`` is called only when ``errors.dead.letter.queue.topic.name`` is set.
+    ``send_dead_letter`` is called only when ``errors.dead.letter.queue.topic.name`` is set. ``skips``: where
+    skipped records are logged (default: this module's process-wide ``SkipLog``).
     """
 
-    def __init__(self, config: StreamsConfig, send_dead_letter: DeadLetterSender) -> None:
+    def __init__(self, config: StreamsConfig, send_dead_letter: DeadLetterSender, skips: SkipLog | None = None) -> None:
         self.dead_letter_topic = config.errors_dead_letter_queue_topic_name
         self._send = send_dead_letter
         self._continue: dict[Stage, bool] = {
@@ -123,6 +127,7 @@ class ExceptionHandlers:
         }
         self.dead_letters = 0
         """Dead letters sent since the thread started (a metric)."""
+        self._skips = skips if skips is not None else skip_log(log)
 
     def continues(self, stage: Stage) -> bool:
         """True when ``stage``'s handler goes on with the next record after a failure."""
@@ -170,14 +175,10 @@ class ExceptionHandlers:
         if not self._continue[stage]:
             message = f"task {task}: {stage} of record {where} failed: {type(exc).__name__}: {exc}"
             raise error_type(message, task=task, record=record) from exc
-        log.warning(
-            "Task %s: skipped record %s after a %s error (%s handler continues): %s: %s",
-            task,
-            where,
-            stage,
-            stage,
-            type(exc).__name__,
-            exc,
+        place = f"task=[{task}] topic=[{record.topic}] partition=[{record.partition}] offset=[{record.offset}]"
+        self._skips.skipped(
+            f"Skipping record after a {stage} error ({stage} handler continues)",
+            f"{place}: {type(exc).__name__}: {exc}",
         )
 
 

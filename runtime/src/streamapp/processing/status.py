@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamapp.processors.drops import ProcessorMetrics
 
 __all__ = [
     "COMMIT_LATENCY_BUCKETS",
     "FAILURE_TEXT_MAX_BYTES",
     "Failure",
+    "RecordLatenessStatus",
     "StoreRestoreStatus",
     "TaskStatus",
     "ThreadFailed",
     "ThreadMetrics",
     "WorkerStatus",
     "bounded_text",
+    "task_drop_status",
 ]
 
 COMMIT_LATENCY_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -46,6 +51,16 @@ class StoreRestoreStatus:
 
 
 @dataclass
+class RecordLatenessStatus:
+    """How late the records of one time-aware processor of a task were, since the task started (ms behind the
+    processor's observed stream time; Kafka's ``record-lateness``): ``count`` records, ``avg_ms``, ``max_ms``."""
+
+    count: int
+    avg_ms: float
+    max_ms: int
+
+
+@dataclass
 class TaskStatus:
     """One task of a stream thread. ``state``: created | restoring | running. ``restored_records``: records
     restored so far while restoring, then the count of its last completed restore (0: nothing to restore);
@@ -64,6 +79,13 @@ class TaskStatus:
     restore_remaining: int = 0
     stream_time: int = -1
     stores: list[StoreRestoreStatus] = field(default_factory=list)
+    dropped_records: dict[str, int] = field(default_factory=dict)
+    """Records the task dropped since it was created, by reason (``streamapp.drop_reasons``; reasons that never
+    happened are absent): Kafka's task-level ``dropped-records``."""
+    record_lateness: dict[str, RecordLatenessStatus] = field(default_factory=dict)
+    """Per time-aware processor (windowed aggregations, stream-stream joins) that has seen a record."""
+    join_misses: dict[str, int] = field(default_factory=dict)
+    """Per stream-table / stream-global-table join: stream records that found no table value."""
 
 
 @dataclass
@@ -72,6 +94,9 @@ class ThreadMetrics:
 
     records_processed_total: int = 0
     dropped_records_total: int = 0
+    dropped_records_by_reason: dict[str, int] = field(default_factory=dict)
+    """``dropped_records_total`` by reason (``streamapp.drop_reasons``), closed tasks included: what the operator
+    sums into ``StreamApp.status.droppedRecords``."""
     restore_records_total: int = 0
     standby_records_total: int = 0
     """Changelog records applied to standby tasks' stores."""
@@ -171,3 +196,17 @@ def bounded_text(text: str, max_bytes: int = FAILURE_TEXT_MAX_BYTES) -> str:
     if len(data) <= max_bytes:
         return text
     return data[: max_bytes - 3].decode(errors="ignore") + "..."
+
+
+def task_drop_status(metrics: ProcessorMetrics) -> dict[str, Any]:
+    """A task's drop counters as ``TaskStatus`` fields (``dropped_records``, ``record_lateness``,
+    ``join_misses``), copied: the report is pickled while the task goes on counting."""
+    return {
+        "dropped_records": dict(metrics.dropped),
+        "record_lateness": {
+            name: RecordLatenessStatus(lateness.count, round(lateness.avg_ms, 1), lateness.max_ms)
+            for name, lateness in metrics.lateness.items()
+            if lateness.count
+        },
+        "join_misses": dict(metrics.join_misses),
+    }

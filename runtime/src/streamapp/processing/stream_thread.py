@@ -45,10 +45,17 @@ from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
 from streamapp.processing.purge import CommittedRecordsPurger, RecordsDeleter, purge_due, repartition_topics
 from streamapp.processing.standby import GroupDescriber, MemberRef, StandbyManager
-from streamapp.processing.status import StoreRestoreStatus, TaskStatus, ThreadMetrics, WorkerStatus
+from streamapp.processing.status import (
+    StoreRestoreStatus,
+    TaskStatus,
+    ThreadMetrics,
+    WorkerStatus,
+    task_drop_status,
+)
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
+from streamapp.skips import flush_due_skip_logs
 from streamapp.state.directory import StateCleaner, StateDirectory
 from streamapp.state.record_cache import ThreadCache
 from streamapp.state.restore import ChangelogReader, StoreRestoreProgress
@@ -364,7 +371,7 @@ class StreamThread:
         """The thread's current state as plain data."""
         progress = self._reader.progress()
         tasks: list[TaskStatus] = []
-        dropped = self.tasks.dropped_records_closed
+        dropped = dict(self.tasks.dropped_records_closed)
         for task in sorted(self.tasks.tasks.values(), key=lambda t: t.id):
             restore = progress.get(str(task.id))
             stores = restore.stores if restore else self._reader.last_restored_stores.get(str(task.id), [])
@@ -378,9 +385,11 @@ class StreamThread:
                     restore_remaining=restore.remaining if restore else 0,
                     stream_time=task.stream_time,
                     stores=[_store_restore_status(store) for store in stores],
+                    **task_drop_status(task.metrics),
                 )
             )
-            dropped += task.metrics.dropped_records
+            for reason, count in task.metrics.dropped.items():
+                dropped[reason] = dropped.get(reason, 0) + count
         owned = {tp for task in self.tasks.tasks.values() for tp in task.input_partitions}
         lags = {str(tp): lag for tp, lag in self._consumer.lags().items() if tp in owned}
         joined = self._consumer.group_joined()
@@ -389,7 +398,8 @@ class StreamThread:
             and joined
             and all(task.state is TaskState.RUNNING for task in self.tasks.tasks.values())
         )
-        self.metrics.dropped_records_total = dropped
+        self.metrics.dropped_records_total = sum(dropped.values())
+        self.metrics.dropped_records_by_reason = dropped
         self.metrics.standby_records_total = self._reader.standby_records
         self.metrics.dead_letter_records_total = self.handlers.dead_letters
         self.metrics.transactions_aborted_total = self._producer.transactions_aborted
@@ -417,6 +427,7 @@ class StreamThread:
         if not force and now - self._last_report < _REPORT_INTERVAL_S:
             return
         self._last_report = now
+        flush_due_skip_logs()  # the count of skipped records not logged yet, once their interval is over
         try:
             self._report(self.status(error))
         except Exception:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from streamapp.drop_reasons import DESERIALIZATION_ERROR, INVALID_TIMESTAMP, PROCESSING_ERROR
 from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
 from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
@@ -200,7 +201,7 @@ class StreamTask:
         self.windowed_state = WindowedStateAccess(description, self.stores)
         """Typed views of the window / session / suppression stores (rebuilt by ``initialize``)."""
         self.records_processed = 0
-        self.metrics = ProcessorMetrics()
+        self.metrics = ProcessorMetrics(str(task_id))
         self.consumed_offsets: dict[TopicPartition, int] = {}
         """Next offset to read per input partition (last processed + 1): what a commit commits."""
         self.committed_offsets: dict[TopicPartition, int] = {}
@@ -308,7 +309,7 @@ class StreamTask:
         ``StreamTask.maybePunctuateSystemTime``). Raises ProcessingError when a punctuator fails."""
         if self.state is not TaskState.RUNNING:
             return False
-        self.record_context.headers = None  # a punctuation has no input record (Kafka: empty headers)
+        self.record_context.headers = self.record_context.source = None  # no input record (Kafka's punctuation)
         try:
             return self.processor_hooks.punctuate_wall_clock(now_ms)
         except PunctuationError as exc:
@@ -438,12 +439,12 @@ class StreamTask:
         self._current = record
         self._timestamp = timestamp
         context = self.record_context
-        context.headers = record.headers
+        context.headers, context.source = record.headers, record
         try:
             route.forward(key, value, timestamp)
             hooks = self.processor_hooks
             if hooks.stream_time_queue:
-                context.headers = None  # a punctuation has no input record (Kafka: empty headers)
+                context.headers = context.source = None  # a punctuation has no input record (Kafka's)
                 hooks.punctuate_stream_time()  # Kafka's maybePunctuateStreamTime
         except (RecordSerializationError, DeliveryError) as exc:
             self._on_error("production", record, exc)
@@ -485,7 +486,7 @@ class StreamTask:
                     f"task {self.id}: record {record.topic}-{record.partition}@{record.offset}: {exc}"
                 ) from exc
             if timestamp is None:
-                self.metrics.dropped_records += 1
+                self.metrics.count_drop(INVALID_TIMESTAMP)
                 return None
         return key, value, timestamp
 
@@ -506,7 +507,7 @@ class StreamTask:
             handlers.production_failed(record, exc, str(self.id))
         else:
             handlers.processing_failed(record, exc, str(self.id))
-        self.metrics.dropped_records += 1
+        self.metrics.count_drop(DESERIALIZATION_ERROR if stage == "deserialization" else PROCESSING_ERROR)
 
     def _queue(self, partition: TopicPartition) -> RecordQueue:
         queue = self.input.queues.get(partition)

@@ -97,8 +97,9 @@ class TaskManager:
         self._pending: dict[TaskId, _Pending] = {}
         self.assignment_received = False
         self.last_commit: CommitResult | None = None
-        self.dropped_records_closed = 0
-        """Records dropped by tasks closed since the thread started (keeps the thread's counter monotonic)."""
+        self.dropped_records_closed: dict[str, int] = {}
+        """Records dropped by tasks closed since the thread started, by reason (keeps the thread's counters
+        monotonic)."""
         self.on_task_created: Callable[[TaskId], None] | None = None
         """Called before an active task is created (the thread closes its standby of that task first)."""
         self.producer_fenced = False
@@ -371,5 +372,6 @@ class TaskManager:
         if not clean:
             task.discard_pending()
         task.close(clean=clean and task.state is not TaskState.CREATED)
-        self.dropped_records_closed += task.metrics.dropped_records
+        for reason, count in task.metrics.dropped.items():
+            self.dropped_records_closed[reason] = self.dropped_records_closed.get(reason, 0) + count
         del self.tasks[task.id]

@@ -80,6 +80,7 @@ def build_task_processors(
 
     Raises TopologyError for a node type without a runtime processor.
     """
+    ctx.metrics.record_context = ctx.record_context  # drops are logged with the record being processed
     members = set(subtopology.nodes)
     built: dict[str, Processor] = {}
 

@@ -9,7 +9,7 @@ Every aggregation reads the key's current aggregate from its store, writes the n
 repartition upstream when the key changed), so each key's aggregate lives in exactly one task.
 
 - Grouped stream (Kafka's ``KStreamAggregate`` / ``KStreamReduce``): a record with a null key or a null
-  value is skipped and counted in the dropped-records metric.
+  value is skipped, counted in the dropped-records metric (``null_key_or_value``) and logged, rate-limited.
 - Grouped table (``KTableAggregate`` / ``KTableReduce``): the input is ``Change(new, old)`` re-keyed by a
   table's ``group_by``; the old value is subtracted first (when there is an aggregate), then the new value
   added. A null key is an error (a table key is never null).
@@ -38,6 +38,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.processors.base import (
     BuildContext,
     Change,
@@ -62,6 +63,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_NULL_SKIP = "Skipping record due to null key or value"
+"""Kafka's ``KStreamAggregate`` WARN text."""
 
 BUILDERS = FamilyBuilders("aggregate")
 
@@ -97,8 +101,7 @@ class StreamAggregateProcessor:
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None or value is None:
-            self._metrics.dropped_records += 1
-            log.debug("Skipped record with null key or value in aggregation on store %s", self._store.name)
+            self._metrics.drop(NULL_KEY_OR_VALUE, self._node, _NULL_SKIP)
             return
         raw_key = self._store.raw_key(key)  # serialized once for the read and the write
         found = self._store.get_raw_key(raw_key)
@@ -132,7 +135,7 @@ class CountProcessor(StreamAggregateProcessor):
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None or value is None:
-            self._metrics.dropped_records += 1
+            self._metrics.drop(NULL_KEY_OR_VALUE, self._node, _NULL_SKIP)
             return
         store = self._store
         raw_key = store.raw_key(key)

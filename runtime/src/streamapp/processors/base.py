@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from streamapp.kafka.types import Headers
+from streamapp.kafka.types import ConsumerRecord, Headers
+from streamapp.processors.drops import ProcessorMetrics
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
@@ -95,20 +96,16 @@ class RecordContext:
     """The headers of the record a task is processing (Kafka's ``ProcessorRecordContext.headers()``), shared by
     the task's processors: the task sets them before it forwards a consumed record (``None``: the record has
     none; punctuations run without headers, as Kafka's), sinks write them, and a store or buffer that emits later
-    (the record cache, suppress) keeps each entry's headers and sets them back while it forwards the entry."""
+    (the record cache, suppress) keeps each entry's headers and sets them back while it forwards the entry.
 
-    __slots__ = ("headers",)
+    ``source``: the consumed record being processed (its topic, partition and offset name it in the log line of
+    a dropped record, ``streamapp.processors.drops``); ``None`` outside a record (a punctuation)."""
+
+    __slots__ = ("headers", "source")
 
     def __init__(self) -> None:
         self.headers: Headers | None = None
-
-
-@dataclass
-class ProcessorMetrics:
-    """Counters the processors of one task update."""
-
-    dropped_records: int = 0
-    """Records skipped by rule (null key or value into an aggregation), Kafka Streams' dropped-records."""
+        self.source: ConsumerRecord | None = None
 
 
 @dataclass

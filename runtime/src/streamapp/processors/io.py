@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.processors.base import (
     BuildContext,
     Change,
@@ -28,7 +29,6 @@ from streamapp.processors.base import (
     forward_on_flush,
 )
 from streamapp.serdes import Serde, SerdeError, serde_for
-from streamapp.skips import SkipWarnings
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode, TableSourceNode
 
@@ -43,8 +43,7 @@ __all__ = [
     "TopicExtractorSinkProcessor",
 ]
 
-log = SkipWarnings(logging.getLogger(__name__))
-"""Its warnings are expected skips (a null key into a table): rate-limited, counted (``streamapp.skips``)."""
+log = logging.getLogger(__name__)
 
 BUILDERS = FamilyBuilders("io")
 
@@ -182,16 +181,18 @@ class TableSourceProcessor(SourceProcessor):
         store: TypedKeyValueStore,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        node: str = "",
     ) -> None:
         super().__init__(key_serde, value_serde, children)
         self._store = store
         self._metrics = metrics
+        self._node = node or store.name
         self._cached = forward_on_flush(store, self._children)
 
     def forward(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
-            self._metrics.dropped_records += 1
-            log.warning("Skipping record due to null key (table store %s)", self._store.name)
+            store = f"store=[{self._store.name}]"
+            self._metrics.drop(NULL_KEY_OR_VALUE, self._node, "Skipping record due to null key", store)
             return
         raw_key = self._store.raw_key(key)  # serialized once for the read and the write
         found = self._store.get_raw_key(raw_key)
@@ -278,7 +279,7 @@ def build_source(node: SourceNode, children: Sequence[Processor], ctx: BuildCont
 def build_table_source(node: TableSourceNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     topic = node.topics[0]
     key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
-    return TableSourceProcessor(key_serde, value_serde, ctx.store(node.store), children, ctx.metrics)
+    return TableSourceProcessor(key_serde, value_serde, ctx.store(node.store), children, ctx.metrics, node.name)
 
 
 @BUILDERS.builds(SinkNode)

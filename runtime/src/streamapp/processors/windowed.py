@@ -6,9 +6,11 @@ Each processor receives ``(key, value, timestamp)`` records of a grouped stream 
 behind the record cache (``statestore.cache.max.bytes`` > 0, docs/record-cache.md), leaves forwarding to the
 cache's flush (Kafka's caching window and session stores with their flush listeners).
 Stream time is the largest timestamp the processor has seen (Kafka's per-processor ``observedStreamTime``, one
-per task); a record whose window is closed (see ``streamapp.topology.windows``) is dropped and counted in the
-task's ``dropped_records`` (Kafka's ``dropped-records`` sensor). Records with a negative timestamp are dropped
-too (Kafka's timestamp extractors refuse them before they reach a processor).
+per task); a record whose window is closed (see ``streamapp.topology.windows``) is dropped, counted in the
+task's dropped records under reason ``late`` (Kafka's ``dropped-records`` sensor) and logged, rate-limited, with
+its topic, partition, offset, window and stream time (``streamapp.processors.drops``). Records with a negative
+timestamp are dropped too (``invalid_timestamp``; Kafka's timestamp extractors refuse them before they reach a
+processor). Each record's lateness behind the observed stream time is recorded (Kafka's ``record-lateness``).
 
 Count and reduce are aggregates (Kafka's ``GroupedStreamAggregateBuilder``): count = ``(0, agg + 1, a + b)``;
 reduce = ``(None, value if agg is None else reducer(agg, value), ...)``.
@@ -29,6 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streamapp.drop_reasons import INVALID_TIMESTAMP, NULL_KEY_OR_VALUE
 from streamapp.processors.base import (
     BuildContext,
     Change,
@@ -93,6 +96,7 @@ class _WindowAggregateBase:
         self._aggregator = aggregator
         self._children = tuple(children)
         self._metrics = metrics
+        self._lateness = metrics.lateness_of(name)
 
     def _forward(self, key: Windowed, change: Change, timestamp: int) -> None:
         for child in self._children:
@@ -103,16 +107,25 @@ class _WindowAggregateBase:
         write, so a write that fits costs nothing more)."""
         return store_mismatch(self.name, store.name, key, value, exc)
 
-    def _drop(self, reason: str, key: Any, timestamp: int) -> None:
-        self._metrics.dropped_records += 1
-        log.debug(
-            "Skipped record in %s (%s): key=%r timestamp=%d streamTime=%d",
-            self.name,
-            reason,
-            key,
-            timestamp,
-            self.observed_stream_time,
-        )
+    def _drop_invalid(self, key: Any, timestamp: int) -> None:
+        """Count and log a record dropped for a null key, else for a negative timestamp, else (the caller
+        found it) for a null value."""
+        if key is not None and timestamp < 0:
+            what, detail = "Skipping record due to a negative timestamp", f"timestamp=[{timestamp}]"
+            self._metrics.drop(INVALID_TIMESTAMP, self.name, what, detail)
+        else:
+            self._metrics.drop(NULL_KEY_OR_VALUE, self.name, "Skipping record due to null key or value")
+
+    def _late(self, timestamp: int, window: str, close_time: int) -> None:
+        """Count and log a record dropped for the closed ``window`` (Kafka's "Skipping record for expired
+        window"); ``close_time``: stream time minus grace, which the window's end did not exceed."""
+        self._metrics.late(self.name, timestamp, window, close_time, self.observed_stream_time)
+
+    def _observe(self, timestamp: int) -> None:
+        """Advance the observed stream time and record the record's lateness behind it."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        self._lateness.record(self.observed_stream_time - timestamp)
 
 
 class TimeWindowAggregateProcessor(_WindowAggregateBase):
@@ -149,21 +162,24 @@ class TimeWindowAggregateProcessor(_WindowAggregateBase):
             child.process(windowed, change, timestamp)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
-        if key is None:
-            self._drop("null key", key, timestamp)
-            return
-        if timestamp < 0:
-            self._drop("negative timestamp", key, timestamp)
+        if key is None or timestamp < 0:
+            self._drop_invalid(key, timestamp)
             return
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
+        lateness, record = self.observed_stream_time - timestamp, self._lateness  # _observe, inlined: a hot path
+        record.count += 1
+        if lateness > 0:
+            record.total_ms += lateness
+            if lateness > record.max_ms:
+                record.max_ms = lateness
         close_time = self.observed_stream_time - self._grace
         size, advance, store, children = self._size, self._advance, self._store, self._children
         first = (max(0, timestamp - size + advance) // advance) * advance  # WindowSpec.windows_for, inlined
         for start in range(first, timestamp + 1, advance) if advance != size else (first,):
             end = start + size
             if end <= close_time:
-                self._drop(f"expired window [{start},{end})", key, timestamp)
+                self._late(timestamp, f"[{start},{end})", close_time)
                 continue
             old = store.fetch(key, start)
             if old is None or old.value is None:
@@ -225,16 +241,13 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
         return aggregate if self._cache is None else self._cache.detached(aggregate)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
-        if key is None or value is None:
-            self._drop("null key or value", key, timestamp)
+        if key is None or value is None or timestamp < 0:
+            self._drop_invalid(key, timestamp)
             return
-        if timestamp < 0:
-            self._drop("negative timestamp", key, timestamp)
-            return
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        self._observe(timestamp)
         close_time = self.observed_stream_time - self.windows.grace_ms
         if timestamp + self._diff < close_time:
-            self._drop(f"expired window [{timestamp},{timestamp + self._diff}]", key, timestamp)
+            self._late(timestamp, f"[{timestamp},{timestamp + self._diff}]", close_time)
             return
         if timestamp < self._diff:
             self._process_early(key, value, timestamp, close_time)
@@ -352,7 +365,7 @@ class SlidingWindowAggregateProcessor(_WindowAggregateBase):
     def _update(self, key: Any, value: Any, timestamp: int, start: int, current: WindowValue, close_time: int) -> None:
         end = start + self._diff
         if end < close_time:
-            self._drop(f"expired window [{start},{end}]", key, timestamp)
+            self._late(timestamp, f"[{start},{end}]", close_time)
             return
         old_agg = current.value
         new_agg = self._aggregator(key, value, old_agg)
@@ -404,13 +417,10 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
         self._forward(session, Change(new, old), timestamp)
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
-        if key is None:
-            self._drop("null key", key, timestamp)
+        if key is None or timestamp < 0:
+            self._drop_invalid(key, timestamp)
             return
-        if timestamp < 0:
-            self._drop("negative timestamp", key, timestamp)
-            return
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        self._observe(timestamp)
         close_time = self.observed_stream_time - self.windows.grace_ms - self._gap
         start = end = timestamp
         agg = self._initializer()
@@ -419,7 +429,7 @@ class SessionWindowAggregateProcessor(_WindowAggregateBase):
             agg = self._merger(key, agg, session_agg)
             start, end = min(start, session.start), max(end, session.end)
         if end < close_time:
-            self._drop(f"expired session [{start},{end}]", key, timestamp)
+            self._late(timestamp, f"[{start},{end}]", close_time)
             return
         cached = self._cached
         if (start, end) != (timestamp, timestamp):

@@ -39,9 +39,11 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from streamapp.drop_reasons import LATE
 from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
-from streamapp.replay.native import COUNTED, BatchClassifier, WindowedBatchClassifier
+from streamapp.replay.drops import DROPPED_KIND, DropCounts, add_counts
+from streamapp.replay.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
@@ -104,6 +106,9 @@ class ReplayResult:
     records_written: dict[str, int] = field(default_factory=dict)
     writes: list[WriteResult] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    dropped_records: dict[str, int] = field(default_factory=dict)
+    """Records dropped, by reason (``streamapp.drop_reasons``, ``streamapp.replay.drops``): what the streaming run
+    counts in ``streamapp_task_dropped_records_total`` and ``StreamApp.status.droppedRecords``."""
 
 
 def run_replay(
@@ -138,9 +143,10 @@ def run_replay(
     result = ReplayResult()
     tracker = _ProgressTracker(spark, plan, on_progress, progress_interval_s)
     context = spark.sparkContext
+    cached: list[DataFrame] = []
     with tracker:
         started = time.monotonic()
-        outputs = _run_stages(spark, plan, result, native, source_options, tracker)
+        outputs = _run_stages(spark, plan, result, native, source_options, tracker, cached)
         result.seconds["read_and_process"] = time.monotonic() - started
         tracker.phase = "write"
         context.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} write")
@@ -149,7 +155,7 @@ def run_replay(
         result.seconds["write"] = time.monotonic() - started
         context.setJobDescription(None)  # type: ignore[arg-type]
         tracker.phase = "done"
-    for stage in outputs:
+    for stage in cached:
         stage.unpersist()
     return result
 
@@ -164,7 +170,10 @@ def _run_stages(
     native_ok: bool,
     source_options: Mapping[str, str],
     tracker: _ProgressTracker,
+    cached: list[DataFrame],
 ) -> list[DataFrame]:
+    """The stages' outputs in stage order (without their drop rows, ``streamapp.replay.drops``; the persisted
+    frames they filter are appended to ``cached``)."""
     application_id = plan.application_id
     counts = plan.topic_partitions()
     document = plan.description.to_json(indent=None)
@@ -196,6 +205,7 @@ def _run_stages(
                 stage = None
             else:
                 result.paths[sub.id] = native.path
+                add_counts(result.dropped_records, native_drops(native, stage))
         if stage is None:
             result.paths[sub.id] = PATH_TASK
             task = _StageFunction(
@@ -210,6 +220,10 @@ def _run_stages(
             )
             stage = (_final_per_key(stage) if final else stage).persist(StorageLevel.MEMORY_AND_DISK)
             records = stage.count()
+        cached.append(stage)
+        stage, dropped, drop_rows = split_dropped(stage)
+        add_counts(result.dropped_records, dropped)
+        records -= drop_rows
         result.records_written_by_stage[sub.id] = records
         tracker.stages_done += 1
         outputs.append(stage)
@@ -291,6 +305,49 @@ class _NativeStage:
     path: str
     fallbacks: Any
     """A Spark accumulator of the classified records whose status is ``FALLBACK``."""
+    drops: Any
+    """A Spark accumulator of the records the classifiers dropped, by reason (``replay.drops.DropCounts``), and,
+    of a windowed count, the (record, window) pairs of the counted records (``native.WINDOW_PAIRS``)."""
+    changelog: tuple[str, str] | None = None
+    """A windowed count's changelog topic and store value serde: its records' counts are the accepted pairs."""
+
+
+def window_counts_sum(stage: DataFrame, changelog_topic: str, value_serde: str) -> int:
+    """The sum of the counts in a windowed count's changelog records in ``stage`` (its persisted output): the
+    (record, window) pairs it accepted. A changelog value is the 8-byte timestamp then the count, as
+    ``value_serde`` writes it (``long``: 8-byte big-endian, ``json``: decimal digits)."""
+    value = F.expr("substring(value, 9, length(value) - 8)")
+    digits = value.cast("string") if value_serde == "json" else F.conv(F.hex(value), 16, 10)
+    count = digits.cast("long")
+    rows = stage.where((F.col("topic") == changelog_topic) & (F.col("kind") == "changelog"))
+    found = rows.agg(F.sum(count).alias("pairs")).collect()[0]["pairs"]
+    return int(found or 0)
+
+
+def split_dropped(stage: DataFrame) -> tuple[DataFrame, dict[str, int], int]:
+    """``stage`` without its drop rows, the records dropped per reason, and how many drop rows there were (a
+    ``stage.count()`` included them). Reads a persisted stage: one small job, no recomputation."""
+    dropped = stage.where(F.col("kind") == DROPPED_KIND)
+    found: Any = dropped.groupBy("topic").agg(F.sum("offset").alias("records"), F.count(F.lit(1)).alias("rows"))
+    counts: dict[str, int] = {}
+    rows = 0
+    for row in found.collect():
+        counts[str(row["topic"])] = int(row["records"])
+        rows += int(row["rows"])
+    return stage.where(F.col("kind") != DROPPED_KIND), counts, rows
+
+
+def native_drops(native: _NativeStage, stage: DataFrame) -> dict[str, int]:
+    """The records a native stage dropped, by reason: its classifiers' counts and, of a windowed count, the late
+    (record, window) pairs: all pairs minus those its changelog counts (``stage``: its persisted output)."""
+    counts = dict(native.drops.value)
+    pairs = counts.pop(WINDOW_PAIRS, 0)
+    if native.changelog is not None:
+        topic, serde = native.changelog
+        late = pairs - window_counts_sum(stage, topic, serde)
+        if late > 0:
+            counts[LATE] = late
+    return counts
 
 
 def _native_stage(
@@ -305,18 +362,21 @@ def _native_stage(
     """The sub-topology as Spark operators, or ``None`` when its shape has no native translation."""
     counts = plan.topic_partitions()
     fallbacks = spark.sparkContext.accumulator(0)
+    counts_param: Any = DropCounts()  # an AccumulatorParam by its two methods (replay.drops: no pyspark import)
+    drops: Any = spark.sparkContext.accumulator({}, counts_param)
     stage_input = stage_input.select("partition", "offset", "key", "value", "timestamp")  # what the classifiers read
     count = native_count(plan.description, sub, plan.config)
     if count is not None:
-        classifier: Any = BatchClassifier(count, counts[count.sink_topic], records, fallbacks)
+        classifier: Any = BatchClassifier(count, counts[count.sink_topic], records, fallbacks, drops)
         frame = _native_count_stage(stage_input.mapInArrow(classifier, _CLASSIFIED_SCHEMA), count, final)
-        return _NativeStage(frame, PATH_NATIVE_COUNT, fallbacks)
+        return _NativeStage(frame, PATH_NATIVE_COUNT, fallbacks, drops)
     windowed = native_windowed_count(plan.description, sub, plan.config)
     if windowed is not None:
-        classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks)
+        classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks, drops)
         classified = stage_input.mapInArrow(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
         frame = _native_windowed_count_stage(classified, windowed, tasks, final)
-        return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks)
+        changelog = (windowed.count.changelog_topic, windowed.count.store_value_serde)
+        return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks, drops, changelog)
     return None
 
 
@@ -643,6 +703,7 @@ class _StageFunction:
             for partition, start, end in _runs_by_partition(batch.column("partition").to_pylist()):
                 if task is not None and task.partition != partition:
                     yield self._batch(self._finish(task, buffered, streamed), task, repartition)
+                    yield self._dropped(task)
                     task, buffered = None, []
                 if task is None:
                     task = ReplayTask(
@@ -662,6 +723,7 @@ class _StageFunction:
                     buffered.extend(batch.slice(start, end - start).to_pylist())
         if task is not None:
             yield self._batch(self._finish(task, buffered, streamed), task, repartition)
+            yield self._dropped(task)
 
     @staticmethod
     def _finish(task: ReplayTask, buffered: list[dict[str, Any]], streamed: bool) -> list[ConsumerRecord]:
@@ -674,6 +736,26 @@ class _StageFunction:
             return written + task.finish()
         finally:
             task.close()
+
+    def _dropped(self, task: ReplayTask) -> pa.RecordBatch:
+        """The finished ``task``'s drop rows: one per reason it dropped records for (``streamapp.replay.drops``)."""
+        dropped = sorted(task.dropped_by_reason.items())
+        n = len(dropped)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([reason for reason, _ in dropped], pa.string()),
+                pa.array([task.partition] * n, pa.int32()),
+                pa.array([records for _, records in dropped], pa.int64()),
+                pa.array([None] * n, pa.binary()),
+                pa.array([None] * n, pa.binary()),
+                pa.array([-1] * n, pa.int64()),
+                pa.array([self.sub_id] * n, pa.int32()),
+                pa.array([task.partition] * n, pa.int32()),
+                pa.array([DROPPED_KIND] * n, pa.string()),
+                pa.array([None] * n, _ARROW_SCHEMA.field("headers").type),
+            ],
+            schema=_ARROW_SCHEMA,
+        )
 
     def _batch(self, records: list[ConsumerRecord], task: ReplayTask, repartition: frozenset[str]) -> pa.RecordBatch:
         changelog = task.changelog_topics

@@ -52,6 +52,7 @@ from typing import Any, Generic, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.partitioner import partition_for_key
 from streamapp.replay.partitions import partitions_for_keys
 from streamapp.replay.shapes import NativeCount, NativeWindowedCount
@@ -63,10 +64,13 @@ __all__ = [
     "DROPPED",
     "FALLBACK",
     "WINDOWED_CLASSIFIED_SCHEMA",
+    "WINDOW_PAIRS",
     "classify_batch",
     "classify_windowed_batch",
 ]
 
+WINDOW_PAIRS = "_window_pairs"
+"""The drop accumulator's count of (record, window) pairs a native windowed count's records fall into."""
 COUNTED, DROPPED, FALLBACK = 0, 1, 2
 """``classify_batch``'s status per record: counted; dropped by the count (null key or value after
 deserialization); needs the runtime's task (a serde refuses the bytes, or a negative timestamp)."""
@@ -91,13 +95,17 @@ class _Classifier(Generic[_Count]):
     """A classify function as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
     timestamp)`` batches, counting the records it classifies and those that need the task path."""
 
-    def __init__(self, count: _Count, sink_partitions: int, records: Any = None, fallbacks: Any = None) -> None:
+    def __init__(
+        self, count: _Count, sink_partitions: int, records: Any = None, fallbacks: Any = None, drops: Any = None
+    ) -> None:
         self.count: _Count = count
         self.sink_partitions = sink_partitions
         self.records = records
         """A Spark accumulator of the records classified (the replay's progress), or None."""
         self.fallbacks = fallbacks
         """A Spark accumulator of the ``FALLBACK`` records, or None."""
+        self.drops = drops
+        """A Spark accumulator of the ``DROPPED`` records by reason (``replay.drops.DropCounts``), or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         cache: dict[bytes, int] = {}
@@ -109,10 +117,18 @@ class _Classifier(Generic[_Count]):
                 fallback = pc.sum(pc.equal(classified.column("status"), FALLBACK)).as_py()
                 if fallback:
                     self.fallbacks.add(fallback)
+            if self.drops is not None:
+                dropped = pc.sum(pc.equal(classified.column("status"), DROPPED)).as_py()
+                if dropped:
+                    self.drops.add({NULL_KEY_OR_VALUE: dropped})
+                self.count_windows(classified)
             yield classified
 
     def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
         raise NotImplementedError
+
+    def count_windows(self, classified: pa.RecordBatch) -> None:
+        """Add what the drop accounting needs beyond the statuses (nothing for a keyed count)."""
 
 
 class BatchClassifier(_Classifier[NativeCount]):
@@ -170,6 +186,13 @@ class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
 
     def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
         return classify_windowed_batch(batch, self.count, self.sink_partitions)
+
+    def count_windows(self, classified: pa.RecordBatch) -> None:
+        """Count the (record, window) pairs of the counted records under ``WINDOW_PAIRS``: the late ones are those
+        the windowed count's changelog does not count (``replay.drops``)."""
+        pairs = pc.sum(pc.list_value_length(classified.column("starts"))).as_py()
+        if pairs:
+            self.drops.add({WINDOW_PAIRS: pairs})
 
 
 _START = struct.Struct(">q")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,8 @@ class TaskOutput:
     changelog_topics: frozenset[str]
     records_processed: int
     dropped_records: int
+    dropped_by_reason: dict[str, int] = field(default_factory=dict)
+    """``dropped_records`` by reason (``streamapp.drop_reasons``)."""
 
 
 def merge_by_head_timestamp(sequences: Sequence[Iterable[ConsumerRecord]]) -> list[ConsumerRecord]:
@@ -188,6 +190,11 @@ class ReplayTask:
     def dropped_records(self) -> int:
         return self._task.metrics.dropped_records
 
+    @property
+    def dropped_by_reason(self) -> dict[str, int]:
+        """Records the task dropped, by reason (``streamapp.drop_reasons``), as the streaming run counts them."""
+        return dict(self._task.metrics.dropped)
+
     def close(self) -> None:
         try:
             self._task.close(clean=False)
@@ -224,7 +231,9 @@ def run_task(
         for topic, records in inputs.items():
             task.add(topic, records)
         written = task.process() + task.finish()
-        return TaskOutput(written, task.changelog_topics, task.records_processed, task.dropped_records)
+        return TaskOutput(
+            written, task.changelog_topics, task.records_processed, task.dropped_records, task.dropped_by_reason
+        )
 
 
 def _bootstrap_global_stores(

@@ -52,7 +52,7 @@ from streamapp.testing.cluster import (
     InMemoryProducer,
     InMemoryRestoreConsumer,
 )
-from streamapp.testing.metrics import MetricName, NodeCount, TaskCounts, driver_metrics
+from streamapp.testing.metrics import MetricName, NodeCount, NodeLateness, TaskCounts, driver_metrics
 from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
 from streamapp.topology import (
@@ -290,10 +290,21 @@ class TopologyTestDriver:
     def kafka_metrics(self) -> dict[MetricName, float]:
         """The metrics under Kafka Streams' names and tags, as Kafka's ``TopologyTestDriver.metrics()``:
         ``process-total`` / ``process-rate`` per thread, task and source node, ``dropped-records-total`` /
-        ``-rate`` per task, ``commit-total`` per thread (``streamapp.testing.metrics``)."""
+        ``-rate`` per task, ``record-lateness-avg`` / ``-max`` per time-aware processor, ``commit-total`` per
+        thread (``streamapp.testing.metrics``)."""
         thread = self.metrics()
         tasks = [
-            TaskCounts(str(task.id), task.records_processed, task.metrics.dropped_records, self._source_counts(task))
+            TaskCounts(
+                str(task.id),
+                task.records_processed,
+                task.metrics.dropped_records,
+                self._source_counts(task),
+                tuple(
+                    NodeLateness(node, lateness.avg_ms, lateness.max_ms)
+                    for node, lateness in sorted(task.metrics.lateness.items())
+                    if lateness.count
+                ),
+            )
             for task in self.tasks()
         ]
         elapsed_ms = self._wall_clock_ms - self._initial_wall_clock_ms

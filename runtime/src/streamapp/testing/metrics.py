@@ -10,8 +10,13 @@ stream-thread-metrics          process-total, process-rate, commit-total        
 stream-task-metrics            process-total, process-rate,                      thread-id, task-id
                                dropped-records-total, dropped-records-rate
 stream-processor-node-metrics  process-total, process-rate (source nodes only,   thread-id, task-id,
-                               as in Kafka since KIP-444)                        processor-node-id
+                               as in Kafka since KIP-444); record-lateness-avg,  processor-node-id
+                               record-lateness-max (time-aware processors)
 =============================  ================================================  ==================================
+
+Kafka records ``record-lateness`` per task since KIP-444 (per processor node before); here it is per time-aware
+processor (windowed aggregations, stream-stream joins), whose observed stream time decides its drops
+(docs/metrics.md), in ms since the task started.
 
 ``thread-id`` is the calling Python thread's name, as Kafka's driver uses ``Thread.currentThread().getName()``;
 ``task-id`` is ``<sub-topology>_<partition>``. A ``-total`` is a count since the driver started; a ``-rate``
@@ -26,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["MetricName", "NodeCount", "TaskCounts", "driver_metrics"]
+__all__ = ["MetricName", "NodeCount", "NodeLateness", "TaskCounts", "driver_metrics"]
 
 THREAD_GROUP = "stream-thread-metrics"
 TASK_GROUP = "stream-task-metrics"
@@ -63,13 +68,24 @@ class NodeCount:
 
 
 @dataclass(frozen=True)
+class NodeLateness:
+    """How late a time-aware processor's records were (ms behind its observed stream time)."""
+
+    node: str
+    avg_ms: float
+    max_ms: int
+
+
+@dataclass(frozen=True)
 class TaskCounts:
-    """One task's counters: records processed, records dropped, and per source node the records taken in."""
+    """One task's counters: records processed, records dropped, per source node the records taken in, and per
+    time-aware processor its records' lateness."""
 
     task_id: str
     processed: int
     dropped: int
     sources: tuple[NodeCount, ...] = ()
+    lateness: tuple[NodeLateness, ...] = ()
 
 
 def driver_metrics(
@@ -93,4 +109,8 @@ def driver_metrics(
         for source in task.sources:
             node_tags = {**task_tags, "processor-node-id": source.node}
             total_and_rate(out, "process", NODE_GROUP, node_tags, source.records)
+        for node in task.lateness:
+            node_tags = {**task_tags, "processor-node-id": node.node}
+            out[MetricName.of("record-lateness-avg", NODE_GROUP, node_tags)] = node.avg_ms
+            out[MetricName.of("record-lateness-max", NODE_GROUP, node_tags)] = float(node.max_ms)
     return out

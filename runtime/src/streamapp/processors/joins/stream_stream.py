@@ -20,7 +20,11 @@ Per record of either side (in this order, as Kafka):
 5. an unmatched record of a preserved side waits in the outer buffer until its window closes; if it has
    closed already (an out-of-order record more than ``grace`` behind), it is forwarded unmatched at once;
 6. the record is put into its own side's window store (retention ``before + after + grace``,
-   duplicates retained; puts older than the retention are dropped by the store).
+   duplicates retained); a record older than the retention is not kept by the store, so later records of
+   the other side cannot match it: it is counted as dropped (``late``) and logged, rate-limited, as Kafka's
+   segmented store logs "Skipping record for expired segment" (its ``expired-window-record-drop``).
+
+Each record's lateness behind the shared stream time is recorded (Kafka's ``record-lateness``).
 
 Deliberate difference from Kafka 4.0 in step 5: Kafka emits an unmatched record at once when only its
 window *end* is behind stream time, even within grace, and may later emit a matched result for it too
@@ -219,8 +223,10 @@ class StreamStreamJoinProcessor(JoinProcessor):
         outer: OuterJoinBuffer | None,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        name: str = "",
     ) -> None:
-        super().__init__(left, right, children, metrics)
+        super().__init__(left, right, children, metrics, name)
+        self._lateness = metrics.lateness_of(name)
         left_store, right_store = stores
         if join != "inner" and outer is None:
             raise ValueError(f"a {join} stream-stream join needs an outer-join store")
@@ -246,11 +252,12 @@ class StreamStreamJoinProcessor(JoinProcessor):
     def _process(self, side: _SideConfig, key: Any, value: Any, timestamp: int) -> None:
         if timestamp > self.stream_time:
             self.stream_time = timestamp
+        self._lateness.record(self.stream_time - timestamp)
         if side.preserved and key is None and value is not None:
             self._forward(key, side.joiner(value, None), timestamp)
             return
         if key is None or value is None:
-            self._drop("a null key or value", key)
+            self._drop("null key or value")
             return
         if self._outer is not None and timestamp == self.stream_time:
             self._emit_closed(self._outer)
@@ -268,7 +275,12 @@ class StreamStreamJoinProcessor(JoinProcessor):
                 self._outer.add(timestamp, side.is_left, key, value)
                 if self._min_buffered is not None:
                     self._min_buffered = min(self._min_buffered, timestamp)
-        side.this_store.put(key, value, window_start=timestamp, timestamp=timestamp)
+        store = side.this_store
+        expiration = store.observed_stream_time - store.retention_ms
+        if timestamp < expiration:  # the store drops the put: later records of the other side cannot match it
+            window = f"[{time_from},{time_to}]"
+            self._metrics.late(self.name, timestamp, window, expiration, self.stream_time)
+        store.put(key, value, window_start=timestamp, timestamp=timestamp)
 
     def _emit_closed(self, outer: OuterJoinBuffer) -> None:
         """Forward and forget every buffered record whose window closed (``ts + after_side + grace < stream
@@ -330,4 +342,5 @@ def build_stream_stream_join(node: StreamStreamJoinNode, children: Sequence[Proc
         outer,
         children,
         ctx.metrics,
+        node.name,
     )

@@ -7,7 +7,15 @@ whose behaviour (null handling, what triggers output, timestamps) it follows.
 
 Records are ``(key, value, timestamp)`` with timestamps in epoch ms; table-valued inputs and outputs carry
 ``Change(new_value, old_value)`` values. Dropped records (null keys or values Kafka Streams skips) count
-in the task's ``dropped_records`` metric.
+in the task's dropped records (reason ``null_key_or_value``) and are logged, rate-limited
+(``streamapp.processors.drops``).
+
+A stream record of a stream-table or stream-global-table join that finds no table value is a *join miss*: an
+inner join forwards nothing for it, a left join forwards ``joiner(value, None)``. Kafka Streams says nothing
+about it; here each miss is counted per join (``ProcessorMetrics.join_misses``, ``/metrics``
+``streamapp_join_misses_total``) and logged, rate-limited, saying why when the join can tell: the table has
+only updates newer than the stream record (the table side was behind in event time, e.g. not loaded yet), or
+the key is absent.
 """
 
 from __future__ import annotations
@@ -16,7 +24,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
+from streamapp.processors.drops import JoinMissLog, short_repr
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.topology.nodes.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
 
@@ -52,7 +62,10 @@ class JoinProcessor:
     not used (a join has no single input) and raises.
     """
 
-    def __init__(self, left: str, right: str, children: Sequence[Processor], metrics: ProcessorMetrics) -> None:
+    def __init__(
+        self, left: str, right: str, children: Sequence[Processor], metrics: ProcessorMetrics, name: str = ""
+    ) -> None:
+        self.name = name
         self._children = tuple(children)
         self._metrics = metrics
         self._sides = {left: _Side(self.process_left), right: _Side(self.process_right)}
@@ -80,9 +93,8 @@ class JoinProcessor:
         for child in self._children:
             child.process(key, value, timestamp)
 
-    def _drop(self, reason: str, key: Any) -> None:
-        self._metrics.dropped_records += 1
-        log.debug("Skipped record with %s in a join (key %r)", reason, key)
+    def _drop(self, what: str) -> None:
+        self._metrics.drop(NULL_KEY_OR_VALUE, self.name, f"Skipping record due to {what}")
 
 
 class StreamTableJoinProcessor(JoinProcessor):
@@ -103,24 +115,29 @@ class StreamTableJoinProcessor(JoinProcessor):
         table: TypedKeyValueStore,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        name: str = "",
     ) -> None:
-        super().__init__(left, right, children, metrics)
+        super().__init__(left, right, children, metrics, name)
         self._joiner = joiner
         self._left_join = left_join
         self._table = table
+        self._table_times = JoinMissLog()
 
     def process_left(self, key: Any, value: Any, timestamp: int) -> None:
         if value is None or (key is None and not self._left_join):
-            self._drop("a null key or value", key)
+            self._drop("null key or value")
             return
         table_value = None if key is None else self._table.get(key)
+        if table_value is None and key is not None:
+            self._metrics.join_miss(self.name, self._table_times.why(key, timestamp))
         if table_value is not None or self._left_join:
             self._forward(key, self._joiner(value, table_value), timestamp)
 
     def process_right(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
-            self._drop("a null key", key)
+            self._drop("null key")
             return
+        self._table_times.table_update(timestamp)
         self._table.put(key, _new_value(value), timestamp)
 
 
@@ -141,7 +158,9 @@ class StreamGlobalJoinProcessor:
         table: TypedKeyValueStore,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        name: str = "",
     ) -> None:
+        self.name = name
         self._key_selector = key_selector
         self._joiner = joiner
         self._left_join = left_join
@@ -153,10 +172,12 @@ class StreamGlobalJoinProcessor:
         global_key = self._key_selector(key, value)
         keep_null_key = self._left_join and key is None and value is not None
         if not keep_null_key and (global_key is None or value is None):
-            self._metrics.dropped_records += 1
-            log.debug("Skipped record with a null global key or value in a global-table join (key %r)", key)
+            self._metrics.drop(NULL_KEY_OR_VALUE, self.name, "Skipping record due to null global key or value")
             return
         global_value = None if global_key is None else self._table.get(global_key)
+        if global_value is None and global_key is not None:
+            why = f"timestamp=[{timestamp}] globalKey=[{short_repr(global_key)}]: the key is absent from the table"
+            self._metrics.join_miss(self.name, why)
         if global_value is not None or self._left_join:
             joined = self._joiner(value, global_value)
             for child in self._children:
@@ -192,15 +213,16 @@ class TableTableJoinProcessor(JoinProcessor):
         stores: tuple[TypedKeyValueStore, TypedKeyValueStore],
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        name: str = "",
     ) -> None:
-        super().__init__(left, right, children, metrics)
+        super().__init__(left, right, children, metrics, name)
         self._joiner = joiner
         self._join = join
         self._left_store, self._right_store = stores
 
     def process_left(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
-            self._drop("a null key", key)
+            self._drop("null key")
             return
         change = _as_change(value)
         self._left_store.put(key, change.new_value, timestamp)
@@ -212,7 +234,7 @@ class TableTableJoinProcessor(JoinProcessor):
 
     def process_right(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
-            self._drop("a null key", key)
+            self._drop("null key")
             return
         change = _as_change(value)
         self._right_store.put(key, change.new_value, timestamp)
@@ -292,6 +314,7 @@ def build_stream_table_join(node: StreamTableJoinNode, children: Sequence[Proces
         ctx.store(node.store),
         children,
         ctx.metrics,
+        node.name,
     )
 
 
@@ -306,6 +329,7 @@ def build_stream_global_join(node: StreamGlobalJoinNode, children: Sequence[Proc
             ctx.global_store(node.right),
             children,
             ctx.metrics,
+            node.name,
         ),
     )
 
@@ -320,6 +344,7 @@ def build_table_table_join(node: TableTableJoinNode, children: Sequence[Processo
         (ctx.store(node.left_store), ctx.store(node.right_store)),
         children,
         ctx.metrics,
+        node.name,
     )
 
 
