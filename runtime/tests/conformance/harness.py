@@ -410,7 +410,13 @@ class _BrokerRun:
         self.start()
         self.wait_ready()
         producer = Producer(
-            {"bootstrap.servers": self.engine.bootstrap, "partitioner": "murmur2_random", "linger.ms": 0}
+            {
+                "bootstrap.servers": self.engine.bootstrap,
+                "partitioner": "murmur2_random",
+                "linger.ms": 0,
+                # a retried request never lands behind later ones: the broker holds the inputs in test order
+                "enable.idempotence": True,
+            }
         )
         serdes: dict[str, tuple[Serde, Serde]] = {}
         for topic, key, value, timestamp_ms in inputs:
@@ -802,7 +808,13 @@ class SparkEngine:
         run = _BrokerRun(self.broker, description, dict(config or {}), dict(partitions or {}))
         try:
             run.create_topics()
-            producer = Producer({"bootstrap.servers": self.broker.bootstrap, "partitioner": "murmur2_random"})
+            producer = Producer(
+                {
+                    "bootstrap.servers": self.broker.bootstrap,
+                    "partitioner": "murmur2_random",
+                    "enable.idempotence": True,
+                }
+            )
             serdes: dict[str, tuple[Serde, Serde]] = {}
             for topic, key, value, timestamp_ms in inputs:
                 if topic not in serdes:

@@ -56,7 +56,15 @@ class KafkaTestClient:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
-        self.producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5})
+        self.producer = Producer(
+            # idempotent: a retried request never lands behind later ones, so the broker holds the test's order
+            {
+                "bootstrap.servers": bootstrap,
+                "partitioner": "murmur2_random",
+                "linger.ms": 5,
+                "enable.idempotence": True,
+            }
+        )
 
     def create_topics(self, partitions: dict[str, int]) -> None:
         futures = self.admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()])

@@ -85,3 +85,13 @@ def test_producer_send_queue_is_bounded_like_buffer_memory_and_overridable() -> 
     overridden = StreamsConfig.from_mapping({**BASE, "producer.queue.buffering.max.kbytes": 65536})
     assert producer_config(overridden, 0, None)["queue.buffering.max.kbytes"] == "65536"
     assert PRODUCER_MEMORY_DEFAULTS["queue.buffering.max.kbytes"] == 32_768
+
+
+def test_the_producer_is_idempotent_under_at_least_once_too_so_a_retry_never_reorders_or_duplicates() -> None:
+    """Kafka Streams' producer (Java, ``enable.idempotence=true`` by default since Kafka 3.0, KIP-679); librdkafka's
+    default is off. A user may still turn it off with ``producer.enable.idempotence``."""
+    for guarantee in ("at_least_once", "exactly_once_v2"):
+        config = StreamsConfig.from_mapping({**BASE, "processing.guarantee": guarantee})
+        assert producer_config(config, 0, None)["enable.idempotence"] is True
+    off = StreamsConfig.from_mapping({**BASE, "producer.enable.idempotence": "false"})
+    assert producer_config(off, 0, None)["enable.idempotence"] == "false"

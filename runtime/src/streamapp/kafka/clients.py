@@ -190,8 +190,13 @@ def transactional_id(config: StreamsConfig, thread_index: int, process_id: str) 
 def producer_config(
     config: StreamsConfig, thread_index: int, instance_id: str | None, process_id: str | None = None
 ) -> dict[str, Any]:
-    """The producer's settings: murmur2 partitioning, acks=all, the send queue bounded by
+    """The producer's settings: murmur2 partitioning, acks=all, idempotence on, the send queue bounded by
     ``PRODUCER_MEMORY_DEFAULTS``.
+
+    Idempotence is on under every guarantee, as the Java producer Kafka Streams uses has it by default since Kafka
+    3.0 (KIP-679): librdkafka's default is off, and then a produce request retried after a timeout can land
+    after the requests sent behind it, so a repartition topic or an output would hold a task's records out of
+    order (a windowed count downstream would drop some as late) and, on retry, twice.
 
     Under ``exactly_once_v2``: ``transactional.id`` = ``transactional_id(config, thread_index, process id)``
     (``process_id`` defaults to ``instance_id``, then to ``local``), idempotence on and
@@ -203,6 +208,7 @@ def producer_config(
         "client.id": client_id(config, thread_index, "producer", instance_id or process_id),
         "partitioner": "murmur2_random",
         "acks": "all",
+        "enable.idempotence": True,
         "linger.ms": 100,
         "compression.type": "lz4",
         **PRODUCER_MEMORY_DEFAULTS,
@@ -211,7 +217,6 @@ def producer_config(
         settings.update(
             {
                 "transactional.id": transactional_id(config, thread_index, process_id or instance_id or "local"),
-                "enable.idempotence": True,
                 "transaction.timeout.ms": 10_000,
             }
         )
