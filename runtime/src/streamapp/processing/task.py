@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
 from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
+from streamapp.processing.table_value_getters import JoinTableView, join_tables, table_value_getter
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
 from streamapp.processors.base import RecordContext
@@ -190,6 +191,9 @@ class StreamTask:
         self._caching: dict[str, CachingKeyValueStore | CachingWindowStore | CachingSessionStore] = {}
         """The task's stores behind the record cache, flushed at commit (key-value, time-window and session
         stores)."""
+        self._join_tables: dict[str, str] = {}
+        """Store of each stream-table join of the task -> the table node it joins (set while the cache is on: the
+        join then reads the table through its value getter, ``streamapp.processing.table_value_getters``)."""
         self.description = description
         self.subtopology = subtopology
         self.application_id = application_id
@@ -255,6 +259,7 @@ class StreamTask:
                 )
             )
             if self.record_cache is not None:
+                self._join_tables = join_tables(self.description, self.subtopology.nodes)
                 cached = cached_stores(self.description.nodes, self.description.stores)
                 for name in (n for n in self.subtopology.stores if n in cached):
                     namespace = f"{self.id}-{name}"
@@ -602,9 +607,17 @@ class StreamTask:
         self._timestamp = timestamp
 
     def _typed_store(self, name: str) -> TypedKeyValueStore:
+        """Store ``name`` as the task's processors read and write it: behind the record cache when it is cached; the
+        store of a stream-table join whose table is cached reads that table's value getter (Kafka's
+        ``KStreamKTableJoinProcessor`` with ``KTableValueGetter``: a table update not flushed yet is joined too)."""
         caching = self._caching.get(name)
         if isinstance(caching, CachingKeyValueStore):
             return caching
+        table = self._join_tables.get(name)
+        if table is not None:
+            getter = table_value_getter(self.description, table, self._typed_store, self._functions)
+            if getter is not None:
+                return JoinTableView(self.stores[name], *self._serdes(name), getter)
         return TypedKeyValueStore(self.stores[name], *self._serdes(name))
 
     def _serdes(self, name: str) -> tuple[Serde, Serde]:
