@@ -28,3 +28,7 @@ def with_airline(flight: dict[str, Any], airline: dict[str, Any]) -> dict[str, A
 
 def airline(key: Any, value: dict[str, Any]) -> str:
     return str(value["airline"])
+
+
+def country(key: Any, value: dict[str, Any]) -> str:
+    return str(value["country"])

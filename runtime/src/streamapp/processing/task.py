@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -50,9 +51,12 @@ from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 from streamapp.topology.nodes.windowed import WindowedAggregationNode
 from streamapp.topology.stores import cached_stores, timestamped_stores
 
-__all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
+__all__ = ["UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
 
 log = logging.getLogger(__name__)
+
+UNBOUNDED = sys.maxsize
+"""``max_records`` of a ``process_ready`` call that takes everything ready."""
 
 StoreFactory = Callable[[str, Path], PersistentKeyValueStore]
 """Opens the persistent store called ``name`` in folder ``path`` (may raise StoreLockedError)."""
@@ -360,8 +364,10 @@ class StreamTask:
         queue = self.input.queues.get(partition)
         return queue if queue is not None else self._queue(partition)
 
-    def process_ready(self, watermarks: Watermarks, now_ms: int | None = None) -> int:
-        """Process buffered records while the task is ready (see the module docstring); returns how many.
+    def process_ready(self, watermarks: Watermarks, now_ms: int | None = None, max_records: int = UNBOUNDED) -> int:
+        """Process buffered records while the task is ready (see the module docstring), at most ``max_records`` of
+        them (Kafka's ``TaskExecutor.processTask`` with ``maxNumRecords``: the stream thread's round-robin slice);
+        returns how many.
 
         Raises ProcessingError when a handler fails, KafkaClientError from the producer (fatal, fenced or an
         aborted transaction: the caller closes the task dirty).
@@ -370,9 +376,9 @@ class StreamTask:
         processed = 0
         if len(group.queues) == 1:
             (queue,) = group.queues.values()
-            return self._drain(queue)
+            return self._drain(queue, max_records)
         now = self._clock_ms() if now_ms is None else now_ms
-        while group.ready(now, watermarks):
+        while processed < max_records and group.ready(now, watermarks):
             head = group.next_record()
             if head is None:
                 break
@@ -395,8 +401,9 @@ class StreamTask:
     def remove_input_partition(self, partition: TopicPartition) -> None:
         self.input.remove_queue(partition)
 
-    def _drain(self, queue: RecordQueue) -> int:
-        """Process every buffered record of a task's only queue, in offset order; returns how many.
+    def _drain(self, queue: RecordQueue, max_records: int) -> int:
+        """Process the buffered records of a task's only queue, in offset order, at most ``max_records`` (records
+        a handler or the extractor skipped count too); returns how many were processed.
 
         The same steps as ``peek`` / ``pop`` / ``_process_stamped`` record by record (stamp the head, advance
         partition and stream time, process it), without a ``StampedRecord`` per record: the hot path.
@@ -404,7 +411,7 @@ class StreamTask:
         group = self.input
         processed = 0
         head = queue.head
-        if head is not None:
+        if head is not None and max_records > 0:
             queue.head = None
             if head.timestamp > group.stream_time:
                 group.stream_time = head.timestamp
@@ -413,7 +420,7 @@ class StreamTask:
         records = queue.records
         partition = queue.partition
         routes = self._routes
-        while records:
+        for _ in range(min(len(records), max_records - processed)):
             record = records.popleft()
             route = routes.get(record.topic)
             if route is None:
