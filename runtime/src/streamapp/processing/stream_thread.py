@@ -61,8 +61,9 @@ from streamapp.state.directory import StateCleaner, StateDirectory
 from streamapp.state.record_cache import ThreadCache
 from streamapp.state.restore import ChangelogReader, StoreRestoreProgress
 from streamapp.topology import TopologyDescription, TopologyError
+from streamapp.topology.nodes.io import RepartitionNode
 
-__all__ = ["StreamThread", "source_topic_subtopologies"]
+__all__ = ["MAX_TASK_SLICE", "StreamThread", "repartition_writers", "source_topic_subtopologies"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,20 @@ MAX_TASK_SLICE = 16
 slice is also how far one task's writes to a repartition topic can run ahead of another's in a catch-up, so it is
 kept small (a pass over a dozen tasks costs a few microseconds; a slice of 16 records keeps that below 2% of a
 stateless record's cost)."""
+
+
+def repartition_writers(description: TopologyDescription) -> frozenset[int]:
+    """The sub-topologies that write a repartition topic (a repartition node whose input is one of their nodes):
+    their tasks are paced by stream time (``TaskManager.process_buffered``), since a downstream reader merges what
+    they write and drops what arrives later than its stream time and grace."""
+    writers: set[int] = set()
+    for sub in description.subtopologies():
+        members = set(sub.nodes)
+        for name in sub.nodes:
+            node = description.node(name)
+            if isinstance(node, RepartitionNode) and node.input in members:
+                writers.add(sub.id)
+    return frozenset(writers)
 
 
 def source_topic_subtopologies(description: TopologyDescription, application_id: str) -> dict[str, int]:
@@ -194,6 +209,7 @@ class StreamThread:
             clock_ms=clock_ms,
             purger=self.purger,
             repartition_topics=repartition_topics(description, config.application_id),
+            paced_subtopologies=repartition_writers(description),
         )
         self.standbys: StandbyManager | None = None
         if config.num_standby_replicas > 0 and describe_group is not None and instance is not None:
@@ -302,13 +318,17 @@ class StreamThread:
         self._report_status()
 
     def _process(self, records: list[ConsumerRecord]) -> int:
-        """Buffer ``records`` and run round-robin passes over the running tasks, ``num_iterations`` records per task
-        each (Kafka's ``StreamThread.runOnceWithoutProcessingThreads`` loop over ``TaskExecutor.process``): after a
-        pass that processed records ``num_iterations`` grows by one, up to ``MAX_TASK_SLICE``. Passes go on while
-        ready records remain, no input partition ran short of a slice with more on the broker (then the thread polls
+        """Buffer ``records`` and, while a running task writes a repartition topic (``TaskManager.interleaving``), run
+        round-robin passes over the running tasks, ``num_iterations`` records per task each (Kafka's
+        ``StreamThread.runOnceWithoutProcessingThreads`` loop over ``TaskExecutor.process``): after a pass that
+        processed records ``num_iterations`` grows by one, up to ``MAX_TASK_SLICE``. Passes go on while ready
+        records remain, no input partition ran short of a slice with more on the broker (then the thread polls
         first, so that partition's task keeps pace with the others) and ``poll.ms`` has not passed since the poll.
-        Returns the records processed."""
+        Otherwise every task processes all its ready records, one after the other (what the stateless and keyed
+        benchmarks run: the passes cost them 15-20% of their CPU time). Returns the records processed."""
         tasks = self.tasks
+        if not tasks.interleaving:  # no task writes a repartition topic: everything ready, task by task
+            return tasks.process(records) if records else tasks.process_buffered()
         deadline = time.monotonic() + self._poll_timeout_s
         slice_ = self.num_iterations
         processed = tasks.process(records, slice_) if records else tasks.process_buffered(slice_)

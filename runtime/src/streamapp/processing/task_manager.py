@@ -86,9 +86,11 @@ class TaskManager:
         clock_ms: Callable[[], int] | None = None,
         purger: CommittedRecordsPurger | None = None,
         repartition_topics: Collection[str] = (),
+        paced_subtopologies: Collection[int] = (),
     ) -> None:
         """``purger`` and ``repartition_topics`` (real topic names) enable the purge of committed repartition
-        records; without a purger nothing is ever deleted."""
+        records; without a purger nothing is ever deleted. ``paced_subtopologies``: the sub-topologies whose tasks
+        ``process_buffered`` paces by stream time (those writing repartition topics)."""
         self._topic_subtopologies = topic_subtopologies
         self._task_factory = task_factory
         self._consumer = consumer
@@ -111,6 +113,7 @@ class TaskManager:
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._purger = purger
         self._repartition_topics = frozenset(repartition_topics)
+        self._paced = frozenset(paced_subtopologies)
         self.more_ready = False
         """Whether the last ``process_buffered`` pass left records a task could process at once (the stream thread
         then polls without waiting)."""
@@ -257,8 +260,9 @@ class TaskManager:
         input partition has fewer than ``max_per_task`` records buffered but more on the broker (or its lag is not
         known yet): a poll should fetch them before the next pass.
 
-        Event-time pacing (beyond Kafka, whose slices count records): a task whose stream time is ahead of the
-        slowest task of its sub-topology that has records buffered skips the pass, and so does one ahead of a task
+        Event-time pacing (beyond Kafka, whose slices count records), for the tasks of ``paced_subtopologies``: a
+        task whose stream time is ahead of the slowest task of its sub-topology that has records buffered skips the
+        pass, and so does one ahead of a task
         of its sub-topology whose partitions were not fetched yet (for at most a second: in a catch-up the
         partitions' first fetches do not arrive together). The
         tasks of a sub-topology write the same repartition topics, whose readers drop what arrives later than their
@@ -273,6 +277,8 @@ class TaskManager:
         unfetched: set[TaskId] = set()
         running = [task for task in self.tasks.values() if task.state is TaskState.RUNNING]
         for task in running:
+            if task.id.subtopology not in self._paced:
+                continue
             if not task.input.buffered():
                 if any(watermarks(tp) is None for tp in task.input.queues):
                     unfetched.add(task.id)
@@ -314,6 +320,15 @@ class TaskManager:
                 self._full.difference_update(room)
                 self._consumer.resume(room)
         return processed
+
+    @property
+    def interleaving(self) -> bool:
+        """Whether a running task writes a repartition topic (a paced sub-topology): the stream thread then runs
+        bounded round-robin passes (``streamapp.processing.stream_thread``)."""
+        paced = self._paced
+        return bool(paced) and any(
+            task.id.subtopology in paced and task.state is TaskState.RUNNING for task in self.tasks.values()
+        )
 
     def poll_size(self, max_poll_records: int) -> int:
         """How many records the next poll may take (at least 1, at most ``max_poll_records``): the room left in the
