@@ -257,8 +257,8 @@ class TaskManager:
         (Kafka's ``TaskExecutor.process(maxNumRecords)``); resume partitions that have room again.
 
         Sets ``more_ready`` when a task may have more ready records than the pass took, and ``starving`` when an
-        input partition has fewer than ``max_per_task`` records buffered but more on the broker (or its lag is not
-        known yet): a poll should fetch them before the next pass.
+        input partition of a paced task (below) has fewer than ``max_per_task`` records buffered but more on the
+        broker (or its lag is not known yet): a poll should fetch them before the next pass.
 
         Event-time pacing (beyond Kafka, whose slices count records), for the tasks of ``paced_subtopologies``: a
         task whose stream time is ahead of the slowest task of its sub-topology that has records buffered skips the
@@ -273,6 +273,7 @@ class TaskManager:
         more = starving = False
         now = self._clock_ms()
         watermarks = getattr(self._consumer, "fetched_watermarks", _no_lag)
+        paced = self._paced
         floors: dict[int, int] = {}
         unfetched: set[TaskId] = set()
         running = [task for task in self.tasks.values() if task.state is TaskState.RUNNING]
@@ -301,6 +302,10 @@ class TaskManager:
             queues = task.input.queues
             if taken >= max_per_task:
                 more = True
+            if task.id.subtopology not in paced:  # its pace does not matter: no poll for it
+                if len(queues) == 1 and task.input.buffered():
+                    more = True
+                continue
             for queue in queues.values():
                 buffered = len(queue)
                 if buffered >= max_per_task:
