@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,6 +31,7 @@ from streamapp.drop_reasons import DESERIALIZATION_ERROR, INVALID_TIMESTAMP, PRO
 from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
 from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
+from streamapp.processing.table_value_getters import JoinTableView, join_tables, table_value_getter
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
 from streamapp.processors.base import RecordContext
@@ -50,9 +52,12 @@ from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 from streamapp.topology.nodes.windowed import WindowedAggregationNode
 from streamapp.topology.stores import cached_stores, timestamped_stores
 
-__all__ = ["ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
+__all__ = ["UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
 
 log = logging.getLogger(__name__)
+
+UNBOUNDED = sys.maxsize
+"""``max_records`` of a ``process_ready`` call that takes everything ready."""
 
 StoreFactory = Callable[[str, Path], PersistentKeyValueStore]
 """Opens the persistent store called ``name`` in folder ``path`` (may raise StoreLockedError)."""
@@ -191,6 +196,9 @@ class StreamTask:
         self._caching: dict[str, CachingKeyValueStore | CachingWindowStore | CachingSessionStore] = {}
         """The task's stores behind the record cache, flushed at commit (key-value, time-window and session
         stores)."""
+        self._join_tables: dict[str, str] = {}
+        """Store of each stream-table join of the task -> the table node it joins (set while the cache is on: the
+        join then reads the table through its value getter, ``streamapp.processing.table_value_getters``)."""
         self.description = description
         self.subtopology = subtopology
         self.application_id = application_id
@@ -256,6 +264,7 @@ class StreamTask:
                 )
             )
             if self.record_cache is not None:
+                self._join_tables = join_tables(self.description, self.subtopology.nodes)
                 cached = cached_stores(self.description.nodes, self.description.stores)
                 for name in (n for n in self.subtopology.stores if n in cached):
                     namespace = f"{self.id}-{name}"
@@ -356,8 +365,10 @@ class StreamTask:
         queue = self.input.queues.get(partition)
         return queue if queue is not None else self._queue(partition)
 
-    def process_ready(self, watermarks: Watermarks, now_ms: int | None = None) -> int:
-        """Process buffered records while the task is ready (see the module docstring); returns how many.
+    def process_ready(self, watermarks: Watermarks, now_ms: int | None = None, max_records: int = UNBOUNDED) -> int:
+        """Process buffered records while the task is ready (see the module docstring), at most ``max_records`` of
+        them (Kafka's ``TaskExecutor.processTask`` with ``maxNumRecords``: the stream thread's round-robin slice);
+        returns how many.
 
         Raises ProcessingError when a handler fails, KafkaClientError from the producer (fatal, fenced or an
         aborted transaction: the caller closes the task dirty).
@@ -366,9 +377,9 @@ class StreamTask:
         processed = 0
         if len(group.queues) == 1:
             (queue,) = group.queues.values()
-            return self._drain(queue)
+            return self._drain(queue, max_records)
         now = self._clock_ms() if now_ms is None else now_ms
-        while group.ready(now, watermarks):
+        while processed < max_records and group.ready(now, watermarks):
             head = group.next_record()
             if head is None:
                 break
@@ -391,8 +402,9 @@ class StreamTask:
     def remove_input_partition(self, partition: TopicPartition) -> None:
         self.input.remove_queue(partition)
 
-    def _drain(self, queue: RecordQueue) -> int:
-        """Process every buffered record of a task's only queue, in offset order; returns how many.
+    def _drain(self, queue: RecordQueue, max_records: int) -> int:
+        """Process the buffered records of a task's only queue, in offset order, at most ``max_records`` (records
+        a handler or the extractor skipped count too); returns how many were processed.
 
         The same steps as ``peek`` / ``pop`` / ``_process_stamped`` record by record (stamp the head, advance
         partition and stream time, process it), without a ``StampedRecord`` per record: the hot path.
@@ -400,7 +412,7 @@ class StreamTask:
         group = self.input
         processed = 0
         head = queue.head
-        if head is not None:
+        if head is not None and max_records > 0:
             queue.head = None
             if head.timestamp > group.stream_time:
                 group.stream_time = head.timestamp
@@ -409,7 +421,7 @@ class StreamTask:
         records = queue.records
         partition = queue.partition
         routes = self._routes
-        while records:
+        for _ in range(min(len(records), max_records - processed)):
             record = records.popleft()
             route = routes.get(record.topic)
             if route is None:
@@ -603,9 +615,17 @@ class StreamTask:
         self._timestamp = timestamp
 
     def _typed_store(self, name: str) -> TypedKeyValueStore:
+        """Store ``name`` as the task's processors read and write it: behind the record cache when it is cached; the
+        store of a stream-table join whose table is cached reads that table's value getter (Kafka's
+        ``KStreamKTableJoinProcessor`` with ``KTableValueGetter``: a table update not flushed yet is joined too)."""
         caching = self._caching.get(name)
         if isinstance(caching, CachingKeyValueStore):
             return caching
+        table = self._join_tables.get(name)
+        if table is not None:
+            getter = table_value_getter(self.description, table, self._typed_store, self._functions)
+            if getter is not None:
+                return JoinTableView(self.stores[name], *self._serdes(name), getter)
         return TypedKeyValueStore(self.stores[name], *self._serdes(name))
 
     def _serdes(self, name: str) -> tuple[Serde, Serde]:

@@ -8,8 +8,11 @@
   input starts (lag of empty partitions) and, under ``read_committed``, the call waits until no transaction
   of a previous owner is still pending on them (KIP-447), so restore sees that owner's final changelog.
 - ``restore`` advances restoration; a restored task turns ``RUNNING`` and its partitions are resumed.
-- ``process`` buffers polled records in their tasks and lets every running task process what is ready; an
-  input partition with ``buffered.records.per.partition`` records buffered is paused until its task caught up.
+- ``process`` buffers polled records in their tasks and lets every running task process what is ready, at most
+  ``max_per_task`` records each per call (one round-robin pass of Kafka's ``TaskExecutor``: the stream thread
+  passes its adaptive ``numIterations``, so a catch-up interleaves the tasks instead of running one task's whole
+  backlog before the next one's); an input partition with ``buffered.records.per.partition`` records buffered is
+  paused until its task caught up.
 - Revocation commits every running task (one commit, as Kafka Streams does), then closes the tasks that
   lost all their partitions. Lost partitions (the member was fenced) close their tasks without a commit.
   A failed commit (group moved on, aborted transaction, fenced producer) closes every task without commit and
@@ -40,7 +43,7 @@ from streamapp.processing.commit import CommitResult, commit_tasks
 from streamapp.processing.partition_group import RecordQueue
 from streamapp.processing.purge import CommittedRecordsPurger, purgeable_offsets
 from streamapp.processing.streams_producer import StreamsProducer
-from streamapp.processing.task import StreamTask, TaskId, TaskState
+from streamapp.processing.task import UNBOUNDED, StreamTask, TaskId, TaskState
 from streamapp.state.directory import TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.rocksdb import StoreLockedError
@@ -83,9 +86,11 @@ class TaskManager:
         clock_ms: Callable[[], int] | None = None,
         purger: CommittedRecordsPurger | None = None,
         repartition_topics: Collection[str] = (),
+        paced_subtopologies: Collection[int] = (),
     ) -> None:
         """``purger`` and ``repartition_topics`` (real topic names) enable the purge of committed repartition
-        records; without a purger nothing is ever deleted."""
+        records; without a purger nothing is ever deleted. ``paced_subtopologies``: the sub-topologies whose tasks
+        ``process_buffered`` paces by stream time (those writing repartition topics)."""
         self._topic_subtopologies = topic_subtopologies
         self._task_factory = task_factory
         self._consumer = consumer
@@ -109,6 +114,15 @@ class TaskManager:
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._purger = purger
         self._repartition_topics = frozenset(repartition_topics)
+        self._paced = frozenset(paced_subtopologies)
+        self.more_ready = False
+        """Whether the last ``process_buffered`` pass left records a task could process at once (the stream thread
+        then polls without waiting)."""
+        self.starving = False
+        """Whether the last pass left an input partition short of a slice while the broker has more of it."""
+        self._unfetched_hold_until: dict[TaskId, float] = {}
+        """Per running task none of whose records were fetched yet, until when (monotonic s) it holds back the
+        tasks of its sub-topology that are ahead of it."""
 
     # -- RebalanceListener -------------------------------------------------------------------------
 
@@ -198,9 +212,9 @@ class TaskManager:
             if task is not None:
                 self._start(task)
 
-    def process(self, records: Iterable[ConsumerRecord]) -> int:
-        """Buffer records in their running tasks, then process what every running task has ready; returns
-        how many records were processed.
+    def process(self, records: Iterable[ConsumerRecord], max_per_task: int = UNBOUNDED) -> int:
+        """Buffer records in their running tasks, then process what every running task has ready, at most
+        ``max_per_task`` records per task (``process_buffered``); returns how many records were processed.
 
         A record of a task that is not running yet (fetched just before its partition was paused) is not
         buffered: its partition is rewound to it and paused, so it is read again once the task runs.
@@ -228,37 +242,123 @@ class TaskManager:
             if queue is not None:
                 queue.records.append(record)
                 queue.fetch_position = record.offset + 1
-        full = [tp for tp, queue in touched.items() if len(queue) >= self._max_buffered and tp not in self._full]
-        processed = self.process_buffered()
+        limit = self._partition_limit()
+        full = [tp for tp, queue in touched.items() if len(queue) >= limit and tp not in self._full]
+        processed = self.process_buffered(max_per_task)
         # Pause only what is still full after processing: a queue this pass drained needs no pause, and
         # librdkafka's pause drops the partition's prefetched records (a pause/resume per poll = a refetch).
-        full = [tp for tp in full if self._buffered(tp) >= self._max_buffered]
+        full = [tp for tp in full if self._buffered(tp) >= limit]
         if full:
             self._full.update(full)
             self._consumer.pause(full)
         return processed
 
-    def process_buffered(self) -> int:
-        """Let every running task process its ready records; resume partitions that have room again."""
+    def process_buffered(self, max_per_task: int = UNBOUNDED) -> int:
+        """One round-robin pass: every running task processes its ready records, at most ``max_per_task`` of them
+        (Kafka's ``TaskExecutor.process(maxNumRecords)``); resume partitions that have room again.
+
+        Sets ``more_ready`` when a task may have more ready records than the pass took, and ``starving`` when an
+        input partition of a paced task (below) has fewer than ``max_per_task`` records buffered but more on the
+        broker (or its lag is not known yet): a poll should fetch them before the next pass.
+
+        Event-time pacing (beyond Kafka, whose slices count records), for the tasks of ``paced_subtopologies``: a
+        task whose stream time is ahead of the slowest task of its sub-topology that has records buffered skips the
+        pass, and so does one ahead of a task
+        of its sub-topology whose partitions were not fetched yet (for at most a second: in a catch-up the
+        partitions' first fetches do not arrive together). The
+        tasks of a sub-topology write the same repartition topics, whose readers drop what arrives later than their
+        stream time and grace; partitions differ in how many records an hour holds, so equal slices alone let the
+        writers drift apart by hours over a catch-up (Kafka's ``max.task.idle.ms`` paces the partitions of one
+        task the same way)."""
         processed = 0
+        more = starving = False
         now = self._clock_ms()
         watermarks = getattr(self._consumer, "fetched_watermarks", _no_lag)
-        for task in self.tasks.values():
-            if task.state is TaskState.RUNNING:
-                processed += task.process_ready(watermarks, now)
+        paced = self._paced
+        floors: dict[int, int] = {}
+        unfetched: set[TaskId] = set()
+        running = [task for task in self.tasks.values() if task.state is TaskState.RUNNING]
+        for task in running:
+            if task.id.subtopology not in self._paced:
+                continue
+            if not task.input.buffered():
+                if any(watermarks(tp) is None for tp in task.input.queues):
+                    unfetched.add(task.id)
+                    if time.monotonic() >= self._unfetched_hold_until.setdefault(task.id, time.monotonic() + 1.0):
+                        continue  # still nothing after a second: stop holding the others for it
+                else:
+                    continue
+            sub, time_ = task.id.subtopology, task.stream_time
+            if time_ < floors.get(sub, time_ + 1):
+                floors[sub] = time_
+        for task_id in [t for t in self._unfetched_hold_until if t not in unfetched]:
+            del self._unfetched_hold_until[task_id]
+        for task in running:
+            floor = floors.get(task.id.subtopology)
+            if floor is not None and task.stream_time > floor:
+                more = more or bool(task.input.buffered())
+                continue  # ahead of the slowest busy task of its sub-topology: let that one catch up first
+            taken = task.process_ready(watermarks, now, max_per_task)
+            processed += taken
+            queues = task.input.queues
+            if taken >= max_per_task:
+                more = True
+            if task.id.subtopology not in paced:  # its pace does not matter: no poll for it
+                if len(queues) == 1 and task.input.buffered():
+                    more = True
+                continue
+            for queue in queues.values():
+                buffered = len(queue)
+                if buffered >= max_per_task:
+                    continue
+                if buffered and len(queues) == 1:
+                    more = True
+                marks = watermarks(queue.partition)
+                position = queue.fetch_position
+                if marks is None or marks[1] > (marks[0] if position is None else position):
+                    starving = True  # not fetched yet, or more on the broker: poll first
+        self.more_ready = more and processed > 0
+        self.starving = starving
         if self._full:
-            room = [tp for tp in self._full if self._buffered(tp) < self._max_buffered]
+            limit = self._partition_limit()
+            room = [tp for tp in self._full if self._buffered(tp) < limit]
             if room:
                 self._full.difference_update(room)
                 self._consumer.resume(room)
         return processed
 
-    def punctuate_wall_clock(self, now_ms: int) -> None:
+    @property
+    def interleaving(self) -> bool:
+        """Whether a running task writes a repartition topic (a paced sub-topology): the stream thread then runs
+        bounded round-robin passes (``streamapp.processing.stream_thread``)."""
+        paced = self._paced
+        return bool(paced) and any(
+            task.id.subtopology in paced and task.state is TaskState.RUNNING for task in self.tasks.values()
+        )
+
+    def poll_size(self, max_poll_records: int) -> int:
+        """How many records the next poll may take (at least 1, at most ``max_poll_records``): the room left in the
+        thread's buffer, ``buffered.records.per.partition`` per assigned input partition. The thread polls while a
+        task starves (``process_buffered``) and librdkafka returns one partition's fetched records after another,
+        so a poll may add to a partition that has plenty already: bounding the total keeps memory bounded without
+        pausing that partition (librdkafka's pause drops its prefetched records, and the refetch stalled a
+        catch-up: twice the wall time of a stateless run)."""
+        buffered = sum(task.input.buffered() for task in self.tasks.values() if task.state is TaskState.RUNNING)
+        return max(1, min(max_poll_records, self._max_buffered * max(1, len(self._by_partition)) - buffered))
+
+    def _partition_limit(self) -> int:
+        """Buffered records at which an input partition is paused: the whole thread's buffer (``poll_size``), which
+        one partition fills only while its task cannot process (e.g. a join waiting for its other partition)."""
+        return self._max_buffered * max(1, len(self._by_partition))
+
+    def punctuate_wall_clock(self, now_ms: int) -> bool:
         """Run the wall-clock punctuations due at ``now_ms`` of every running task (the Processor API's
-        ``PunctuationType.WALL_CLOCK_TIME`` schedules)."""
+        ``PunctuationType.WALL_CLOCK_TIME`` schedules); True when one ran."""
+        punctuated = False
         for task in self.tasks.values():
-            if task.state is TaskState.RUNNING:
-                task.punctuate_wall_clock(now_ms)
+            if task.state is TaskState.RUNNING and task.punctuate_wall_clock(now_ms):
+                punctuated = True
+        return punctuated
 
     def commit(self) -> CommitResult:
         """Commit all running tasks (``streamapp.processing.commit``).
