@@ -53,7 +53,7 @@ __all__ = [
 _NO_TRANSACTION = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     record: ConsumerRecord | None
     """``None`` for a transaction control marker."""
@@ -136,10 +136,13 @@ class InMemoryCluster:
         transaction: int = _NO_TRANSACTION,
     ) -> int:
         """Append one record; returns its offset. Raises ValueError for a partition the topic lacks."""
-        count = self.partitions(topic)
-        if not 0 <= partition < count:
-            raise ValueError(f"topic '{topic}' has no partition {partition} (it has {count})")
-        log = self._topics[topic][partition]
+        partitions = self._topics.get(topic)
+        if partitions is None:
+            self.create_topic(topic, self.default_partitions)
+            partitions = self._topics[topic]
+        if not 0 <= partition < len(partitions):
+            raise ValueError(f"topic '{topic}' has no partition {partition} (it has {len(partitions)})")
+        log = partitions[partition]
         offset = len(log.entries)
         if headers:
             record = ConsumerRecord(topic, partition, offset, key, value, timestamp, headers)
@@ -289,7 +292,7 @@ class InMemoryProducer:
         """The partition a record without an explicit one goes to: murmur2 of the key, round-robin if null."""
         count = self.cluster.partitions(topic)
         if key is not None:
-            return partition_for_key(key, count)
+            return 0 if count == 1 else partition_for_key(key, count)  # murmur2 of one partition: always 0
         turn = self._round_robin.get(topic, 0)
         self._round_robin[topic] = turn + 1
         return turn % count
