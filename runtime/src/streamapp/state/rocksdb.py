@@ -91,7 +91,7 @@ class RocksDBStore:
         self._metadata = self._db.get_column_family(METADATA_COLUMN_FAMILY)
         self._metadata_handle = self._db.get_column_family_handle(METADATA_COLUMN_FAMILY)
         self._write_options = rocksdict.WriteOptions()
-        self._write_options.disable_wal = not write_ahead_log
+        self._write_options.disable_wal = not write_ahead_log  # type: ignore[method-assign,assignment]  # a property (the stub says method)
         self._changelog_offset: int | None = self._read_changelog_offset()
         """The stored changelog offset: read once, then kept as ``write`` stores it (this instance holds the
         database's lock, so no other writer moves it)."""
