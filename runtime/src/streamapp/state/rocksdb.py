@@ -20,16 +20,13 @@ from typing import Any, cast
 
 import rocksdict
 
+from streamapp.state.stores import StoreLockedError
+
 __all__ = ["RocksDBMemory", "RocksDBStore", "StoreLockedError"]
 
 METADATA_COLUMN_FAMILY = "streamapp.metadata"
 _CHANGELOG_OFFSET_KEY = b"changelog.offset"
 _OFFSET = struct.Struct(">q")
-
-
-class StoreLockedError(RuntimeError):
-    """The store's folder is locked by another open RocksDB instance (another process or stream thread
-    still owns the task); opening may succeed once it has closed the store."""
 
 
 class RocksDBMemory:
