@@ -11,6 +11,7 @@ for the disk)::
 
     hack/bin/uv run --frozen python -m bench.driver              # both, 10,000 flights
     hack/bin/uv run --frozen python -m bench.driver --records 2000 --only join
+    hack/bin/uv run --frozen python -m bench.driver --cache-max-bytes 0   # the record cache off
 """
 
 from __future__ import annotations
@@ -47,14 +48,16 @@ def _records(frame: Any, key_column: str, limit: int | None = None) -> list[tupl
     return list(zip(keys, values, strict=True))
 
 
-def measure(topology: str, records: int) -> float:
-    """Flights per second that ``topology`` processed through a fresh driver (``records`` flights)."""
+def measure(topology: str, records: int, cache_max_bytes: int | None = None) -> float:
+    """Flights per second that ``topology`` processed through a fresh driver (``records`` flights);
+    ``cache_max_bytes``: the driver's ``statestore.cache.max.bytes`` (``None``: its default)."""
     flights_frame, planes_frame = _frames()
     flights = _records(flights_frame, "tailnum", records)
     dataset = Dataset("flights", "planes", "keys", 1, 1, len(flights), 0, 0, len(planes_frame), 0, 0)
-    with TopologyTestDriver(
-        build(topology, dataset, _OUTPUT), {"application.id": f"driver-bench-{topology}"}
-    ) as driver:
+    config: dict[str, Any] = {"application.id": f"driver-bench-{topology}"}
+    if cache_max_bytes is not None:
+        config["statestore.cache.max.bytes"] = cache_max_bytes
+    with TopologyTestDriver(build(topology, dataset, _OUTPUT), config) as driver:
         if topology == "join":
             planes = driver.create_input_topic("planes", "bytes", "bytes")
             for key, value in _records(planes_frame, "tailnum"):
@@ -76,9 +79,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.driver", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000, help="flights to pipe (default 10,000)")
     parser.add_argument("--only", choices=TOPOLOGIES, action="append", help="one topology (repeatable)")
+    parser.add_argument(
+        "--cache-max-bytes", type=int, help="statestore.cache.max.bytes (default: the driver's; 0: cache off)"
+    )
     args = parser.parse_args(argv)
     for topology in args.only or TOPOLOGIES:
-        measure(topology, args.records)
+        measure(topology, args.records, args.cache_max_bytes)
 
 
 if __name__ == "__main__":

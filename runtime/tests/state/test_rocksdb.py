@@ -24,6 +24,18 @@ def test_batch_and_changelog_offset_survive_reopen_together(tmp_path: Path, memo
     reopened.close()
 
 
+def test_a_store_without_write_ahead_log_keeps_its_writes_across_a_clean_close(
+    tmp_path: Path, memory: RocksDBMemory
+) -> None:
+    store = RocksDBStore("counts", tmp_path / "counts", memory, write_ahead_log=False)
+    store.write({b"a": b"1"}, changelog_offset=3)
+    store.close()
+    assert not any(wal.stat().st_size for wal in (tmp_path / "counts").glob("*.log"))
+    reopened = RocksDBStore("counts", tmp_path / "counts", memory)
+    assert reopened.get(b"a") == b"1" and reopened.changelog_offset() == 3
+    reopened.close()
+
+
 def test_none_in_a_batch_deletes_the_key(tmp_path: Path, memory: RocksDBMemory) -> None:
     store = RocksDBStore("s", tmp_path / "s", memory)
     store.write({b"a": b"1", b"b": b"2"}, changelog_offset=1)

@@ -82,14 +82,16 @@ class CountingLog(list[Any]):
 
 @pytest.fixture
 def logs(monkeypatch: pytest.MonkeyPatch) -> list[CountingLog]:
-    """Every partition created from now on keeps its entries in a ``CountingLog``, listed here."""
+    """Every partition created from now on keeps the transactions of its entries in a ``CountingLog``, listed
+    here: a reader looks at an entry's transaction before anything else of it, so these reads count the entries
+    read."""
     created: list[CountingLog] = []
     partition = cluster_module._Partition
 
     def counting_partition() -> Any:
         log = CountingLog()
         created.append(log)
-        return partition(entries=log)
+        return partition(transactions=log)
 
     monkeypatch.setattr(cluster_module, "_Partition", counting_partition)
     return created

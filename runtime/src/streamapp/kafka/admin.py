@@ -15,7 +15,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from streamapp.kafka.reset_plan import ActiveMembersError, ResetPlan, ToDatetime, offsets_to_commit
-from streamapp.kafka.types import KafkaAuthenticationError, KafkaClientError, TopicPartition
+from streamapp.kafka.types import (
+    GroupDescription,
+    GroupMember,
+    KafkaAuthenticationError,
+    KafkaClientError,
+    TopicPartition,
+)
 
 __all__ = [
     "DeleteRecordsResult",
@@ -40,24 +46,6 @@ class TopicSpec:
     name: str
     partitions: int
     config: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GroupMember:
-    """One consumer-group member as the broker describes it: its ``client.id`` (which names the instance and
-    stream thread, ``streamapp.kafka.clients.client_id``) and its assigned partitions."""
-
-    client_id: str
-    group_instance_id: str | None
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True)
-class GroupDescription:
-    """A consumer group's state (``stable``, ``preparing_rebalance``, ``empty``, ...) and members."""
-
-    state: str
-    members: tuple[GroupMember, ...]
 
 
 class DeleteRecordsResult:

@@ -34,6 +34,7 @@ from streamapp.kafka.types import (
     RebalanceListener,
     TopicPartition,
     UnreleasedInstanceIdError,
+    parse_client_id,
 )
 
 __all__ = [
@@ -97,15 +98,6 @@ def client_id(config: StreamsConfig, thread_index: int, role: str, instance_id: 
     index + 1); ``parse_client_id`` reverses it."""
     instance = instance_id or "local"
     return f"{config.application_id}-{instance}-StreamThread-{thread_index + 1}-{role}"
-
-
-def parse_client_id(application_id: str, value: str) -> tuple[str, int] | None:
-    """``(instance, thread index)`` of a group consumer's client id made by ``client_id``; ``None`` for
-    another shape (a foreign member)."""
-    match = re.fullmatch(rf"{re.escape(application_id)}-(.+)-StreamThread-(\d+)-consumer", value)
-    if match is None:
-        return None
-    return match.group(1), int(match.group(2)) - 1
 
 
 def consumer_config(

@@ -9,6 +9,7 @@ Offsets follow Kafka's conventions: a *committed* offset is the offset of the ne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -19,6 +20,8 @@ __all__ = [
     "ConsumerClient",
     "ConsumerRecord",
     "DeliveryError",
+    "GroupDescription",
+    "GroupMember",
     "Headers",
     "KafkaAuthenticationError",
     "KafkaClientError",
@@ -30,6 +33,7 @@ __all__ = [
     "TransactionAbortedError",
     "TransactionalProducerClient",
     "UnreleasedInstanceIdError",
+    "parse_client_id",
 ]
 
 OFFSET_BEGINNING = -2
@@ -246,3 +250,31 @@ class RestoreConsumerClient(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One consumer-group member as the broker describes it: its ``client.id`` (which names the instance and
+    stream thread, ``streamapp.kafka.clients.client_id``, read back by ``parse_client_id``) and its assigned
+    partitions."""
+
+    client_id: str
+    group_instance_id: str | None
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group's state (``stable``, ``preparing_rebalance``, ``empty``, ...) and members."""
+
+    state: str
+    members: tuple[GroupMember, ...]
+
+
+def parse_client_id(application_id: str, value: str) -> tuple[str, int] | None:
+    """``(instance, thread index)`` of a group consumer's client id made by ``streamapp.kafka.clients.client_id``
+    (``<application.id>-<instance>-StreamThread-<n>-consumer``); ``None`` for another shape (a foreign member)."""
+    match = re.fullmatch(rf"{re.escape(application_id)}-(.+)-StreamThread-(\d+)-consumer", value)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)) - 1

@@ -27,7 +27,7 @@ from typing import Protocol
 
 from streamapp.kafka.types import ConsumerRecord, KafkaClientError, TopicPartition
 from streamapp.state.global_store import GlobalStateManager, GlobalStoreFactory, GlobalStoreSpec, global_state_dir
-from streamapp.state.rocksdb import StoreLockedError
+from streamapp.state.stores import StoreLockedError
 from streamapp.topology import GlobalTableNode, TopologyDescription
 
 __all__ = ["GlobalConsumerClient", "GlobalStreamThread", "build_global_thread", "global_store_specs"]

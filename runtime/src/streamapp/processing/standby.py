@@ -29,15 +29,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamapp.kafka.admin import GroupDescription
-from streamapp.kafka.clients import parse_client_id
-from streamapp.kafka.types import KafkaClientError, TopicPartition
+from streamapp.kafka.types import GroupDescription, KafkaClientError, TopicPartition, parse_client_id
 from streamapp.processing.task import StoreFactory, TaskId, open_task_stores
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import StateDirectory, TaskDirectoryLock, TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
-from streamapp.state.rocksdb import StoreLockedError
+from streamapp.state.stores import StoreLockedError
 from streamapp.topology import Subtopology, TopologyDescription
 
 __all__ = ["MemberRef", "StandbyManager", "StandbyTask", "plan_standbys"]

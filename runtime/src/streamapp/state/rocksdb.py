@@ -20,16 +20,13 @@ from typing import Any, cast
 
 import rocksdict
 
+from streamapp.state.stores import StoreLockedError
+
 __all__ = ["RocksDBMemory", "RocksDBStore", "StoreLockedError"]
 
 METADATA_COLUMN_FAMILY = "streamapp.metadata"
 _CHANGELOG_OFFSET_KEY = b"changelog.offset"
 _OFFSET = struct.Struct(">q")
-
-
-class StoreLockedError(RuntimeError):
-    """The store's folder is locked by another open RocksDB instance (another process or stream thread
-    still owns the task); opening may succeed once it has closed the store."""
 
 
 class RocksDBMemory:
@@ -70,10 +67,14 @@ class RocksDBMemory:
 class RocksDBStore:
     """A persistent bytes key-value store in one RocksDB database (implements ``PersistentKeyValueStore``).
 
+    ``write_ahead_log``: False for a store whose files are thrown away with the process's state (the
+    ``TopologyTestDriver``'s, removed at its ``close``): its writes skip RocksDB's write-ahead log, whose only
+    use is to recover them after a crash (a clean close still flushes them to the store's files).
+
     Raises StoreLockedError from the constructor when another instance holds the database open.
     """
 
-    def __init__(self, name: str, path: Path, memory: RocksDBMemory) -> None:
+    def __init__(self, name: str, path: Path, memory: RocksDBMemory, *, write_ahead_log: bool = True) -> None:
         self.name = name
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +87,11 @@ class RocksDBStore:
             raise
         self._metadata = self._db.get_column_family(METADATA_COLUMN_FAMILY)
         self._metadata_handle = self._db.get_column_family_handle(METADATA_COLUMN_FAMILY)
+        self._write_options = rocksdict.WriteOptions()
+        self._write_options.disable_wal = not write_ahead_log  # type: ignore[method-assign,assignment]  # a property (the stub says method)
+        self._changelog_offset: int | None = self._read_changelog_offset()
+        """The stored changelog offset: read once, then kept as ``write`` stores it (this instance holds the
+        database's lock, so no other writer moves it)."""
         self._closed = False
 
     def get(self, key: bytes) -> bytes | None:
@@ -110,9 +116,15 @@ class RocksDBStore:
             write_batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(changelog_offset), self._metadata_handle)
         for key, value in (metadata or {}).items():
             write_batch.put(key, value, self._metadata_handle)
-        self._db.write(write_batch)
+        self._db.write(write_batch, self._write_options)
+        if changelog_offset is not None:
+            self._changelog_offset = changelog_offset
 
     def changelog_offset(self) -> int | None:
+        """The changelog offset of the last applied batch (``None``: none applied yet)."""
+        return self._changelog_offset
+
+    def _read_changelog_offset(self) -> int | None:
         raw = self._metadata.get(_CHANGELOG_OFFSET_KEY)
         if raw is None:
             return None

@@ -24,12 +24,19 @@ __all__ = [
     "VALUE_TIMESTAMP",
     "BytesKeyValueStore",
     "PersistentKeyValueStore",
+    "StoreLockedError",
     "StoreSerializationError",
     "TypedKeyValueStore",
     "decode_timestamped",
     "encode_timestamped",
     "store_mismatch",
 ]
+
+
+class StoreLockedError(RuntimeError):
+    """A persistent store's folder is locked by another open instance (another process or stream thread still
+    owns the task; ``streamapp.state.rocksdb`` raises it); opening may succeed once it has closed the store."""
+
 
 VALUE_TIMESTAMP = struct.Struct(">q")
 """The 8-byte big-endian timestamp (epoch ms) in front of a timestamped store's value (Kafka's

@@ -54,16 +54,17 @@ _NO_TRANSACTION = 0
 
 
 @dataclass
-class _Entry:
-    record: ConsumerRecord | None
-    """``None`` for a transaction control marker."""
-    sequence: int
-    transaction: int = _NO_TRANSACTION
-
-
-@dataclass
 class _Partition:
-    entries: list[_Entry] = field(default_factory=list)
+    """One partition's log as three parallel lists indexed by offset: no object per entry besides its record
+    (the log of a driver run holds every record it saw, and the cyclic GC walks each object it tracks at every
+    full collection)."""
+
+    records: list[ConsumerRecord | None] = field(default_factory=list)
+    """``None`` for a transaction control marker."""
+    sequences: list[int] = field(default_factory=list)
+    """The cluster-wide append sequence number of each entry."""
+    transactions: list[int] = field(default_factory=list)
+    """The transaction that wrote each entry (``_NO_TRANSACTION``: none)."""
     open_transactions: dict[int, int] = field(default_factory=dict)
     """Offset of the first record of each open transaction that wrote here (the last stable offset is the
     smallest), so a reader's readiness check never walks the log."""
@@ -136,16 +137,21 @@ class InMemoryCluster:
         transaction: int = _NO_TRANSACTION,
     ) -> int:
         """Append one record; returns its offset. Raises ValueError for a partition the topic lacks."""
-        count = self.partitions(topic)
-        if not 0 <= partition < count:
-            raise ValueError(f"topic '{topic}' has no partition {partition} (it has {count})")
-        log = self._topics[topic][partition]
-        offset = len(log.entries)
+        partitions = self._topics.get(topic)
+        if partitions is None:
+            self.create_topic(topic, self.default_partitions)
+            partitions = self._topics[topic]
+        if not 0 <= partition < len(partitions):
+            raise ValueError(f"topic '{topic}' has no partition {partition} (it has {len(partitions)})")
+        log = partitions[partition]
+        offset = len(log.records)
         if headers:
             record = ConsumerRecord(topic, partition, offset, key, value, timestamp, headers)
         else:
             record = ConsumerRecord(topic, partition, offset, key, value, timestamp)
-        log.entries.append(_Entry(record, next(self._sequence), transaction))
+        log.records.append(record)
+        log.sequences.append(next(self._sequence))
+        log.transactions.append(transaction)
         if transaction == _NO_TRANSACTION:
             self._visible[topic].append(record)
         else:
@@ -159,29 +165,39 @@ class InMemoryCluster:
         partitions = self._topics.get(tp.topic)
         if partitions is None or tp.partition >= len(partitions):
             return 0
-        return len(partitions[tp.partition].entries)
+        return len(partitions[tp.partition].records)
 
     def last_stable_offset(self, tp: TopicPartition) -> int:
         """The first offset of an open transaction in ``tp``, else the high watermark."""
-        partitions = self._topics.get(tp.topic)
-        if partitions is None or tp.partition >= len(partitions):
+        partitions = self._topics.get(tp[0])
+        if partitions is None or tp[1] >= len(partitions):
             return 0
-        log = partitions[tp.partition]
-        return min(log.open_transactions.values(), default=len(log.entries))
+        log = partitions[tp[1]]
+        open_transactions = log.open_transactions
+        return min(open_transactions.values()) if open_transactions else len(log.records)
 
-    def next_readable(self, tp: TopicPartition, position: int) -> tuple[int, _Entry | None]:
-        """From ``position``, skip markers and aborted records; returns the new position and the entry there
-        if it is readable (``None`` at the end or at an open transaction's record)."""
-        entries = self._entries(tp)
-        while position < len(entries):
-            entry = entries[position]
-            if entry.transaction in self._open:
-                return position, None
-            if entry.record is None or entry.transaction in self._aborted:
+    def next_readable(self, tp: TopicPartition, position: int) -> tuple[int, ConsumerRecord | None, int]:
+        """From ``position``, skip markers and aborted records; returns the new position, the record there if it
+        is readable (``None`` at the end or at an open transaction's record) and its append sequence number."""
+        partitions = self._topics.get(tp[0])
+        if partitions is None or tp[1] >= len(partitions):
+            return position, None, -1
+        log = partitions[tp[1]]
+        records, transactions = log.records, log.transactions
+        while position < len(records):
+            transaction = transactions[position]
+            if transaction != _NO_TRANSACTION:
+                if transaction in self._open:
+                    return position, None, -1
+                if transaction in self._aborted:
+                    position += 1
+                    continue
+            record = records[position]
+            if record is None:
                 position += 1
                 continue
-            return position, entry
-        return position, None
+            return position, record, log.sequences[position]
+        return position, None, -1
 
     def records(self, topic: str) -> list[ConsumerRecord]:
         """What a ``read_committed`` reader sees of ``topic`` (no open or aborted records), in the order the
@@ -231,16 +247,10 @@ class InMemoryCluster:
             self._aborted.add(transaction)
         for tp in sorted(partitions):
             log = self._topics[tp.topic][tp.partition]
-            log.entries.append(_Entry(None, next(self._sequence), transaction))
+            log.records.append(None)
+            log.sequences.append(next(self._sequence))
+            log.transactions.append(transaction)
             del log.open_transactions[transaction]
-
-    # -- internals ---------------------------------------------------------------------------------
-
-    def _entries(self, tp: TopicPartition) -> list[_Entry]:
-        partitions = self._topics.get(tp.topic)
-        if partitions is None or tp.partition >= len(partitions):
-            return []
-        return partitions[tp.partition].entries
 
 
 class InMemoryProducer:
@@ -289,7 +299,7 @@ class InMemoryProducer:
         """The partition a record without an explicit one goes to: murmur2 of the key, round-robin if null."""
         count = self.cluster.partitions(topic)
         if key is not None:
-            return partition_for_key(key, count)
+            return 0 if count == 1 else partition_for_key(key, count)  # murmur2 of one partition: always 0
         turn = self._round_robin.get(topic, 0)
         self._round_robin[topic] = turn + 1
         return turn % count
@@ -390,10 +400,9 @@ class InMemoryConsumer:
             found = self._next()
             if found is None:
                 break
-            tp, entry = found
-            assert entry.record is not None
-            out.append(entry.record)
-            self._positions[tp] = entry.record.offset + 1
+            tp, record = found
+            out.append(record)
+            self._positions[tp] = record.offset + 1
         return out
 
     def has_fetchable(self) -> bool:
@@ -442,16 +451,17 @@ class InMemoryConsumer:
         assert self._listener is not None
         self._listener.on_partitions_assigned(partitions)
 
-    def _next(self) -> tuple[TopicPartition, _Entry] | None:
+    def _next(self) -> tuple[TopicPartition, ConsumerRecord] | None:
         """The unpaused assigned partition whose next readable record was appended first, and that record."""
-        best: tuple[TopicPartition, _Entry] | None = None
+        best: tuple[TopicPartition, ConsumerRecord] | None = None
+        best_sequence = 0
         for tp, position in self._positions.items():
             if tp in self._paused:
                 continue
-            position, entry = self.cluster.next_readable(tp, position)
+            position, record, sequence = self.cluster.next_readable(tp, position)
             self._positions[tp] = position
-            if entry is not None and (best is None or entry.sequence < best[1].sequence):
-                best = (tp, entry)
+            if record is not None and (best is None or sequence < best_sequence):
+                best, best_sequence = (tp, record), sequence
         return best
 
 
@@ -473,12 +483,11 @@ class _AssignedReader:
         at_end: set[TopicPartition] = set()
         for tp in sorted(self._positions):
             while len(out) < max_records:
-                position, entry = self.cluster.next_readable(tp, self._positions[tp])
+                position, record, _ = self.cluster.next_readable(tp, self._positions[tp])
                 self._positions[tp] = position
-                if entry is None:
+                if record is None:
                     break
-                assert entry.record is not None
-                out.append(entry.record)
+                out.append(record)
                 self._positions[tp] = position + 1
             if self._positions[tp] >= self.cluster.last_stable_offset(tp):
                 at_end.add(tp)
