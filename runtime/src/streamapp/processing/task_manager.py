@@ -46,7 +46,7 @@ from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import UNBOUNDED, StreamTask, TaskId, TaskState
 from streamapp.state.directory import TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
-from streamapp.state.rocksdb import StoreLockedError
+from streamapp.state.stores import StoreLockedError
 
 __all__ = ["TaskManager"]
 
