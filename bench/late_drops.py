@@ -208,6 +208,7 @@ class LateBench:
     work_dir: Path
     commit_interval_ms: int = 1000
     timeout_s: float = 300.0
+    grace_ms: int = GRACE_MS
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -236,7 +237,9 @@ class LateBench:
                     "state.dir": str(run_dir / "state"),
                     "http.port": port,
                 }
-                (run_dir / "topology.yaml").write_text(yaml.safe_dump(streamapp_topology(self.source, output)))
+                (run_dir / "topology.yaml").write_text(
+                    yaml.safe_dump(streamapp_topology(self.source, output, self.grace_ms))
+                )
                 (run_dir / "streams.yaml").write_text(yaml.safe_dump(config))
                 command = [str(Path(sys.executable).parent / "streamapp"), "run", "--topology",
                            str(run_dir / "topology.yaml"), "--config", str(run_dir / "streams.yaml")]  # fmt: skip
@@ -245,7 +248,7 @@ class LateBench:
 
                 command = windowed_count_command(
                     ensure_kstreams(), self.bootstrap, tag, self.source, output, self.commit_interval_ms,
-                    run_dir / "state", HOUR_MS, GRACE_MS,
+                    run_dir / "state", HOUR_MS, self.grace_ms,
                 )  # fmt: skip
             process = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=log_file, env=self.env(), cwd=REPO, text=True,
@@ -301,8 +304,9 @@ def render(runs: list[LateDropRun]) -> str:
 @click.option("--engines", default="streamapp,kstreams", show_default=True)
 @click.option("--views", default=VIEWS, show_default=True)
 @click.option("--days", default=DAYS, show_default=True)
+@click.option("--grace-ms", default=GRACE_MS, show_default=True, help="The windows' grace.")
 @click.option("--timeout", "timeout_s", default=300.0, show_default=True, help="Per run, seconds.")
-def main(bootstrap: str, rounds: int, engines: str, views: int, days: int, timeout_s: float) -> None:
+def main(bootstrap: str, rounds: int, engines: str, views: int, days: int, grace_ms: int, timeout_s: float) -> None:
     """Late drops of an hourly count after a repartition, catching up a multi-day backlog (see the module doc)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     WORK.mkdir(parents=True, exist_ok=True)
@@ -312,7 +316,7 @@ def main(bootstrap: str, rounds: int, engines: str, views: int, days: int, timeo
     try:
         sent = produce_all(bootstrap, source, page_views(views, days))
         log.info("%d page views over %d days in %s (%d partitions)", sent, days, source, PARTITIONS)
-        bench = LateBench(bootstrap, source, sent, WORK, timeout_s=timeout_s)
+        bench = LateBench(bootstrap, source, sent, WORK, timeout_s=timeout_s, grace_ms=grace_ms)
         runs: list[LateDropRun] = []
         for round_ in range(1, rounds + 1):
             for engine in engines.split(","):
@@ -326,7 +330,9 @@ def main(bootstrap: str, rounds: int, engines: str, views: int, days: int, timeo
     results = WORK / "results"
     results.mkdir(parents=True, exist_ok=True)
     out = results / f"late-drops-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    out.write_text(json.dumps({"views": views, "days": days, "runs": [asdict(r) for r in runs]}, indent=2))
+    out.write_text(
+        json.dumps({"views": views, "days": days, "grace_ms": grace_ms, "runs": [asdict(r) for r in runs]}, indent=2)
+    )
     print(f"written to {out}")
 
 
