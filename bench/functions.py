@@ -71,3 +71,8 @@ def score(value: dict[str, Any]) -> dict[str, Any]:
     summary = summarize(value)
     summary["score"] = total
     return summary
+
+
+def country(key: str | None, value: dict[str, Any]) -> str:
+    """The late-drop benchmark's re-key (``bench.late_drops``): a page view's country."""
+    return str(value["country"])

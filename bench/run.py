@@ -10,6 +10,8 @@ as ``statestore.cache.max.bytes`` apply to the streamapp and Kafka Streams runs 
 and writes every number to ``.cache/bench/results/<time>.json``.
 
 ``python -m bench.run profile stateless`` records a py-spy profile of one streamapp run instead.
+``python -m bench.late_drops`` is a separate benchmark: records dropped as late in a catch-up after a repartition,
+streamapp vs Kafka Streams (docs/benchmarks.md, "Late drops in a catch-up after a repartition").
 """
 
 from __future__ import annotations

@@ -10,16 +10,25 @@ The app (``bench.KeyedCount``) is the benchmark's keyed count with Kafka Streams
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["KAFKA_STREAMS_VERSION", "ensure_kstreams", "kstreams_command"]
+__all__ = ["KAFKA_STREAMS_VERSION", "ensure_kstreams", "kstreams_command", "windowed_count_command"]
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "bench" / "peers" / "kstreams"
 CACHE = REPO / ".cache"
 KAFKA_STREAMS_VERSION = "4.1.1"
+
+
+def _sources_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted([PROJECT / "pom.xml", *PROJECT.joinpath("src").rglob("*.java")]):
+        digest.update(path.relative_to(PROJECT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def ensure_kstreams(version: str = KAFKA_STREAMS_VERSION) -> str:
@@ -32,7 +41,8 @@ def ensure_kstreams(version: str = KAFKA_STREAMS_VERSION) -> str:
     home.parent.mkdir(parents=True, exist_ok=True)
     with (home.parent / f"{version}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
+        digest = _sources_digest()
+        if not marker.exists() or marker.read_text() != digest:
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir(parents=True)
             mvn = shutil.which("mvn")
@@ -56,7 +66,7 @@ def ensure_kstreams(version: str = KAFKA_STREAMS_VERSION) -> str:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"building the Kafka Streams peer failed:\n{done.stdout}\n{done.stderr}")
-            marker.touch()
+            marker.write_text(digest)
     return f"{home / 'build' / 'kstreams-peer-1.jar'}:{home / 'lib' / '*'}"
 
 
@@ -90,3 +100,33 @@ def kstreams_command(
     if cache_max_bytes is not None:
         command.append(str(cache_max_bytes))
     return command
+
+
+def windowed_count_command(
+    classpath: str,
+    bootstrap: str,
+    application_id: str,
+    input_topic: str,
+    output_topic: str,
+    commit_interval_ms: int,
+    state_dir: Path,
+    window_ms: int,
+    grace_ms: int,
+) -> list[str]:
+    """``java ... bench.WindowedCountAfterRepartition`` with its arguments (at-least-once, one stream thread)."""
+    return [
+        "java",
+        "-Xmx1g",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        classpath,
+        "bench.WindowedCountAfterRepartition",
+        bootstrap,
+        application_id,
+        input_topic,
+        output_topic,
+        str(commit_interval_ms),
+        str(state_dir),
+        str(window_ms),
+        str(grace_ms),
+    ]
