@@ -390,3 +390,18 @@ def test_a_restart_between_creating_the_new_version_and_recording_it_resumes_wit
     _ready(cluster, "flights-v2")
     status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
+
+
+def test_a_handover_started_by_an_operator_before_the_uid_annotation_resumes_with_its_own_new_version() -> None:
+    """An upgrade in the middle of a handover: the new version carries only the name label, and this replay's own
+    status says it created it (createNewVersion Done, no newVersionUid); a reused name's replay never has that."""
+    world, cluster, status = _handing_over()
+    made = cluster.get("StreamApp", NS, "flights-v2")
+    assert made is not None
+    del made["metadata"]["annotations"]
+    cluster.objects[("StreamApp", NS, "flights-v2")] = made
+    before = {k: v for k, v in status.items() if k != "newVersionUid"}
+    _ready(cluster, "flights-v2")
+    resumed = reconcile_step(world, HANDOVER, before)
+    assert resumed["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
+    assert not decisions.made_by(made, "flights-v2", REPLAY.uid)  # without that status: not its own

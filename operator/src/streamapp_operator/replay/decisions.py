@@ -586,13 +586,20 @@ NEW_VERSION_NAME_IN_USE = "NewVersionNameInUse"
 
 
 def not_made_by(
-    app: Mapping[str, Any] | None, replay: str, replay_uid: str, recorded_uid: str | None = None
+    app: Mapping[str, Any] | None,
+    replay: str,
+    replay_uid: str,
+    recorded_uid: str | None = None,
+    created_unannotated: bool = False,
 ) -> str | None:
     """Why StreamApp ``app`` is not the new version this StreamReplay (name ``replay``, uid ``replay_uid``)
     created, or None when it is. The label ``streamapp.io/replay=<replay>`` is not enough (a later StreamReplay
     may reuse the name, and anyone who can edit a StreamApp can label it): the annotation
     ``streamapp.io/replay-uid`` must be this replay's uid, and once the replay recorded the uid of the StreamApp it
-    created (``status.newVersionUid``) it must be that StreamApp, not one made again under its name."""
+    created (``status.newVersionUid``) it must be that StreamApp, not one made again under its name.
+    ``created_unannotated``: this very StreamReplay's status says it created the new version (``createNewVersion``
+    Done) but recorded no uid, as an operator before the annotation did; its label is then enough (an upgrade in
+    the middle of a handover resumes). A StreamReplay of a reused name has no such status."""
     if app is None:
         return "it does not exist"
     metadata = app.get("metadata") or {}
@@ -600,6 +607,8 @@ def not_made_by(
     if labelled != replay:
         return f"it was not created by this replay (no label {REPLAY_LABEL}={replay})"
     made_by_uid = (metadata.get("annotations") or {}).get(REPLAY_UID_ANNOTATION)
+    if made_by_uid is None and created_unannotated and not recorded_uid:
+        return None
     if made_by_uid != replay_uid:
         earlier = f"uid {made_by_uid}" if made_by_uid else f"no annotation {REPLAY_UID_ANNOTATION}"
         return (
@@ -626,6 +635,7 @@ def new_version_conflict(
     replay: str,
     replay_uid: str,
     recorded_uid: str | None = None,
+    created_unannotated: bool = False,
 ) -> tuple[str, str] | None:
     """Why the new version's name cannot be used (``(reason, message)``), or None.
 
@@ -641,7 +651,7 @@ def new_version_conflict(
             "handover.name to another name"
         )
     if existing is not None:
-        why = not_made_by(existing, replay, replay_uid, recorded_uid)
+        why = not_made_by(existing, replay, replay_uid, recorded_uid, created_unannotated)
         if why is not None:
             return NEW_VERSION_NAME_IN_USE, (
                 f"StreamApp {new_name} exists and {why}; it is left untouched: set handover.name to an unused name"
