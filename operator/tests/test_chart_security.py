@@ -42,8 +42,9 @@ APP_RIGHTS = {
         for verb in ("get", "list", "watch", "create", "patch", "update", "delete")
     },
     *{("", "pods", v) for v in ("get", "list", "watch")},
-    # state volumes of scaled-away pods: marked, then deleted after spec.state.retainAfterScaleDown
-    *{("", "persistentvolumeclaims", v) for v in ("list", "patch", "delete")},
+    # state volumes of scaled-away pods: marked, then deleted after spec.state.retainAfterScaleDown; the claims the
+    # StatefulSet would mount are read first (one someone else owns is named, never mounted: ForeignObject)
+    *{("", "persistentvolumeclaims", v) for v in ("get", "list", "patch", "delete")},
     *{("", "secrets", v) for v in ("get", "list", "watch")},
     *{("", "events", v) for v in ("list", "create", "patch")},
     # StreamReplays: their status, their Job (and ConfigMap, above), the pod's log, the Job's ServiceAccount;

@@ -193,7 +193,7 @@ def test_handover_steps_resume_at_the_first_not_done() -> None:
 
 def test_the_new_version_is_the_app_with_the_replays_topology_and_application_id() -> None:
     app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
-    new = decisions.new_version(app, "flights-v2", "flights-flights-v2", SECOND_TOPOLOGY, "flights-v2")
+    new = decisions.new_version(app, "flights-v2", "flights-flights-v2", SECOND_TOPOLOGY, "flights-v2", "uid-1")
     assert new["spec"]["topology"] == SECOND_TOPOLOGY and new["spec"]["applicationId"] == "flights-flights-v2"
     assert new["spec"]["image"] == app["spec"]["image"] and "ownerReferences" not in new["metadata"]
 

@@ -111,7 +111,9 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     assert replays.get("streamreplay", "writes")["status"]["phase"] == "Running"  # type: ignore[index]
 
     app = {"metadata": {"name": "flights", "namespace": replays.namespace}, "spec": flights_spec()}
-    new = seam.apply(decisions.new_version(app, "flights-v2", "flights-v2", flights_spec()["topology"], "writes"))
+    new = seam.apply(
+        decisions.new_version(app, "flights-v2", "flights-v2", flights_spec()["topology"], "writes", "uid-w")
+    )
     assert seam.get("StreamApp", replays.namespace, "flights-v2")["spec"]["applicationId"] == "flights-v2"  # type: ignore[index]
     assert seam.read_pod_log(replays.namespace, "no-such-pod") == ""
     seam.delete("StreamApp", replays.namespace, "flights-v2", new["metadata"]["uid"])

@@ -288,3 +288,120 @@ def test_a_handover_removes_only_the_streamapp_it_replayed_not_one_made_again_un
     assert status["phase"] == "Succeeded" and "left untouched" in status["handover"][-1]["message"]
     stored = cluster.get("StreamApp", NS, "flights")
     assert stored is not None and stored["metadata"]["uid"] == "theirs"
+
+
+# -- a reused StreamReplay name (issue 19, D-H1) -----------------------------------------------------------------
+
+
+def _labelled_by(name: str, replay: str, replay_uid: str | None, uid: str = "stale") -> dict[str, Any]:
+    annotations = {decisions.REPLAY_UID_ANNOTATION: replay_uid} if replay_uid is not None else {}
+    metadata = {"name": name, "namespace": NS, "uid": uid, "labels": {decisions.REPLAY_LABEL: replay},
+                "annotations": annotations}  # fmt: skip
+    return {"kind": "StreamApp", "metadata": metadata, "spec": flights_spec()}
+
+
+def test_a_streamapp_with_the_replays_name_label_is_its_new_version_only_with_its_uid_too() -> None:
+    ours = _labelled_by("flights-v2", "flights-v2", REPLAY.uid, uid="v2-uid")
+    assert decisions.made_by(ours, "flights-v2", REPLAY.uid)
+    assert decisions.made_by(ours, "flights-v2", REPLAY.uid, recorded_uid="v2-uid")
+    assert not decisions.made_by(ours, "flights-v2", REPLAY.uid, recorded_uid="an-earlier-one")  # made again
+    assert not decisions.made_by(ours, "flights-v2", "a-later-replay-of-that-name")
+    assert not decisions.made_by(_labelled_by("flights-v2", "flights-v2", None), "flights-v2", REPLAY.uid)
+    earlier = _labelled_by("flights-v2", "flights-v2", "earlier-uid")
+    reason, message = decisions.new_version_conflict("flights-v2", "flights", earlier, "flights-v2", REPLAY.uid) or (
+        "",
+        "",
+    )
+    assert reason == "NewVersionNameInUse" and "StreamApp flights-v2" in message
+    assert "earlier StreamReplay named flights-v2 (uid earlier-uid)" in message and "left untouched" in message
+    unannotated = _labelled_by("flights-v2", "flights-v2", None)
+    message = (
+        decisions.new_version_conflict("flights-v2", "flights", unannotated, "flights-v2", REPLAY.uid) or ("", "")
+    )[1]
+    assert f"no annotation {decisions.REPLAY_UID_ANNOTATION}" in message
+
+
+def test_the_new_version_a_replay_creates_carries_its_uid_and_is_not_owned_by_it() -> None:
+    """Not owned: deleting the StreamReplay must leave the new version running (``deletion_event``)."""
+    app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
+    new = decisions.new_version(app, "flights-v2", "flights-flights-v2", {}, "flights-v2", REPLAY.uid)
+    assert new["metadata"]["annotations"][decisions.REPLAY_UID_ANNOTATION] == REPLAY.uid
+    assert (
+        new["metadata"]["labels"][decisions.REPLAY_LABEL] == "flights-v2" and "ownerReferences" not in new["metadata"]
+    )
+
+
+def test_a_reused_replay_name_never_adopts_rewinds_or_deletes_the_earlier_replays_new_version_or_the_app() -> None:
+    """Audit R32: a replay deleted in the middle of its handover, then a new one of the same name and
+    handover.name with another topology: it must not take the first one's new version for its own, skip
+    setting its offsets, pass awaitCaughtUp on it and delete the app it replays."""
+    world, cluster, status = _handing_over()
+    first = cluster.get("StreamApp", NS, "flights-v2")
+    assert first is not None and status["newVersionUid"] == first["metadata"]["uid"]
+    _ready(cluster, "flights-v2")
+    _collect_garbage(cluster, REPLAY.uid)  # the first replay is deleted in the middle of its handover
+    cluster.applied.clear()
+    again = Replay(REPLAY.name, NS, "fedcba9876543210", 1)  # same name, a new uid
+    spec = {**HANDOVER, "applicationId": "flights-again"}
+    result = reconcile_replay(again, spec, {}, world, "2026-01-01T00:01:00Z")
+    failed = _conditions(result.status)["Failed"]
+    assert result.status["phase"] == "Failed" and failed["reason"] == "NewVersionNameInUse"
+    assert "StreamApp flights-v2" in failed["message"] and f"uid {REPLAY.uid}" in failed["message"]
+    assert not cluster.applied and cluster.get("StreamApp", NS, "flights") is not None
+    stored = cluster.get("StreamApp", NS, "flights-v2")
+    assert stored is not None and (stored["metadata"], stored["spec"]) == (first["metadata"], first["spec"])
+
+
+def test_a_stale_new_version_appearing_during_a_reused_names_spark_run_is_never_adopted_rewound_or_deleted() -> None:
+    world, cluster, kafka = replay_world()
+    again = Replay(REPLAY.name, NS, "fedcba9876543210", 1)
+    status = reconcile_replay(again, HANDOVER, {}, world, "2026-01-01T00:00:10Z").status
+    assert status["phase"] == "Running"
+    cluster.add(_labelled_by("flights-v2", REPLAY.name, REPLAY.uid))  # the earlier replay's new version
+    _ready(cluster, "flights-v2")
+    finish_job(cluster)
+    status = {**status, **reconcile_replay(again, HANDOVER, status, world, "2026-01-01T00:00:20Z").status}
+    assert status["phase"] == "Failed" and _conditions(status)["Failed"]["reason"] == "NewVersionNameInUse"
+    assert not kafka.group_offsets and cluster.get("StreamApp", NS, "flights") is not None
+    assert "StreamApp" not in str(cluster.applied)
+
+
+def test_a_new_version_deleted_and_made_again_under_its_name_is_not_the_one_the_replay_created() -> None:
+    world, cluster, status = _handing_over()
+    made = cluster.get("StreamApp", NS, "flights-v2")
+    del cluster.objects[("StreamApp", NS, "flights-v2")]
+    cluster.add({**made, "kind": "StreamApp", "metadata": {**made["metadata"], "uid": "made-again"}})
+    _ready(cluster, "flights-v2")
+    status = reconcile_step(world, HANDOVER, status)
+    failed = _conditions(status)["Failed"]
+    assert status["phase"] == "Failed" and failed["reason"] == "NewVersionNameInUse"
+    assert "made-again" in failed["message"] and cluster.get("StreamApp", NS, "flights") is not None
+
+
+def test_a_restart_between_creating_the_new_version_and_recording_it_resumes_with_it() -> None:
+    """The uid annotation, not the status, says whose it is: a restart that lost ``newVersionUid`` resumes."""
+    world, cluster, status = _handing_over()
+    made = cluster.get("StreamApp", NS, "flights-v2")
+    assert made is not None
+    lost = {k: v for k, v in status.items() if k != "newVersionUid"}
+    restarted = {**lost, "handover": copy.deepcopy(status["handover"][:1])}
+    status = reconcile_step(world, HANDOVER, restarted)
+    assert status["phase"] == "HandingOver" and status["newVersionUid"] == made["metadata"]["uid"]
+    _ready(cluster, "flights-v2")
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
+
+
+def test_a_handover_started_by_an_operator_before_the_uid_annotation_resumes_with_its_own_new_version() -> None:
+    """An upgrade in the middle of a handover: the new version carries only the name label, and this replay's own
+    status says it created it (createNewVersion Done, no newVersionUid); a reused name's replay never has that."""
+    world, cluster, status = _handing_over()
+    made = cluster.get("StreamApp", NS, "flights-v2")
+    assert made is not None
+    del made["metadata"]["annotations"]
+    cluster.objects[("StreamApp", NS, "flights-v2")] = made
+    before = {k: v for k, v in status.items() if k != "newVersionUid"}
+    _ready(cluster, "flights-v2")
+    resumed = reconcile_step(world, HANDOVER, before)
+    assert resumed["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
+    assert not decisions.made_by(made, "flights-v2", REPLAY.uid)  # without that status: not its own

@@ -6,8 +6,16 @@ from typing import Any
 
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
-from streamapp_operator.reconcile import App, World, reconcile
-from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, ClaimAction, parse_duration, plan_claims
+from streamapp_operator.reconcile import App, World, cleanup, reconcile
+from streamapp_operator.validate import foreign_claims
+from streamapp_operator.volumes import (
+    SCALED_DOWN_ANNOTATION,
+    ClaimAction,
+    claim_name,
+    claim_ordinals,
+    parse_duration,
+    plan_claims,
+)
 
 LABELS = {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "app"}
 
@@ -85,3 +93,83 @@ def test_the_reconcile_marks_the_claims_a_scale_down_left_and_lists_them_in_stat
     assert [e.reason for e in result.events].count("StateVolumeDeleted") == 2
     assert cluster.get("PersistentVolumeClaim", "apps", "state-flights-per-carrier-0") is not None
     assert cluster.get("PersistentVolumeClaim", "apps", "state-flights-per-carrier-1") is None
+
+
+# -- a state volume someone else owns (issue 19, D-H2) -----------------------------------------------------------
+
+
+def test_a_state_claim_without_the_apps_labels_or_owned_by_anything_else_is_foreign_and_named() -> None:
+    ours = _claim("state-app-0", owner="sts")
+    unowned = _claim("state-app-1")
+    theirs = {"metadata": {"name": "state-app-2", "labels": {"team": "x"}}}
+    elsewhere = {"metadata": {"name": "state-app-3", "labels": LABELS,
+                              "ownerReferences": [{"kind": "Deployment", "name": "db", "uid": "db-1"}]}}  # fmt: skip
+    claims = {"state-app-0": ours, "state-app-1": unowned, "state-app-2": theirs, "state-app-3": elsewhere,
+              "state-app-4": None}  # fmt: skip
+    problems = foreign_claims(claims, LABELS, "sts")
+    assert [p.reason for p in problems] == ["ForeignObject", "ForeignObject"]
+    assert (
+        "PersistentVolumeClaim state-app-2" in problems[0].message
+        and "app.kubernetes.io/instance=app" in problems[0].message
+    )
+    assert "PersistentVolumeClaim state-app-3" in problems[1].message and "Deployment db" in problems[1].message
+    assert all("neither mounted nor deleted" in p.message for p in problems)
+
+
+def test_the_claims_checked_are_those_the_stateful_set_may_mount() -> None:
+    assert claim_name("app", 2) == "state-app-2"
+    assert claim_ordinals(2, None, None) == 2
+    assert claim_ordinals(2, 5, None) == 5  # the autoscaler may scale up to maxReplicas
+    assert claim_ordinals(2, None, {"spec": {"replicas": 3}}) == 3  # what it runs now
+
+
+def _foreign_volume(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": "apps", "uid": "team-x-volume", "labels": {"team": "x"}},
+            "spec": {"accessModes": ["ReadWriteOnce"]}}  # fmt: skip
+
+
+def test_a_foreign_state_volume_is_named_before_the_stateful_set_is_applied_and_never_mounted_nor_deleted(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    """Audit #29: a pre-existing ``state-<app>-0`` of another team was mounted into the app's pod and, with
+    ``cleanupPolicy: Delete``, deleted with the StreamApp."""
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    app = App(name="pvcvictim", namespace="apps", uid="uid-1", generation=1)
+    volume = _foreign_volume("state-pvcvictim-0")
+    cluster.add(volume)
+    spec = flights_spec(replicas=1, cleanupPolicy="Delete")
+    result = reconcile(app, spec, {}, world, "2026-01-01T00:00:00Z")
+    degraded = next(c for c in result.status["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "ForeignObject")
+    assert "PersistentVolumeClaim state-pvcvictim-0" in degraded["message"] and "team" not in str(cluster.applied)
+    assert cluster.get("StatefulSet", "apps", "pvcvictim") is None  # nothing would mount it
+    cleanup(app, spec, result.status, world)
+    assert cluster.get("PersistentVolumeClaim", "apps", "state-pvcvictim-0") == volume
+
+
+def test_a_foreign_claim_of_an_ordinal_a_scale_up_would_mount_stops_the_scale_up(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    app = App(name="pvcvictim", namespace="apps", uid="uid-1", generation=1)
+    first = reconcile(app, flights_spec(replicas=1), {}, world, "2026-01-01T00:00:00Z")
+    assert cluster.get("StatefulSet", "apps", "pvcvictim")["spec"]["replicas"] == 1  # type: ignore[index]
+    cluster.add(_foreign_volume("state-pvcvictim-1"))
+    result = reconcile(app, flights_spec(replicas=2), first.status, world, "2026-01-01T00:01:00Z")
+    degraded = next(c for c in result.status["conditions"] if c["type"] == "Degraded")
+    assert degraded["reason"] == "ForeignObject" and "state-pvcvictim-1" in degraded["message"]
+    assert cluster.get("StatefulSet", "apps", "pvcvictim")["spec"]["replicas"] == 1  # type: ignore[index]
+
+
+def test_a_foreign_claim_above_the_replicas_is_never_marked_nor_deleted_by_the_retention(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    app = App(name="pvcvictim", namespace="apps", uid="uid-1", generation=1)
+    volume = _foreign_volume("state-pvcvictim-3")
+    cluster.add(volume)
+    spec = flights_spec(replicas=1, state={"size": "1Gi", "retainAfterScaleDown": "1s"})
+    status = reconcile(app, spec, {}, world, "2026-01-01T00:00:00Z").status
+    reconcile(app, spec, status, world, "2026-01-02T00:00:00Z")
+    assert cluster.get("PersistentVolumeClaim", "apps", "state-pvcvictim-3") == volume

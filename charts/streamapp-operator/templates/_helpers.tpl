@@ -85,9 +85,10 @@ ClusterRole (every namespace) or of the Role in each watched namespace. Nothing 
 # State volumes of scaled-away pods: listed, marked with the time of the scale-down (patch), deleted after
 # spec.state.retainAfterScaleDown (docs/operator.md "Scaling and state volumes"). Deleting the app removes them
 # through the StatefulSet's persistentVolumeClaimRetentionPolicy (whenDeleted: Delete under cleanupPolicy Delete).
+# get: the claims the StatefulSet would mount are read first; one someone else owns is named (ForeignObject).
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["list", "patch", "delete"]
+  verbs: ["get", "list", "patch", "delete"]
 # Events: written about StreamApps; a StatefulSet's FailedCreate events are listed (PodsFailing: a quota or an
 # admission webhook refused its pods).
 - apiGroups: [""]

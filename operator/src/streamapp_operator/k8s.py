@@ -106,6 +106,7 @@ class KubernetesCluster:
             "PodDisruptionBudget": self._policy.read_namespaced_pod_disruption_budget,
             "Job": self._batch.read_namespaced_job,
             "ServiceAccount": self._core.read_namespaced_service_account,
+            "PersistentVolumeClaim": self._core.read_namespaced_persistent_volume_claim,
         }[kind]
         try:
             response = read(name, namespace, _preload_content=False, _request_timeout=_TIMEOUT)

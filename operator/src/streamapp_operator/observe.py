@@ -16,6 +16,7 @@ from typing import Any
 
 from streamapp.topology import TopologyDescription
 
+from streamapp_operator import volumes
 from streamapp_operator.conditions import (
     RestoreView,
     failing_threads,
@@ -59,6 +60,7 @@ class Observation:
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
     kafka_error: str | None = None
+    claims: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
 
 def observe(
@@ -69,12 +71,19 @@ def observe(
     application_id: str | None = None,
     kafka: KafkaAdmin | None = None,
     instances: InstanceReader | None = None,
+    claim_ordinals: int = 0,
 ) -> Observation:
     """Read the children and pods of StreamApp ``namespace/name``, given ``instances`` the ``/status`` of
-    its pods that are not ready, and, given a topology, its topics and group."""
+    its pods that are not ready, the state claims of the first ``claim_ordinals`` ordinals (at least the
+    StatefulSet's replicas) and, given a topology, its topics and group."""
     pods = cluster.list_pods(namespace, selector(name))
     restore, threads, drops = observe_instances(pods, instances) if instances is not None else (None, [], None)
     stateful_set = cluster.get("StatefulSet", namespace, name)
+    ordinals = volumes.claim_ordinals(claim_ordinals, None, stateful_set)
+    claims = {
+        volumes.claim_name(name, n): cluster.get("PersistentVolumeClaim", namespace, volumes.claim_name(name, n))
+        for n in range(ordinals)
+    }
     children = Observation(
         config_map=cluster.get("ConfigMap", namespace, config_map_name(name)),
         service=cluster.get("Service", namespace, name),
@@ -86,6 +95,7 @@ def observe(
         threads=threads,
         drops=drops,
         creation=observe_creation(cluster, stateful_set),
+        claims=claims,
     )
     if topology is None or application_id is None or kafka is None:
         return children

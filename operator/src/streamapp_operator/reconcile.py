@@ -81,13 +81,14 @@ from streamapp_operator.validate import (
     Problem,
     TopicPlan,
     foreign_children,
+    foreign_claims,
     foreign_members,
     identity_conflicts,
     parse_spec,
     parse_topology,
     plan_topics,
 )
-from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, parse_duration, plan_claims
+from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, parse_duration, plan_claims
 
 PAUSED_ANNOTATION = "streamapp.io/paused"
 SECRET_MISSING = "SecretMissing"
@@ -334,7 +335,9 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     problems += [upgrade.problem] if upgrade.problem is not None else []
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
     kafka = world.kafka_for(connection)
-    observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances)
+    max_replicas = spec.autoscaling.max_replicas if spec.autoscaling is not None else None
+    observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances,
+                          claim_ordinals(spec.replicas, max_replicas, None))  # fmt: skip
     plan, plan_problems = _plan(topology, application_id, observation)
     problems += topology_problems + secret_problems + _strangers(app, application_id, observation)
     problems += plan_problems
@@ -365,6 +368,10 @@ def _strangers(app: App, application_id: str, observation: Observation) -> list[
     children = {"ConfigMap": observation.config_map, "Service": observation.service,
                 "StatefulSet": observation.stateful_set}  # fmt: skip
     problems = foreign_children(app.uid, children)
+    stateful_set = observation.stateful_set
+    if stateful_set is None or desired.owned_by(stateful_set, app.uid):  # a foreign StatefulSet is named above
+        uid = (stateful_set or {}).get("metadata", {}).get("uid")
+        problems += foreign_claims(observation.claims, desired.selector_labels(app.name), uid)
     if observation.group is not None:
         problems += foreign_members(application_id, [m.client_id for m in observation.group.members], app.name)
     return problems

@@ -184,6 +184,41 @@ def foreign_children(
     return problems
 
 
+def foreign_claims(
+    claims: Mapping[str, Mapping[str, Any] | None],
+    labels: Mapping[str, str],
+    stateful_set_uid: str | None,
+    owner_kind: str = "StreamApp",
+) -> list[Problem]:
+    """State claims (``name -> claim``, None: absent) that the app's StatefulSet would mount but that are
+    someone else's: without the app's selector ``labels`` (what its volumeClaimTemplate gives every claim it
+    makes), or owned by anything but the app's StatefulSet (uid ``stateful_set_uid``). Never mounted (the pod
+    would read and write another team's volume) nor deleted (``cleanupPolicy: Delete`` hands the claims the
+    StatefulSet uses to the garbage collector)."""
+    problems = []
+    for name, claim in sorted(claims.items()):
+        if claim is None:
+            continue
+        metadata = claim.get("metadata") or {}
+        missing = sorted(key for key, value in labels.items() if (metadata.get("labels") or {}).get(key) != value)
+        owners = [ref for ref in metadata.get("ownerReferences") or [] if ref.get("uid") != stateful_set_uid]
+        if not missing and not owners:
+            continue
+        why = (
+            f"lacks the labels {', '.join(f'{k}={labels[k]}' for k in missing)}"
+            if missing
+            else f"is owned by {owners[0].get('kind')} {owners[0].get('name')}"
+        )
+        problems.append(
+            Problem(
+                FOREIGN_OBJECT,
+                f"PersistentVolumeClaim {name} exists and is not this {owner_kind}'s state volume (it {why}); it is "
+                f"neither mounted nor deleted: rename or delete it, or give the {owner_kind} another name",
+            )
+        )
+    return problems
+
+
 def foreign_members(application_id: str, client_ids: Sequence[str], stateful_set: str) -> list[Problem]:
     """Members of the app's consumer group that are not stream threads of its own pods (client id
     ``<application.id>-<stateful_set>-<ordinal>-StreamThread-<n>-consumer``; any ordinal, so that a member of

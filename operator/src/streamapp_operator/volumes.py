@@ -24,6 +24,18 @@ CLAIM_TEMPLATE = "state"
 _DURATION = re.compile(r"(\d+)(h|m|s)")
 
 
+def claim_name(app: str, ordinal: int) -> str:
+    """The state claim the StatefulSet of StreamApp ``app`` mounts into pod ``ordinal`` (its volumeClaimTemplate)."""
+    return f"{CLAIM_TEMPLATE}-{app}-{ordinal}"
+
+
+def claim_ordinals(replicas: int, max_replicas: int | None, stateful_set: Mapping[str, Any] | None) -> int:
+    """How many ordinals' state claims the StatefulSet may mount: ``spec.replicas``, the autoscaler's
+    ``maxReplicas`` and the replicas of the StatefulSet as it is (whichever is most)."""
+    current = int(((stateful_set or {}).get("spec") or {}).get("replicas") or 0)
+    return max(replicas, max_replicas or 0, current)
+
+
 def parse_duration(text: str) -> float:
     """Seconds of a Go-style duration made of hours, minutes and seconds (``1h``, ``90m``, ``1h30m``, ``45s``);
     raises ValueError otherwise."""

@@ -377,14 +377,17 @@ def _create_new_version(ctx: ReplayContext) -> str:
     cluster = ctx.world.cluster
     existing = _our_new_version(ctx)
     ctx.record(newVersion=name)
-    if existing is not None:
+    if existing is not None:  # created before a restart: its uid annotation is this replay's
+        ctx.record(newVersionUid=existing["metadata"].get("uid"))
         return f"StreamApp {name} exists"
     if ctx.app is None:
         raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
-        ctx.app, name, ctx.status["applicationId"], _topology_document(ctx), ctx.replay.name
+        ctx.app, name, ctx.status["applicationId"], _topology_document(ctx), ctx.replay.name, ctx.replay.uid
     )
-    cluster.apply(manifest)
+    created = cluster.apply(manifest)
+    # the uid it was created with: a StreamApp made again under its name later is not this replay's
+    ctx.record(newVersionUid=(created.get("metadata") or {}).get("uid"))
     return f"created StreamApp {name} (application.id {ctx.status['applicationId']})"
 
 
@@ -521,15 +524,28 @@ def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any
 
 
 def _our_new_version(ctx: ReplayContext) -> dict[str, Any] | None:
-    return _new_version_of(ctx.world.cluster, ctx.replay, ctx.spec)
+    steps = {s.get("name"): s.get("state") for s in ctx.status.get("handover") or []}
+    created_unannotated = steps.get("createNewVersion") == StepState.DONE and not ctx.status.get("newVersionUid")
+    return _new_version_of(
+        ctx.world.cluster, ctx.replay, ctx.spec, ctx.status.get("newVersionUid"), created_unannotated
+    )
 
 
-def _new_version_of(cluster: ReplayCluster, replay: Replay, spec: StreamReplaySpec) -> dict[str, Any] | None:
-    """The new version's StreamApp if this replay created it, None while there is none; a StreamApp of that
-    name that is not this replay's (or the app itself) fails the replay and is never adopted or touched."""
+def _new_version_of(
+    cluster: ReplayCluster,
+    replay: Replay,
+    spec: StreamReplaySpec,
+    recorded_uid: str | None = None,
+    created_unannotated: bool = False,
+) -> dict[str, Any] | None:
+    """The new version's StreamApp if this replay created it (its uid annotation; the uid recorded in status
+    once created), None while there is none; a StreamApp of that name that is not this replay's (an earlier
+    StreamReplay's of the same name, or the app itself) fails the replay and is never adopted or touched."""
     name = spec.handover.name or replay.name
     existing = cluster.get("StreamApp", replay.namespace, name)
-    conflict = decisions.new_version_conflict(name, spec.app_ref.name, existing, replay.name)
+    conflict = decisions.new_version_conflict(
+        name, spec.app_ref.name, existing, replay.name, replay.uid, recorded_uid, created_unannotated
+    )
     if conflict is not None:
         raise ReplayFailed(*conflict)
     return existing

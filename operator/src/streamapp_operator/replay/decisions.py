@@ -59,6 +59,8 @@ RUN_AS_USER = 10001
 #: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
 MEMORY_OVERHEAD_MB = 512
 REPLAY_LABEL = "streamapp.io/replay"
+#: The uid of the StreamReplay that created a new version (on the StreamApp): a name can be reused, a uid not.
+REPLAY_UID_ANNOTATION = "streamapp.io/replay-uid"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 #: Labels of what several replays share (the ServiceAccount): how the operator knows it made it.
 _SHARED_LABELS = {"app.kubernetes.io/name": "streamapp-replay", MANAGED_BY: "streamapp-operator"}
@@ -557,10 +559,11 @@ def failure_detail(log: str, limit: int = 600) -> str:
 
 
 def new_version(
-    app: Mapping[str, Any], name: str, application_id: str, topology: Mapping[str, Any], replay: str
+    app: Mapping[str, Any], name: str, application_id: str, topology: Mapping[str, Any], replay: str, replay_uid: str
 ) -> dict[str, Any]:
     """The new version's StreamApp: the app's spec with the replay's topology and ``application.id``. Not
-    owned by the StreamReplay (it outlives it); labelled with the replay's name."""
+    owned by the StreamReplay (it outlives it: no owner reference); labelled with the replay's name and
+    annotated with its uid (``streamapp.io/replay-uid``), which :func:`made_by` requires."""
     spec = {key: value for key, value in (app.get("spec") or {}).items()}
     spec["topology"] = dict(topology)
     spec["applicationId"] = application_id
@@ -572,6 +575,7 @@ def new_version(
             "name": name,
             "namespace": metadata.get("namespace"),
             "labels": {**(metadata.get("labels") or {}), REPLAY_LABEL: replay},
+            "annotations": {REPLAY_UID_ANNOTATION: replay_uid},
         },
         "spec": spec,
     }
@@ -581,33 +585,77 @@ NEW_VERSION_IS_THE_APP = "NewVersionIsTheApp"
 NEW_VERSION_NAME_IN_USE = "NewVersionNameInUse"
 
 
-def made_by(app: Mapping[str, Any] | None, replay: str) -> bool:
-    """Whether StreamApp ``app`` is the new version StreamReplay ``replay`` created (:func:`new_version`
-    labels it ``streamapp.io/replay=<replay>``)."""
-    labels = ((app or {}).get("metadata") or {}).get("labels") or {}
-    return app is not None and labels.get(REPLAY_LABEL) == replay
+def not_made_by(
+    app: Mapping[str, Any] | None,
+    replay: str,
+    replay_uid: str,
+    recorded_uid: str | None = None,
+    created_unannotated: bool = False,
+) -> str | None:
+    """Why StreamApp ``app`` is not the new version this StreamReplay (name ``replay``, uid ``replay_uid``)
+    created, or None when it is. The label ``streamapp.io/replay=<replay>`` is not enough (a later StreamReplay
+    may reuse the name, and anyone who can edit a StreamApp can label it): the annotation
+    ``streamapp.io/replay-uid`` must be this replay's uid, and once the replay recorded the uid of the StreamApp it
+    created (``status.newVersionUid``) it must be that StreamApp, not one made again under its name.
+    ``created_unannotated``: this very StreamReplay's status says it created the new version (``createNewVersion``
+    Done) but recorded no uid, as an operator before the annotation did; its label is then enough (an upgrade in
+    the middle of a handover resumes). A StreamReplay of a reused name has no such status."""
+    if app is None:
+        return "it does not exist"
+    metadata = app.get("metadata") or {}
+    labelled = (metadata.get("labels") or {}).get(REPLAY_LABEL)
+    if labelled != replay:
+        return f"it was not created by this replay (no label {REPLAY_LABEL}={replay})"
+    made_by_uid = (metadata.get("annotations") or {}).get(REPLAY_UID_ANNOTATION)
+    if made_by_uid is None and created_unannotated and not recorded_uid:
+        return None
+    if made_by_uid != replay_uid:
+        earlier = f"uid {made_by_uid}" if made_by_uid else f"no annotation {REPLAY_UID_ANNOTATION}"
+        return (
+            f"it was made by an earlier StreamReplay named {replay} ({earlier}), not by this one (uid {replay_uid}); "
+            "a reused replay name never adopts, rewinds or deletes it"
+        )
+    if recorded_uid and metadata.get("uid") != recorded_uid:
+        return (
+            f"it is not the StreamApp this replay created (uid {metadata.get('uid')}, created uid {recorded_uid}): "
+            "deleted and made again since"
+        )
+    return None
+
+
+def made_by(app: Mapping[str, Any] | None, replay: str, replay_uid: str, recorded_uid: str | None = None) -> bool:
+    """Whether StreamApp ``app`` is the new version this StreamReplay created (:func:`not_made_by`)."""
+    return not_made_by(app, replay, replay_uid, recorded_uid) is None
 
 
 def new_version_conflict(
-    new_name: str, app_name: str, existing: Mapping[str, Any] | None, replay: str
+    new_name: str,
+    app_name: str,
+    existing: Mapping[str, Any] | None,
+    replay: str,
+    replay_uid: str,
+    recorded_uid: str | None = None,
+    created_unannotated: bool = False,
 ) -> tuple[str, str] | None:
     """Why the new version's name cannot be used (``(reason, message)``), or None.
 
     The new version must not be the app it replaces (``handover.name``, by default the StreamReplay's own
     name, equal to ``appRef.name``: the handover would wait on the old app itself, then delete the only
     app), and a StreamApp already named like it is taken as the new version only when this replay created
-    it: anyone else's is never adopted, rewound or deleted."""
+    it (:func:`not_made_by`: its name label, its uid annotation, the uid recorded at creation): anyone else's,
+    including an earlier StreamReplay's of the same name, is never adopted, rewound or deleted."""
     if new_name == app_name:
         return NEW_VERSION_IS_THE_APP, (
             f"the new version's name {new_name!r} (handover.name, by default the StreamReplay's name) is "
             f"appRef.name: the handover would replace StreamApp {app_name} by itself and delete it; set "
             "handover.name to another name"
         )
-    if existing is not None and not made_by(existing, replay):
-        return NEW_VERSION_NAME_IN_USE, (
-            f"StreamApp {new_name} exists and was not created by this replay (no label {REPLAY_LABEL}={replay}); "
-            "it is left untouched: set handover.name to an unused name"
-        )
+    if existing is not None:
+        why = not_made_by(existing, replay, replay_uid, recorded_uid, created_unannotated)
+        if why is not None:
+            return NEW_VERSION_NAME_IN_USE, (
+                f"StreamApp {new_name} exists and {why}; it is left untouched: set handover.name to an unused name"
+            )
     return None
 
 

@@ -295,6 +295,11 @@ class StreamReplayStatus(_Model):
     completion_time: str | None = None
     duration_seconds: int | None = None
     new_version: str | None = Field(default=None, description="StreamApp of the new version (handover).")
+    new_version_uid: str | None = Field(
+        default=None,
+        description="uid of the new version's StreamApp as this replay created it: the only one the handover "
+        "waits on and hands over to (one made again under its name is never adopted).",
+    )
     handover: list[HandoverStep] | None = None
 
 
