@@ -184,7 +184,9 @@ def test_handover_to_a_new_version_is_exact_across_the_switch_and_survives_an_op
 
     new = cluster.get_json("streamapp", "v2", namespace)
     assert new["spec"]["applicationId"] == f"{prefix}-v2"
-    assert cluster.kubectl("get", "streamapp", "flights", "-n", namespace, check=False).strip() == ""
+    # deleted by the step; gone once the operator's own deletion handler released its finalizer (seconds later)
+    old_gone = lambda: cluster.kubectl("get", "streamapp", "flights", "-n", namespace, check=False).strip() == ""  # noqa: E731
+    cluster.wait_until(old_gone, 60, "the old version to be gone", 1)
     cluster.wait_until(lambda: cluster.streamapp_settled("v2", 1, namespace), 300, "the new version to settle")
     expected = replay.expected_counts([every.iloc[: BATCH_1 + BATCH_2]], PER_CARRIER_ORIGIN)
     assert_counts(bootstrap, sink, expected)
