@@ -16,8 +16,9 @@ UV := $(CURDIR)/hack/bin/uv
 RUN := $(UV) run --frozen
 OPERATOR_NS := streamapp-system
 # Independent set-up steps run side by side (the Kubernetes build, the image builds, lint): the image pipeline waits
-# on the network (debootstrap, wheels) while Go compiles. Lines of concurrent recipes interleave, each whole.
-MAKEFLAGS += --jobs=3 --output-sync=line
+# on the network (debootstrap, wheels) while Go compiles. Their lines interleave as they come (each script prefixes
+# its own: [stack], [image]), so long steps still show progress.
+MAKEFLAGS += --jobs=3
 # `make test`: the suite's time budget after set-up, in minutes, written only here. A run over it fails even when
 # every test passed (hack/ci/cost_report.py), so the change that blows it is seen in the run it makes fail.
 TEST_BUDGET_MINUTES := 40
