@@ -45,4 +45,4 @@ if [ ! -x "$out/etcd" ]; then
 fi
 "$out/kube-apiserver" --version
 "$out/kubectl" version --client
-"$out/etcd" --version | head -n1
+"$out/etcd" --version | awk 'NR == 1'  # awk reads it all: head would close the pipe early and, under pipefail, fail the build on SIGPIPE
