@@ -419,7 +419,15 @@ class _BrokerRun:
             }
         )
         serdes: dict[str, tuple[Serde, Serde]] = {}
+        previous_topic: str | None = None
         for topic, key, value, timestamp_ms in inputs:
+            if previous_topic is not None and topic != previous_topic:
+                # the records of the previous topic are on the broker before the next topic's first one, as the
+                # driver pipes them: partitions of two topics are sent independently, so without this a stream
+                # record could reach the broker before the table record a test put ahead of it (seen under load:
+                # a stream-table join's flight found no plane)
+                assert producer.flush(30) == 0, "inputs were not delivered"
+            previous_topic = topic
             if topic not in serdes:
                 serdes[topic] = input_serdes(self.description, topic, self.topic(topic))
             key_serde, value_serde = serdes[topic]
