@@ -22,8 +22,10 @@ MAKEFLAGS += --jobs=3
 # `make test`: the suite's time budget after set-up, in minutes, written only here. A run over it fails even when
 # every test passed (hack/ci/cost_report.py), so the change that blows it is seen in the run it makes fail.
 TEST_BUDGET_MINUTES := 40
-# pytest-xdist workers of `make test` (docs/ci.md): most tests wait on Kafka, Kubernetes and pods rather than compute.
-TEST_WORKERS := 4
+# pytest-xdist workers of `make test` (docs/ci.md): the e2e scenarios on one, everything else on the other. Four
+# measured 17 min 55 s of tests instead of ~35, but on 2 cores their load made tests flaky (docs/ci.md): raise it
+# only once those are fixed.
+TEST_WORKERS := 2
 
 .PHONY: help setup stack-up stack-down stack-status purge-topics image image-replay operator-install demo test test-unit lint crds bench
 
