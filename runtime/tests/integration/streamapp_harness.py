@@ -232,14 +232,16 @@ class StreamAppInstance:
         code = self.process.poll()
         assert code is None, f"streamapp exited with {code}; log:\n{self.log_tail()}"
 
+    def metric_samples(self, prefix: str) -> dict[str, float]:
+        """The ``/metrics`` samples whose line starts with ``prefix``: the sample (name and labels) -> its value."""
+        _, text = self.get("/metrics")
+        lines = (line.rsplit(" ", 1) for line in text.splitlines() if line.startswith(prefix))
+        return {sample: float(value) for sample, value in lines}
+
     def metric(self, name: str) -> float:
         """Sum of all samples of one metric."""
-        _, text = self.get("/metrics")
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        samples = self.metric_samples(name)
+        return sum(value for sample, value in samples.items() if sample == name or sample.startswith(name + "{"))
 
     def worker_pids(self) -> list[int]:
         return [int(w["pid"]) for w in self.status()["workers"] if w.get("pid")]

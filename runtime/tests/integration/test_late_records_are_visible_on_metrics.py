@@ -57,17 +57,6 @@ def late_topology(source: str, output: str) -> dict[str, Any]:
     }
 
 
-def samples(instance: StreamAppInstance, prefix: str) -> dict[str, float]:
-    """The ``/metrics`` lines starting with ``prefix``: the line without its value -> the value."""
-    _, text = instance.get("/metrics")
-    found = {}
-    for line in text.splitlines():
-        if line.startswith(prefix):
-            name, value = line.rsplit(" ", 1)
-            found[name] = float(value)
-    return found
-
-
 def test_a_late_record_is_counted_per_task_and_reason_with_its_lateness_and_logged(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
 ) -> None:
@@ -88,10 +77,10 @@ def test_a_late_record_is_counted_per_task_and_reason_with_its_lateness_and_logg
     wait_for(lambda: len(kafka.read_all(output)) == 2, 60, "the two open windows counted")
     wait_for(lambda: instance.metric("streamapp_dropped_records_total") == 1, 30, "the drop reported")
     task = 'processor="count",task="0_0",thread="0"'
-    assert samples(instance, "streamapp_task_dropped_records_total") == {
+    assert instance.metric_samples("streamapp_task_dropped_records_total") == {
         'streamapp_task_dropped_records_total{reason="late",task="0_0",thread="0"}': 1.0
     }
-    assert samples(instance, "streamapp_record_lateness") == {
+    assert instance.metric_samples("streamapp_record_lateness") == {
         f"streamapp_record_lateness_avg_ms{{{task}}}": 31666.7,  # (0 + 0 + 95,000) / 3
         f"streamapp_record_lateness_max_ms{{{task}}}": 95000.0,
     }
