@@ -88,6 +88,17 @@ def group_lag(bootstrap: str, group_id: str, topics: list[str]) -> int:
         probe.close()
 
 
+def pod_log_problems(app: str, namespace: str = "default", limit: int = 40) -> str:
+    """The WARNING and ERROR lines of the pods of StreamApp ``app``, from the node agent's container log files
+    (``.cache/run/pods/<namespace>/<pod>/``; ``kubectl logs`` needs a resolvable node name this stack lacks), the
+    last ``limit`` of each pod: for assertion messages, so a failure on CI says what the pods saw."""
+    parts = []
+    for log_file in sorted((ENV_FILE.parent / "pods" / namespace).glob(f"{app}-*/*.log")):
+        lines = [ln for ln in log_file.read_text(errors="replace").splitlines() if " WARNING " in ln or " ERROR " in ln]
+        parts.append(f"{log_file.parent.name}: {len(lines)} warnings/errors\n" + "\n".join(lines[-limit:]))
+    return "\n".join(parts) or f"no pod logs of {app} in {namespace}"
+
+
 def wait_until(
     condition: Callable[[], bool],
     timeout_s: float,

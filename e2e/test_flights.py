@@ -64,7 +64,7 @@ def test_flights_counts_stay_exact_across_scale_out(operator_installed: None) ->
     assert demo.produce_batch(shift_years=0) == 336_776
     demo.wait_settled(replicas=2, namespace=namespace)
     first = flights.read_counts(cluster.stack_env()["KAFKA_BOOTSTRAP"])
-    assert first == flights.expected_counts([flights.load_flights(0)])
+    assert first == flights.expected_counts([flights.load_flights(0)]), cluster.pod_log_problems(demo.APP, namespace)
 
     columns = printed_columns(namespace)
     assert columns["READY"] == "2/2"
@@ -81,6 +81,7 @@ def test_flights_counts_stay_exact_across_scale_out(operator_installed: None) ->
     assert demo.produce_batch(shift_years=1) == 336_776
     demo.wait_settled(replicas=3, namespace=namespace)
     both = flights.read_counts(cluster.stack_env()["KAFKA_BOOTSTRAP"])
-    assert both == flights.expected_counts([flights.load_flights(0), flights.load_flights(1)])
+    expected_both = flights.expected_counts([flights.load_flights(0), flights.load_flights(1)])
+    assert both == expected_both, cluster.pod_log_problems(demo.APP, namespace)
     assert printed_columns(namespace)["READY"] == "3/3"
     assert_one_pod_may_be_evicted(namespace, replicas=3)

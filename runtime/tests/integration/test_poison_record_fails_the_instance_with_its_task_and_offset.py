@@ -52,7 +52,8 @@ def test_a_poison_record_under_log_and_fail_ends_in_phase_failed_naming_its_task
     (worker,) = last["workers"]
     assert worker["restarts"] == 5 and not worker["alive"] and worker["exit_code"] == 1
     failure = worker["last_failure"]
-    assert (failure["task"], failure["topic"], failure["partition"], failure["offset"]) == ("0_1", source, 1, 10)
+    located = (failure["task"], failure["topic"], failure["partition"], failure["offset"])
+    assert located == ("0_1", source, 1, 10), f"{failure}\n{instance.log_tail()}"
     assert failure["error"].startswith("DeserializationError: task 0_1: deserialization of record")
     assert worker["error"] == failure["error"] and len(failure["error"].encode()) <= 1024
     assert last["last_failure"] == failure

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import confluent_kafka
+import tenacity
 from confluent_kafka import KafkaError, KafkaException
 
 from streamapp.config import StreamsConfig
@@ -90,6 +91,8 @@ PRODUCER_MEMORY_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
 acknowledgements instead of growing (the records still go out: nothing is dropped)."""
 
 _STALE_MEMBER_EPOCH = getattr(KafkaError, "STALE_MEMBER_EPOCH", 113)
+STALE_EPOCH_RETRY_S: Final = 10.0
+"""How long (s) a commit rejected with ``STALE_MEMBER_EPOCH`` is retried before it counts as a rebalance failure."""
 _UNRELEASED_INSTANCE_ID = getattr(KafkaError, "UNRELEASED_INSTANCE_ID", 111)
 
 
@@ -243,6 +246,10 @@ _RESET_LINE = re.compile(r"(?P<topic>[^\s\[\]]+) \[(?P<partition>\d+)\]: offset 
 """librdkafka's OFFSET log line when a fetch position was out of range and ``auto.offset.reset`` moved it."""
 
 
+class _StaleMemberEpoch(Exception):
+    """A commit rejected with ``STALE_MEMBER_EPOCH`` (retried by ``KafkaConsumer.commit``)."""
+
+
 class _ClientLog:
     """librdkafka's log lines (the ``logger`` setting) into this module's logger; remembers the positions its
     automatic offset resets left (``offset reset (at offset N ...)``), for the consumer to check after a poll."""
@@ -287,6 +294,8 @@ class KafkaConsumer:
         self._reported_gaps: dict[TopicPartition, int] = {}
         """Per partition, the expected offset of the last gap reported (a reset is reported once)."""
         self._client_log = _ClientLog()
+        self.stale_epoch_retries = 0
+        """Commits retried because the coordinator had moved the member to a new epoch (see ``commit``)."""
         self._consumer = confluent_kafka.Consumer(
             {"error_cb": self._on_error, "logger": self._client_log, **settings, "stats_cb": self._on_stats}
         )
@@ -330,19 +339,52 @@ class KafkaConsumer:
         return records
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` synchronously.
+
+        Under ``group.protocol=consumer`` (KIP-848) a commit sent while the coordinator moves the member to a new
+        epoch (any member joining or leaving bumps it) is rejected with ``STALE_MEMBER_EPOCH`` although the member
+        still owns its partitions; librdkafka reports it instead of retrying. Like Java's consumer
+        (``CommitRequestManager``: retried with the member's new epoch while it is in the group), the commit is
+        retried for up to ``STALE_EPOCH_RETRY_S`` seconds (``stale_epoch_retries`` counts the retries). Treating it
+        as a rebalance failure closed every task without commit and, under at-least-once, processed up to a commit
+        interval of records twice. Raises CommitFailedError when the group moved on (also a stale epoch for
+        longer than the retry time), KafkaClientError otherwise."""
         if not offsets:
             return
         partitions = [confluent_kafka.TopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_StaleMemberEpoch),
+            stop=tenacity.stop_after_delay(STALE_EPOCH_RETRY_S),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=1.0),
+            before_sleep=self._count_stale_epoch_retry,
+            reraise=True,
+        )
+        try:
+            retrying(self._commit_once, partitions)
+        except _StaleMemberEpoch as exc:
+            raise CommitFailedError(
+                f"offset commit failed, the member epoch stayed stale for {STALE_EPOCH_RETRY_S:.0f} s: {exc}"
+            ) from exc
+
+    def _commit_once(self, partitions: list[confluent_kafka.TopicPartition]) -> None:
         try:
             result = self._consumer.commit(offsets=partitions, asynchronous=False)
         except KafkaException as exc:
             error = exc.args[0]
-            if error.code() in _COMMIT_REBALANCE_CODES or error.code() == _STALE_MEMBER_EPOCH:
+            if error.code() == _STALE_MEMBER_EPOCH:
+                raise _StaleMemberEpoch(error.str()) from exc
+            if error.code() in _COMMIT_REBALANCE_CODES:
                 raise CommitFailedError(f"offset commit failed, the group rebalanced: {error.str()}") from exc
             raise KafkaClientError(f"offset commit failed: {error.str()}") from exc
         failed = [p for p in result or [] if p.error is not None]
+        if failed and all(p.error is not None and p.error.code() == _STALE_MEMBER_EPOCH for p in failed):
+            raise _StaleMemberEpoch(", ".join(str(p) for p in failed))
         if failed:
             raise CommitFailedError(f"offset commit failed for {', '.join(str(p) for p in failed)}")
+
+    def _count_stale_epoch_retry(self, state: tenacity.RetryCallState) -> None:
+        self.stale_epoch_retries += 1
+        log.info("Offset commit retried: the member epoch was stale (attempt %d)", state.attempt_number)
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
