@@ -228,6 +228,10 @@ class TestingKafka:
         self._check()
         return {t: self.topics[t] for t in topics if t in self.topics}
 
+    def retention_ms(self, topics: Iterable[str]) -> dict[str, int]:
+        self._check()
+        return {t: int(self.configs.get(t, {}).get("retention.ms", "604800000")) for t in topics if t in self.topics}
+
     def create_topics(self, topics: Sequence[TopicSpec], replication_factor: int) -> list[str]:
         self._check()
         if self.refuse_creation is not None:

@@ -132,3 +132,9 @@ def test_an_admin_client_nobody_references_is_freed_at_once() -> None:
     gone = weakref.ref(admin)
     del admin
     assert gone() is None
+
+
+def test_retention_ms_reads_each_existing_topics_setting_and_the_broker_default(admin: ConfluentKafkaAdmin) -> None:
+    kept, default = _name("kept-for-ever"), _name("default-retention")
+    admin.create_topics([TopicSpec(kept, 1, {"retention.ms": "-1"}), TopicSpec(default, 1)], replication_factor=-1)
+    assert admin.retention_ms([kept, default, _name("absent")]) == {kept: -1, default: 604_800_000}

@@ -224,6 +224,24 @@ def test_backfill_resolves_launches_and_succeeds() -> None:
     assert cluster.get("StreamApp", NS, "flights") is not None  # backfill never touches the app
 
 
+@pytest.mark.parametrize(("input_retention", "output_retention"), [("-1", "-1"), ("31536000000", "31536000000")])
+def test_an_output_topic_the_replay_creates_keeps_records_as_long_as_its_input(
+    input_retention: str, output_retention: str
+) -> None:
+    """Output records carry their input's (often years old) timestamps: with the broker's 7-day default the
+    next retention check would delete them."""
+    world, _, kafka = replay_world()
+    kafka.configs["flights"] = {"retention.ms": input_retention}
+    reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, {})
+    assert kafka.configs["per-key"] == {"retention.ms": output_retention}
+
+
+def test_sink_retention_is_the_longest_of_the_sources_and_for_ever_wins() -> None:
+    assert decisions.sink_retention_ms({"a": 604_800_000, "b": 31_536_000_000}) == 31_536_000_000
+    assert decisions.sink_retention_ms({"a": 604_800_000, "b": -1}) == -1
+    assert decisions.sink_retention_ms({}) is None
+
+
 def test_a_failed_job_fails_the_replay_with_the_pods_error_and_leaves_the_app_alone() -> None:
     world, cluster, _ = replay_world()
     status = reconcile_step(world, HANDOVER, {})

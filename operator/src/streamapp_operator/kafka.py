@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 from streamapp.kafka.admin import TopicAdmin
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, is_internal_topic, plan_reset
 from streamapp.kafka.types import KafkaClientError
@@ -103,6 +103,10 @@ class KafkaAdmin(Protocol):
 
     def create_topics(self, topics: Sequence[TopicSpec], replication_factor: int) -> list[str]:
         """Create the topics that do not exist yet; returns the names created. Idempotent."""
+        ...
+
+    def retention_ms(self, topics: Iterable[str]) -> dict[str, int]:
+        """``retention.ms`` of each of ``topics`` that exists (-1: kept for ever). Raises KafkaUnavailable."""
         ...
 
     def group_lag(self, group_id: str, topics: Iterable[str]) -> GroupLag:
@@ -200,6 +204,22 @@ class ConfluentKafkaAdmin:
                 raise KafkaUnavailable(f"creating topic {name!r} failed: {_describe(exc)}") from exc
             created.append(name)
         return sorted(created)
+
+    def retention_ms(self, topics: Iterable[str]) -> dict[str, int]:
+        present = self.partition_counts(topics)
+        if not present:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, name) for name in sorted(present)]
+        try:
+            described = self._admin.describe_configs(resources, request_timeout=self._timeout)
+            configs = {resource.name: future.result() for resource, future in described.items()}
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"describing topic configs failed: {_describe(exc)}{self._cause()}") from exc
+        return {
+            name: int(entries["retention.ms"].value)
+            for name, entries in configs.items()
+            if "retention.ms" in entries and entries["retention.ms"].value is not None
+        }
 
     def group_lag(self, group_id: str, topics: Iterable[str]) -> GroupLag:
         counts = self.partition_counts(topics)

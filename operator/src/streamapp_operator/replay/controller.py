@@ -251,7 +251,9 @@ def create_sink_topics(ctx: ReplayContext) -> StepOutcome:
     existing = ctx.kafka.partition_counts(sinks)
     resolved = ctx.status["resolvedOffsets"]["to"]
     partitions = max((len(parts) for parts in resolved.values()), default=1)
-    missing = [TopicSpec(t, partitions) for t in sinks if t not in existing]
+    retention = decisions.sink_retention_ms(ctx.kafka.retention_ms(resolved))
+    config = {} if retention is None else {"retention.ms": str(retention)}
+    missing = [TopicSpec(t, partitions, config) for t in sinks if t not in existing]
     if missing:
         created = ctx.kafka.create_topics(missing, int(ctx.app_spec.config.get("replication.factor", "-1")))
         if created:

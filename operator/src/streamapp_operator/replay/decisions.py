@@ -778,3 +778,15 @@ def progress_text(
     if phase == "Succeeded":
         return f"done, {written} records written" if written is not None else "done"
     return phase.lower()
+
+
+def sink_retention_ms(source_retention_ms: Mapping[str, int]) -> int | None:
+    """``retention.ms`` of an output topic the replay creates: the longest of its source topics' (-1, kept for ever,
+    when any source keeps its records for ever); None (the broker's default) when none is known.
+
+    A replay writes output records with their input records' timestamps, often older than the broker's default
+    retention (7 days): a topic created with that default would have them deleted at the next retention check."""
+    if not source_retention_ms:
+        return None
+    values = list(source_retention_ms.values())
+    return -1 if any(v < 0 for v in values) else max(values)
