@@ -6,12 +6,15 @@ On the real stack, 100 JSON records with 20 records that are not JSON among them
   pod's ``/status`` (before this, it showed ``Degraded=False``);
 - under ``log_and_continue`` exactly the 100 good records reach the output;
 - under ``dead_letter_queue`` the 100 good records reach the output and exactly the 20 poison records the
-  dead-letter topic.
+  dead-letter topic;
+- a fix reaches a crash-looping app at once (issue 19, the forced rollback): the app failing under
+  ``log_and_fail`` gets the dead-letter config and is Ready within 30 s, without waiting on the broken pods.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -32,19 +35,23 @@ def namespace(operator_installed: None) -> Iterator[str]:
     cluster.delete_namespace(name)
 
 
-def _poisoned(topic: str) -> None:
+def _poisoned(topic: str, partition: int = 0) -> None:
     producer = Producer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"]})
     for i in range(GOOD + POISON):
         poison = FIRST_POISON <= i < FIRST_POISON + POISON
         value = b"\xff not json" if poison else json.dumps({"n": i}).encode()
-        producer.produce(topic, value, f"k{i}".encode())
+        producer.produce(topic, value, f"k{i}".encode(), partition=partition)
     assert producer.flush(30) == 0
 
 
-def _deploy(namespace: str, name: str, config: dict[str, str], extra_topics: dict[str, int] | None = None) -> Any:
-    cluster.create_topics({f"{name}-in": 1, f"{name}-out": 1, **(extra_topics or {})})
-    _poisoned(f"{name}-in")
-    cluster.apply(cluster.passthrough_app(name, f"{name}-in", f"{name}-out", config=config), namespace)
+def _deploy(
+    namespace: str, name: str, config: dict[str, str], extra_topics: dict[str, int] | None = None, replicas: int = 1
+) -> Any:
+    cluster.create_topics({f"{name}-in": replicas, f"{name}-out": 1, **(extra_topics or {})})
+    for partition in range(replicas):  # every pod has a task that fails
+        _poisoned(f"{name}-in", partition)
+    app = cluster.passthrough_app(name, f"{name}-in", f"{name}-out", config=config, replicas=replicas)
+    cluster.apply(app, namespace)
 
 
 def test_log_and_fail_is_degraded_naming_the_pod_task_and_offset(namespace: str) -> None:
@@ -78,5 +85,25 @@ def test_dead_letter_queue_gets_exactly_the_poison_records(namespace: str) -> No
         _deploy(namespace, name, config, {f"{name}-dlq": 1})
         assert cluster.count_records(f"{name}-out", GOOD) == GOOD
         assert cluster.count_records(f"{name}-dlq", POISON) == POISON
+    finally:
+        cluster.delete_topics(name)
+
+
+def test_a_fix_replaces_the_crashing_pods_at_once_and_the_app_is_ready_within_30_seconds(namespace: str) -> None:
+    name = f"fix-{uuid.uuid4().hex[:6]}"
+    try:
+        _deploy(namespace, name, {}, {f"{name}-dlq": 1}, replicas=2)
+        cluster.wait_condition(name, namespace, "Degraded", "True", "StreamThreadsFailing", 180)
+        fix = {"default.deserialization.exception.handler": "dead_letter_queue",
+               "errors.dead.letter.queue.topic.name": f"{name}-dlq"}  # fmt: skip
+        fixed_at = time.monotonic()
+        cluster.kubectl("patch", "streamapp", name, "-n", namespace, "--type=merge",
+                        "-p", json.dumps({"spec": {"config": fix}}))  # fmt: skip
+        cluster.wait_condition(name, namespace, "Ready", "True", "AllReplicasReady", 60)
+        ready_after = time.monotonic() - fixed_at
+        assert ready_after <= 30, f"Ready {ready_after:.0f} s after the fix"
+        assert "ReplacingPod" in [e["reason"] for e in cluster.events(name, namespace)]
+        assert cluster.count_records(f"{name}-out", 2 * GOOD) == 2 * GOOD
+        assert cluster.count_records(f"{name}-dlq", 2 * POISON) == 2 * POISON
     finally:
         cluster.delete_topics(name)

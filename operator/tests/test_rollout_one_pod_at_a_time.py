@@ -49,6 +49,7 @@ def _plan(
     changes: bool = False,
     sts: dict[str, Any] | None = None,
     previous: dict[str, Any] | None = None,
+    failing: tuple[str, ...] = (),
 ) -> RolloutPlan:
     return plan_rollout(
         name=NAME,
@@ -61,6 +62,7 @@ def _plan(
         restoring=list(restoring),
         previous=previous,
         now=NOW,
+        failing=failing,
     )
 
 
@@ -113,6 +115,30 @@ def test_a_rollout_resumes_from_the_partition_after_an_operator_restart_and_neve
     assert plan.waiting == "pod app-1 does not run revision rev-2 yet"
     back = _plan(1, _pods(["rev-1", "rev-2", "rev-2"]), previous={"since": "2026-01-01T00:00:00Z"})
     assert (back.partition, back.replacing) == (0, "app-0")
+
+
+def test_a_fix_for_a_crashing_app_replaces_every_pod_at_once_when_none_is_ready() -> None:
+    """The forced rollback (Kubernetes' StatefulSet documentation): nothing healthy to protect, nothing to wait for."""
+    plan = _plan(3, _pods(["rev-1"] * 3, ready=()), group="Reconciling", failing=("app-0", "app-1", "app-2"))
+    assert (plan.hold, plan.partition, plan.replacing) == (3, 0, "app-0, app-1, app-2")
+    assert plan.forced == "no pod is ready (app-0, app-1, app-2): every pod is replaced at once"
+    assert plan.status is not None and plan.status["partition"] == 0 and plan.status["waitingFor"] == ""
+    # not before the StatefulSet controller has seen the fixed template
+    unseen = _plan(3, _pods(["rev-1"] * 3, ready=()), sts=_sts(3, generation=3, observed=2), failing=("app-0",))
+    assert unseen.partition == 3 and unseen.forced == ""
+
+
+def test_crashing_pods_do_not_hold_back_a_rollout_while_the_healthy_ones_still_do() -> None:
+    pods = _pods(["rev-1", "rev-1", "rev-1"], ready=(0, 2))  # app-1 crash-loops: not ready, restoring, group moving
+    plan = _plan(3, pods, group="Reconciling", restoring=("app-1",), failing=("app-1",))
+    assert (plan.partition, plan.replacing) == (2, "app-2")
+    assert plan.forced == "not waiting for crashing pods app-1"
+    # a healthy pod that is not ready yet (the replaced one, restoring) still holds the next one back
+    after = _plan(2, _pods(["rev-1", "rev-1", "rev-2"], ready=(0,)), group="Reconciling", failing=("app-1",))
+    assert (after.partition, after.replacing) == (2, None)
+    assert after.waiting.startswith("pod app-2 is not ready")
+    # without crashing pods the gate is the same as before: a moving group holds the rollout back
+    assert _plan(3, _pods(["rev-1"] * 3), group="Reconciling").replacing is None
 
 
 def test_a_finished_rollout_and_a_first_creation_need_no_rollout_status() -> None:

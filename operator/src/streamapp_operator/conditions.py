@@ -494,6 +494,11 @@ def condition_order(kind: str) -> int:
     return CONDITION_TYPES.index(kind) if kind in CONDITION_TYPES else len(CONDITION_TYPES)
 
 
+def failing_pod_names(lines: Sequence[str]) -> set[str]:
+    """The pods named by ``failing_pods`` and ``failing_threads`` lines (``pod <name>: ...``)."""
+    return {line[len("pod ") :].split(":", 1)[0] for line in lines if line.startswith("pod ") and ":" in line}
+
+
 def _ready(problems: Sequence[Problem], progress: Rollout | None, failing: Sequence[str]) -> tuple[str, str, str]:
     if problems:
         return "False", problems[0].reason, _joined(problems)

@@ -51,6 +51,7 @@ from streamapp_operator.conditions import (
     condition_events,
     condition_order,
     conditions,
+    failing_pod_names,
     failing_pods,
     ready_text,
     rollout,
@@ -232,6 +233,8 @@ def roll_pods(ctx: StreamAppContext) -> StepOutcome:
         return StepOutcome(status=status)
     progress = plan.status or {}
     message = f"replacing pod {plan.replacing} ({progress.get('updated')}/{progress.get('total')} pods updated)"
+    if plan.forced:
+        message = f"{message}; {plan.forced}"
     intent = Intent(app.namespace, app.name, app.generation, message)
     previous = ctx.previous_status.get("conditions") or []
     announce(ctx.world.cluster.patch_streamapp_status, intent, previous, ctx.now, status)
@@ -434,6 +437,7 @@ def _rollout(
         restoring=restoring,
         previous=previous_status.get("rollout"),
         now=now,
+        failing=failing_pod_names([*failing_pods(observation.pods), *observation.threads]),
     )
 
 

@@ -13,6 +13,13 @@ only when the app is calm again after the previous pod:
 - no pod reports a restoring task in its ``/status`` (the ``Restoring`` view) and the consumer group is
   ``Stable`` (read from Kafka).
 
+A broken app is not protected from its fix (the StatefulSet documentation's *forced rollback* case): pods that are
+not Ready because they crash (a container in CrashLoopBackOff and the like, or stream threads that keep failing,
+``conditions.failing_pods`` / ``failing_threads``) hold nothing back, so the gate above waits only on the healthy
+pods (and not on the consumer group, which a crash-looping member keeps unsettled); when no pod is Ready at all,
+the partition goes to 0 at once and the StatefulSet controller replaces every pod (highest ordinal first, each
+after the one before is healthy: ``podManagementPolicy: Parallel`` keeps a broken pod from blocking it).
+
 The partition lives in the StatefulSet, so the API server keeps the rollout's progress: an operator killed
 mid-rollout reads it back and goes on, and because a pod is handed over only when every pod is Ready and at
 the revision its ordinal calls for, it can never hand over a second pod while the first is still down.
@@ -32,7 +39,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +78,8 @@ class RolloutPlan:
     replacing: str | None = None
     waiting: str = ""
     status: dict[str, Any] | None = None
+    forced: str = ""
+    """Why the gate was passed although pods are not Ready (the forced rollback of a broken app; "" when not)."""
 
 
 def in_progress(status: Mapping[str, Any] | None) -> bool:
@@ -120,13 +129,16 @@ def plan_rollout(
     restoring: Sequence[str],
     previous: Mapping[str, Any] | None,
     now: str,
+    failing: Collection[str] = (),
 ) -> RolloutPlan:
     """The next step of the rollout of StatefulSet ``name`` towards pod template digest ``target``.
 
     ``template_changes``: the desired pod template differs from the applied one (``desired.rolls_pods``);
     ``stateful_set`` as served (None: not created yet); ``pods`` from :func:`pod_states`; ``group_state`` the
     consumer group's state (None: Kafka not read); ``restoring`` the pods that report restoring tasks;
-    ``previous`` the last ``status.rollout``; ``now`` RFC 3339 (``since`` of a replacement).
+    ``previous`` the last ``status.rollout``; ``now`` RFC 3339 (``since`` of a replacement); ``failing`` the pods
+    that crash (see the module docstring: they are replaced without waiting for them, all at once when no pod is
+    Ready).
     """
     if stateful_set is None or replicas == 0:
         return RolloutPlan(0, 0)
@@ -144,7 +156,13 @@ def plan_rollout(
     revision = sts_status.get("updateRevision")
     current = [p for p in pods if p.ordinal < replicas]
     updated = sum(1 for p in current if revision is not None and p.revision == revision)
-    waiting = _waiting(name, replicas, hold, stateful_set, current, group_state, restoring)
+    if current and not any(p.ready for p in current) and _settled(stateful_set):
+        pods_named = ", ".join(p.name for p in current)
+        why = f"no pod is ready ({', '.join(sorted(failing)) or 'none crashes'}): every pod is replaced at once"
+        status = _status(target, replicas, 0, updated, pods_named, now, "")
+        return RolloutPlan(hold, 0, pods_named, "", status, forced=why)
+    healthy = [p for p in current if p.name not in failing]
+    waiting = _waiting(name, replicas, hold, stateful_set, current, healthy, group_state, restoring, failing)
     last = previous or {}
     if waiting:
         since = str(last.get("since") or now)
@@ -152,7 +170,15 @@ def plan_rollout(
         return RolloutPlan(hold, hold, None, waiting, status)
     pod = f"{name}-{hold - 1}"
     status = _status(target, replicas, hold - 1, updated, pod, now, f"pod {pod} is being replaced")
-    return RolloutPlan(hold, hold - 1, pod, "", status)
+    forced = f"not waiting for crashing pods {', '.join(sorted(failing))}" if failing else ""
+    return RolloutPlan(hold, hold - 1, pod, "", status, forced=forced)
+
+
+def _settled(stateful_set: Mapping[str, Any]) -> bool:
+    """Whether the StatefulSet controller observed the applied template (its update revision is known)."""
+    sts_status = stateful_set.get("status") or {}
+    generation = (stateful_set.get("metadata") or {}).get("generation", 0)
+    return sts_status.get("observedGeneration", 0) >= generation and bool(sts_status.get("updateRevision"))
 
 
 def _waiting(
@@ -161,15 +187,16 @@ def _waiting(
     partition: int,
     stateful_set: Mapping[str, Any],
     pods: Sequence[PodState],
+    healthy: Sequence[PodState],
     group_state: str | None,
     restoring: Sequence[str],
+    failing: Collection[str],
 ) -> str:
-    """Why the next pod may not be handed over yet ("" when it may)."""
-    sts_status = stateful_set.get("status") or {}
-    generation = (stateful_set.get("metadata") or {}).get("generation", 0)
-    if sts_status.get("observedGeneration", 0) < generation or not sts_status.get("updateRevision"):
+    """Why the next pod may not be handed over yet ("" when it may). Readiness and restoration are asked of the
+    ``healthy`` pods only; the consumer group is not asked while a pod in ``failing`` crashes (it cannot settle)."""
+    if not _settled(stateful_set):
         return "the StatefulSet controller has not observed the new pod template yet"
-    revision = sts_status["updateRevision"]
+    revision = (stateful_set.get("status") or {})["updateRevision"]
     by_ordinal = {p.ordinal: p for p in pods}
     for ordinal in range(replicas):
         pod = by_ordinal.get(ordinal)
@@ -177,11 +204,14 @@ def _waiting(
             return f"pod {name}-{ordinal} is being replaced"
         if ordinal >= partition and pod.revision != revision:
             return f"pod {pod.name} does not run revision {revision} yet"
-    for pod in pods:
+    for pod in healthy:
         if not pod.ready:
             return f"pod {pod.name} is not ready (its tasks are not all restored and running)"
+    restoring = [pod for pod in restoring if pod not in failing]
     if restoring:
         return f"pods {', '.join(restoring)} restore state"
+    if failing:
+        return ""
     if group_state is None:
         return "the consumer group's state is unknown (Kafka not read)"
     if group_state != STABLE:
