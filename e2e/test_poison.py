@@ -103,7 +103,10 @@ def test_a_fix_replaces_the_crashing_pods_at_once_and_the_app_is_ready_within_30
         ready_after = time.monotonic() - fixed_at
         assert ready_after <= 30, f"Ready {ready_after:.0f} s after the fix"
         assert "ReplacingPod" in [e["reason"] for e in cluster.events(name, namespace)]
-        assert cluster.count_records(f"{name}-out", 2 * GOOD) == 2 * GOOD
+        # at-least-once: the good records before the poison were written but not committed when the thread failed,
+        # so they may come out twice (Kafka Streams closes a failed task without commit); none is lost
+        written = cluster.count_records(f"{name}-out", 2 * GOOD)
+        assert 2 * GOOD <= written <= 2 * GOOD + 2 * FIRST_POISON
         assert cluster.count_records(f"{name}-dlq", 2 * POISON) == 2 * POISON
     finally:
         cluster.delete_topics(name)
