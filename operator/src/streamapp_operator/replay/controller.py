@@ -446,6 +446,8 @@ def reconcile_replay(
         ctx = _context(replay, spec, current, world, now)
     except ReplayFailed as exc:
         return _failed(replay, previous, current, exc, now, [])
+    except Blocked as exc:
+        return _blocked(replay, previous, current, exc, now, [])
     if ctx is None:  # waiting for the app
         return ReplayResult(status=_finish(replay, previous, current, now))
     try:
@@ -454,11 +456,7 @@ def reconcile_replay(
         ctx.status["waiting"] = str(exc)
         return ReplayResult(status=_finish(replay, previous, ctx.status, now), events=ctx.events)
     except Blocked as exc:
-        ctx.status["waiting"] = f"blocked: {exc}"
-        before: dict[str, Any] = next((c for c in previous.get("conditions") or [] if c.get("type") == "Degraded"), {})
-        said = before.get("status") == "True" and before.get("message") == str(exc)  # one event, not one a tick
-        events = ctx.events if said else [*ctx.events, Event("Warning", exc.problem.reason, str(exc))]
-        return ReplayResult(status=_finish(replay, previous, ctx.status, now, exc.problem), events=events)
+        return _blocked(replay, previous, ctx.status, exc, now, ctx.events)
     except ReplayFailed as exc:
         return _failed(replay, previous, ctx.status, exc, now, ctx.events)
     ctx.status.update(run.status)
@@ -509,8 +507,9 @@ def _context(
     kafka = None
     if app_spec is not None:
         connection, problems = kafka_connection(world.cluster, replay.namespace, app_spec.kafka)
-        if problems:
-            raise ReplayFailed(problems[0].reason, problems[0].message)
+        if problems:  # before any Kafka client: the replay waits (Degraded) until the Secret is there
+            messages = "; ".join(p.message for p in problems)
+            raise Blocked(Problem(problems[0].reason, f"StreamApp {parsed.app_ref.name}: {messages}"))
         kafka = world.kafka_for(connection)
     return ReplayContext(replay, parsed, app, app_spec, world, kafka, description, status, now)
 
@@ -596,6 +595,17 @@ def _failed(
     status.pop("waiting", None)
     events = [*events, Event("Warning", exc.reason, str(exc))]
     return ReplayResult(status=_finish(replay, previous, status, now, Problem(exc.reason, str(exc))), events=events)
+
+
+def _blocked(
+    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: Blocked, now: str, events: list[Event]
+) -> ReplayResult:
+    """The replay waits, ``Degraded`` naming what is in the way; a Warning event when that changes, not every tick."""
+    status["waiting"] = f"blocked: {exc}"
+    before: dict[str, Any] = next((c for c in previous.get("conditions") or [] if c.get("type") == "Degraded"), {})
+    said = before.get("status") == "True" and before.get("message") == str(exc)
+    events = events if said else [*events, Event("Warning", exc.problem.reason, str(exc))]
+    return ReplayResult(status=_finish(replay, previous, status, now, exc.problem), events=events)
 
 
 def _finish(
