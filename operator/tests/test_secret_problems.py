@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from replay_fakes import NS, REPLAY, SECOND_TOPOLOGY, ReplayCluster, ReplayKafka
-from streamapp_operator.kafka import KafkaConnection
+from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaConnection, KafkaUnavailable
 from streamapp_operator.reconcile import App, Result, World, reconcile
 from streamapp_operator.replay.controller import ReplayWorld, reconcile_replay
 
@@ -138,3 +138,28 @@ def test_a_replay_blocked_on_its_secret_starts_once_the_secret_is_there() -> Non
     status = {**status, **reconcile_replay(REPLAY, BACKFILL, status, world, NOW).status}
     assert status["phase"] == "Running" and _condition(status, "Degraded")["status"] == "False"
     assert len(built) == 1 and [m["kind"] for m in cluster.applied] == ["ServiceAccount", "ConfigMap", "Job"]
+
+
+def test_settings_librdkafka_refuses_are_kafka_unavailable_not_a_crash(cluster: TestingCluster) -> None:
+    """Any other refusal at construction (an unreadable CA, say) is said the same way, never raised to kopf."""
+    cluster.secrets[("team-x", "kafka-user")] = {"password": "s3cr3t-pw"}
+
+    def refusing(connection: KafkaConnection) -> Any:
+        raise KafkaUnavailable("the operator's Kafka client refused its settings: ssl.ca.pem failed: not in PEM format")
+
+    world = World(cluster=cluster, kafka_for=refusing, instances=TestingInstances())
+    result = reconcile(APP, _secure_spec(), {}, world, NOW)
+    degraded = _condition(result.status, "Degraded")
+    assert (degraded["reason"], degraded["message"]) == (
+        "KafkaUnavailable",
+        "the operator's Kafka client refused its settings: ssl.ca.pem failed: not in PEM format",
+    )
+    replay_world = ReplayWorld(cluster=_replay_world({"password": "pw"})[1], kafka_for=refusing, image="replay:1")
+    replayed = reconcile_replay(REPLAY, BACKFILL, {}, replay_world, NOW).status
+    assert _condition(replayed, "Degraded")["reason"] == "KafkaUnavailable" and replayed["phase"] == "Pending"
+
+
+def test_the_real_admin_client_turns_a_refused_setting_into_kafka_unavailable() -> None:
+    settings = (("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "SCRAM-SHA-512"))
+    with pytest.raises(KafkaUnavailable, match=r"refused its settings: .*sasl.username and sasl.password must be set"):
+        ConfluentKafkaAdmin(KafkaConnection("127.0.0.1:1", settings))

@@ -201,7 +201,10 @@ class ConfluentKafkaAdmin:
         settings: dict[str, Any] = {**connection.settings(), "client.id": "streamapp-operator"}
         settings["error_cb"] = self._errors.record  # not a method of self: no cycle keeps the client alive
         settings["logger"] = RateLimitedLog(connection.bootstrap_servers)  # served by poll: _serve_logs
-        self._admin = AdminClient(settings)
+        try:
+            self._admin = AdminClient(settings)
+        except KafkaException as exc:  # librdkafka refuses its settings (an empty password, an unreadable CA)
+            raise KafkaUnavailable(f"the operator's Kafka client refused its settings: {_describe(exc)}") from exc
         self._settings = connection.settings()
         self._timeout = timeout
 

@@ -58,7 +58,7 @@ from streamapp_operator.conditions import (
 from streamapp_operator.dropped_records import dropped_records
 from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
-from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
+from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.observe import Observation, observe
 from streamapp_operator.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
 from streamapp_operator.operations import with_upgrade_condition as _with_upgrade
@@ -336,12 +336,12 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     problems += [upgrade.problem] if upgrade.problem is not None else []
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
     # no client without its credentials: librdkafka refuses an empty password, and the report must come first
-    kafka = world.kafka_for(connection) if not secret_problems else None
+    kafka, client_problems = _kafka_client(world, connection) if not secret_problems else (None, [])
     max_replicas = spec.autoscaling.max_replicas if spec.autoscaling is not None else None
     observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances,
                           claim_ordinals(spec.replicas, max_replicas, None))  # fmt: skip
     plan, plan_problems = _plan(topology, application_id, observation) if kafka is not None else (None, [])
-    problems += topology_problems + secret_problems + _strangers(app, application_id, observation)
+    problems += topology_problems + secret_problems + client_problems + _strangers(app, application_id, observation)
     problems += plan_problems
     run = StepsRun()
     if topology is not None and plan is not None and kafka is not None and not problems:
@@ -363,6 +363,14 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
                                                 app.generation, now)  # fmt: skip
     result.events[:0] = run.events + upgrade.events
     return result
+
+
+def _kafka_client(world: World, connection: KafkaConnection) -> tuple[KafkaAdmin | None, list[Problem]]:
+    """The admin client of ``connection``, or why librdkafka refused to build it (``KafkaUnavailable``)."""
+    try:
+        return world.kafka_for(connection), []
+    except KafkaUnavailable as exc:
+        return None, [Problem(KAFKA_UNAVAILABLE, str(exc))]
 
 
 def _strangers(app: App, application_id: str, observation: Observation) -> list[Problem]:

@@ -53,7 +53,7 @@ from streamapp_operator.replay.models import (
     StreamReplaySpec,
 )
 from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.steps import StepOutcome, run_steps
+from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
 from streamapp_operator.times import seconds_between
 from streamapp_operator.validate import CONSUMER_GROUP_IN_USE, Peer, Problem, foreign_members, identity_conflicts
 
@@ -553,7 +553,10 @@ def _context(
         if problems:  # before any Kafka client: the replay waits (Degraded) until the Secret is there
             messages = "; ".join(p.message for p in problems)
             raise Blocked(Problem(problems[0].reason, f"StreamApp {parsed.app_ref.name}: {messages}"))
-        kafka = world.kafka_for(connection)
+        try:
+            kafka = world.kafka_for(connection)
+        except KafkaUnavailable as exc:  # librdkafka refused the settings: said, retried at every reconcile
+            raise Blocked(Problem(KAFKA_UNAVAILABLE, f"StreamApp {parsed.app_ref.name}: {exc}")) from exc
     return ReplayContext(replay, parsed, app, app_spec, world, kafka, description, status, now)
 
 
