@@ -5,12 +5,14 @@ On the real stack (the Job controller, the scheduler and the node agent): a Job 
 (``spark.serviceAccountName`` that does not exist: ``FailedCreate``), scheduled (``driver.memory`` no node has:
 ``Unschedulable``) or started (an image that does not exist) is ``Degraded`` with that reason while it waits and
 ``Failed`` once ``spark.startTimeoutSeconds`` passed, its Job deleted; its progress never says "running". A
-backfill whose StreamApp is deleted mid-job fails ``AppMissing`` once its Job ends; a handover at once.
+backfill whose StreamApp is deleted mid-job fails ``AppMissing`` once its Job ends; a handover at once. A
+finished replay's 5 s timer stops (kopf logs no more runs of it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -89,6 +91,24 @@ def _never_running(seen: list[dict[str, Any]]) -> None:
     assert not [p for p in progress if "running" in p], progress
 
 
+def _timer_runs(name: str, namespace: str) -> int:
+    """Runs of the replay timer on StreamReplay ``namespace/name`` in the operator's log (kopf logs
+    ``[<namespace>/<name>] Timer 'advance_streamreplay' succeeded.`` for each)."""
+    logs = sorted((cluster.ROOT / ".cache" / "run" / "pods" / "streamapp-system").glob("streamapp-operator-*/*.log"))
+    assert logs, "no operator log found (the node agent keeps the containers' logs there)"
+    text = "\n".join(log.read_text(errors="replace") for log in logs)
+    return sum(1 for line in text.splitlines() if f"[{namespace}/{name}]" in line and "advance_streamreplay" in line)
+
+
+def _no_timer_after_finishing(name: str, namespace: str) -> None:
+    """A finished replay's 5 s timer has stopped: no run of it in 20 s (kopf logs each run of a timer)."""
+    time.sleep(6)  # the last run, if one was under way as the replay finished
+    before = _timer_runs(name, namespace)
+    assert before > 0, "the timer ran while the replay waited: kopf's log line for it was not found"
+    time.sleep(20)
+    assert _timer_runs(name, namespace) == before
+
+
 def _backfill(name: str, prefix: str, **spark: Any) -> dict[str, Any]:
     topology = replay.counting_topology(f"{prefix}-flights", f"{prefix}-{name}", PER_CARRIER, "by-carrier")
     return replay.streamreplay(name, "flights", "backfill", topology,
@@ -121,6 +141,7 @@ def test_a_missing_service_account_is_the_job_controllers_failed_create_then_fai
     assert failed.endswith("; Job nosa-replay deleted") and 'serviceaccount "no-such-sa" not found' in failed
     _never_running(seen)
     _job_deleted("nosa-replay", namespace)
+    _no_timer_after_finishing("nosa", namespace)
 
 
 def test_a_driver_no_node_can_hold_is_unschedulable_then_fails(app: tuple[str, str]) -> None:
