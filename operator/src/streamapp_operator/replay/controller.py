@@ -573,22 +573,17 @@ def _app_deleted_mid_job(
     state = decisions.job_state(job)
     gone = f"StreamApp {app} was deleted while the replay's Spark job ran"
     if state.phase == "Succeeded":
-        raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} completed: its output topics hold what it wrote, which "
-                                        "the replay did not count or check without the app")  # fmt: skip
+        unchecked = "its output topics hold what it wrote, which the replay did not count or check without the app"
+        raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} completed: {unchecked}")
     if state.phase == "Failed":
         raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} failed: {state.message}")
-    pods = [
-        pod
-        for pod in cluster.list_pods(replay.namespace, f"job-name={name}")
-        if job and owned_by(pod, job["metadata"]["uid"])
-    ]
-    if spec.mode == ReplayMode.HANDOVER or not job_start.started(pods):
+    if spec.mode == ReplayMode.HANDOVER or not job_start.started(_owned_pods(cluster, replay.namespace, name, job)):
         _delete_job(cluster, replay, job)
         why = "there is no app to hand over from" if spec.mode == ReplayMode.HANDOVER else "its pod had not started"
         raise ReplayFailed(APP_MISSING, f"{gone}: {why}; Job {name} deleted")
     status["progress"] = "app deleted: waiting for the Spark job to end"
-    raise Blocked(Problem(APP_MISSING, f"{gone}: the replay fails when Job {name} ends (its output keeps what it "
-                                       "commits; delete the StreamReplay to stop it now)"))  # fmt: skip
+    then = "its output keeps what it commits; delete the StreamReplay to stop it now"
+    raise Blocked(Problem(APP_MISSING, f"{gone}: the replay fails when Job {name} ends ({then})"))
 
 
 def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any]) -> None:
@@ -647,11 +642,16 @@ def _progress_report(ctx: ReplayContext, job: Mapping[str, Any] | None) -> Repla
 
 
 def _job_pods(ctx: ReplayContext, job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    return _owned_pods(ctx.world.cluster, ctx.replay.namespace, ctx.status["job"], job)
+
+
+def _owned_pods(
+    cluster: ReplayCluster, namespace: str, job_name: str, job: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
     """The replay Job's pods, oldest first (pods the Job owns: a pod merely labelled like it says nothing of
     the replay)."""
     uid = str(((job or {}).get("metadata") or {}).get("uid") or "")
-    pods = ctx.world.cluster.list_pods(ctx.replay.namespace, f"job-name={ctx.status['job']}")
-    pods = [pod for pod in pods if uid and owned_by(pod, uid)]
+    pods = [pod for pod in cluster.list_pods(namespace, f"job-name={job_name}") if uid and owned_by(pod, uid)]
     return sorted(pods, key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
 
 
