@@ -2,11 +2,11 @@
 instead of hanging as "spark job running" (issue 19: audit R17b, R18d, R24, R25, D-M1, D-M2).
 
 On the real stack (the Job controller, the scheduler and the node agent): a Job whose pod cannot be created
-(``spark.serviceAccountName`` that does not exist: ``FailedCreate``), scheduled (``driver.memory`` no node has:
-``Unschedulable``) or started (an image that does not exist) is ``Degraded`` with that reason while it waits and
-``Failed`` once ``spark.startTimeoutSeconds`` passed, its Job deleted; its progress never says "running". A
-backfill whose StreamApp is deleted mid-job fails ``AppMissing`` once its Job ends; a handover at once. A
-finished replay's 5 s timer stops (kopf logs no more runs of it).
+(``spark.serviceAccountName`` that does not exist, a ResourceQuota: ``FailedCreate``), scheduled
+(``driver.memory`` no node has: ``Unschedulable``) or started (an image that does not exist) is ``Degraded`` with
+that reason while it waits and ``Failed`` once ``spark.startTimeoutSeconds`` passed, its Job deleted; its
+progress never says "running". A backfill whose StreamApp is deleted mid-job fails ``AppMissing`` once its Job
+ends; a handover at once. A finished replay's 5 s timer stops (kopf logs no more runs of it).
 """
 
 from __future__ import annotations
@@ -142,6 +142,23 @@ def test_a_missing_service_account_is_the_job_controllers_failed_create_then_fai
     _never_running(seen)
     _job_deleted("nosa-replay", namespace)
     _no_timer_after_finishing("nosa", namespace)
+
+
+def test_a_resource_quota_that_refuses_the_pod_is_failed_create_then_fails(operator_installed: None) -> None:
+    """A ResourceQuota of no pods in the namespace: the Job controller cannot create the replay's pod."""
+    with _app_in_namespace("flights", "replay-quota") as (namespace, prefix):
+        quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "no-pods"},
+                 "spec": {"hard": {"pods": "0"}}}  # fmt: skip
+        cluster.apply(quota, namespace)
+        cluster.apply(_backfill("quota", prefix), namespace)
+        seen = _watch("quota", namespace, "Degraded", "FailedCreate", 60)
+        message = _conditions(seen[-1])["Degraded"]["message"]
+        assert message.startswith("the Spark job has not started: the Job cannot create its pod: Error creating: ")
+        assert "exceeded quota: no-pods" in message, message
+        seen += _watch("quota", namespace, "Failed", "FailedCreate", START_TIMEOUT + 60)
+        failed = _conditions(seen[-1])["Failed"]["message"]
+        assert "exceeded quota: no-pods" in failed and failed.endswith("; Job quota-replay deleted"), failed
+        _never_running(seen)
 
 
 def test_a_driver_no_node_can_hold_is_unschedulable_then_fails(app: tuple[str, str]) -> None:

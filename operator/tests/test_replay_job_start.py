@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import kopf
 import pytest
 from replay_fakes import HANDOVER, NS, REPLAY, SECOND_TOPOLOGY, ReplayCluster, add_job_pod, finish_job, replay_world
 from streamapp_operator.replay import handlers, job_start
@@ -239,3 +240,11 @@ def test_only_an_unfinished_replay_has_a_timer() -> None:
     assert not handlers.unfinished(status={"phase": "Succeeded"}) and not handlers.unfinished(
         status={"phase": "Failed"}
     )
+
+
+def test_the_replays_only_timer_is_filtered_by_unfinished() -> None:
+    """The wiring: kopf's registry holds one timer for StreamReplays, with the filter (kopf offers no public
+    listing of its handlers)."""
+    timers = [h for h in kopf.get_default_registry()._spawning.get_all_handlers() if h.id == "advance_streamreplay"]
+    assert [(h.when, h.interval) for h in timers] == [(handlers.unfinished, handlers.REPLAY_INTERVAL)]
+    assert not [h for h in kopf.get_default_registry()._changing.get_all_handlers() if h.id == "advance_streamreplay"]
