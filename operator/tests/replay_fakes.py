@@ -97,9 +97,12 @@ def reconcile_step(world: ReplayWorld, spec: dict[str, Any], status: dict[str, A
     return {**status, **result.status}
 
 
-def add_job_pod(cluster: ReplayCluster, name: str = "flights-v2-replay-abc") -> None:
-    """The pod the Job controller makes for the replay's Job (labelled ``job-name``, owned by the Job)."""
-    cluster.add_pod(NS, name, {"job-name": "flights-v2-replay"}, {})
+def add_job_pod(
+    cluster: ReplayCluster, name: str = "flights-v2-replay-abc", status: dict[str, Any] | None = None
+) -> None:
+    """The pod the Job controller makes for the replay's Job (labelled ``job-name``, owned by the Job), by default
+    started (``status``: what the kubelet reports)."""
+    cluster.add_pod(NS, name, {"job-name": "flights-v2-replay"}, {"phase": "Running"} if status is None else status)
     job = cluster.objects[("Job", NS, "flights-v2-replay")]
     cluster.objects[("Pod", NS, name)]["metadata"]["ownerReferences"] = [
         {"kind": "Job", "name": "flights-v2-replay", "uid": job["metadata"]["uid"], "controller": True}

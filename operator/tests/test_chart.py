@@ -112,11 +112,11 @@ def test_rbac_is_least_privilege(helm: Path) -> None:
     assert not any("*" in entry for entry in granted)
     assert not any(verb in ("deletecollection", "escalate", "bind", "impersonate") for *_, verb in granted)
     # Secrets are only read (Kafka credentials); the exact rights: test_chart_security.
-    assert {v for g, r, v in granted if r == "secrets"} == {"get", "list", "watch"}
+    assert {v for g, r, v in granted if r == "secrets"} == {"get"}
     cluster_scoped = {(g, r, v) for rule in roles["streamapp-operator-cluster"] for g in rule["apiGroups"]
                       for r in rule["resources"] for v in rule["verbs"]}  # fmt: skip
     assert {v for *_, v in cluster_scoped} <= {"get", "list", "watch"}
-    assert {v for g, r, v in granted if r == "pods"} == {"get", "list", "watch"}
+    assert {v for g, r, v in granted if r == "pods"} == {"list"}
 
 
 def test_rbac_create_false_renders_no_rbac(helm: Path) -> None:

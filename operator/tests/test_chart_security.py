@@ -28,32 +28,27 @@ from operator_helm import CHART, ROOT, helm_binary, render
 NAMESPACE = "streamapp-system"
 #: (apiGroup, resource, verb) the operator needs in every namespace it serves; see the chart README's RBAC.
 APP_RIGHTS = {
-    *{("streamapp.io", "streamapps", v) for v in ("get", "list", "watch", "patch", "update")},
-    *{("streamapp.io", "streamapps/status", v) for v in ("get", "patch", "update")},
+    # kopf lists, watches and patches what it serves and patches status; the operator reads StreamApps by name, and a
+    # handover creates the new version's StreamApp and deletes the old one
+    *{("streamapp.io", "streamapps", v) for v in ("get", "list", "watch", "patch", "create", "delete")},
+    ("streamapp.io", "streamapps/status", "patch"),
     ("streamapp.io", "streamapps/finalizers", "update"),
-    *{
-        (group, resource, verb)
-        for group, resource in (
-            ("", "configmaps"),
-            ("", "services"),
-            ("apps", "statefulsets"),
-            ("policy", "poddisruptionbudgets"),
-        )
-        for verb in ("get", "list", "watch", "create", "patch", "update", "delete")
-    },
-    *{("", "pods", v) for v in ("get", "list", "watch")},
+    # children: read by name, server-side applied (create, patch); the garbage collector deletes the ConfigMap and
+    # Service; the operator deletes a StatefulSet (cleanupPolicy Delete) and a budget there must not be
+    *{("", r, v) for r in ("configmaps", "services") for v in ("get", "create", "patch")},
+    *{("apps", "statefulsets", v) for v in ("get", "create", "patch", "delete")},
+    *{("policy", "poddisruptionbudgets", v) for v in ("get", "list", "create", "patch", "delete")},
+    ("", "pods", "list"),
     # state volumes of scaled-away pods: marked, then deleted after spec.state.retainAfterScaleDown; the claims the
     # StatefulSet would mount are read first (one someone else owns is named, never mounted: ForeignObject)
     *{("", "persistentvolumeclaims", v) for v in ("get", "list", "patch", "delete")},
-    *{("", "secrets", v) for v in ("get", "list", "watch")},
-    *{("", "events", v) for v in ("list", "create", "patch")},
-    # StreamReplays: their status, their Job (and ConfigMap, above), the pod's log, the Job's ServiceAccount;
-    # a handover creates the new version's StreamApp and deletes the old one
-    *{("streamapp.io", "streamreplays", v) for v in ("get", "list", "watch", "patch", "update")},
-    *{("streamapp.io", "streamreplays/status", v) for v in ("get", "patch", "update")},
+    ("", "secrets", "get"),
+    *{("", "events", v) for v in ("list", "create")},
+    # StreamReplays: their status, their Job (and ConfigMap, above), the pod's log, the Job's ServiceAccount
+    *{("streamapp.io", "streamreplays", v) for v in ("get", "list", "watch", "patch")},
+    ("streamapp.io", "streamreplays/status", "patch"),
     ("streamapp.io", "streamreplays/finalizers", "update"),
-    *{("streamapp.io", "streamapps", v) for v in ("create", "delete")},
-    *{("batch", "jobs", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
+    *{("batch", "jobs", v) for v in ("get", "create", "patch", "delete")},
     ("", "pods/log", "get"),
     *{("", "serviceaccounts", v) for v in ("get", "create", "patch")},
 }

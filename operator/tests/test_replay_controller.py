@@ -211,6 +211,7 @@ def test_backfill_resolves_launches_and_succeeds() -> None:
     # the resolved range was in status before the Job existed (a restart must not resolve another one)
     assert cluster.journal == ["replay status", "apply ServiceAccount", "apply ConfigMap", "apply Job"]
     assert cluster.replay_status_writes[0]["resolvedOffsets"] == status["resolvedOffsets"]
+    add_job_pod(cluster)
     status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
     assert status["phase"] == "Running" and status["progress"] == "spark job running 0s"
     marker = {"topic": "per-key", "partition": 0, "chunk": 0, "records": 4}
@@ -615,6 +616,7 @@ def test_duration_seconds_is_the_jobs_time_from_its_start_while_running_and_once
 
     status = at({}, "2026-01-01T00:00:10Z")
     assert status["startTime"] == "2026-01-01T00:00:10Z" and status["durationSeconds"] == 0  # the Job just made
+    add_job_pod(cluster)
     status = at(status, "2026-01-01T00:00:50Z")
     assert status["durationSeconds"] == 40 and status["progress"] == "spark job running 40s"
     finish_job(cluster)

@@ -52,36 +52,43 @@ What the operator does with StreamApps and their children, in the namespaces it 
 ClusterRole (every namespace) or of the Role in each watched namespace. Nothing here is cluster-scoped.
 */}}
 {{- define "streamapp-operator.appRules" -}}
-# kopf patches its finalizer and bookkeeping annotations; the operator writes status.
+# Only the verbs the operator's calls use (streamapp_operator.k8s, and kopf: it lists, watches and patches the
+# resources it serves, patches their status and creates events; it never updates with PUT).
+# StreamApps: kopf's finalizer and bookkeeping annotations (patch); read by name; a handover creates the new
+# version and deletes the old one (handover.oldVersion: Delete); the operator patches their status.
 - apiGroups: ["streamapp.io"]
   resources: ["streamapps"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["get", "list", "watch", "patch", "create", "delete"]
 - apiGroups: ["streamapp.io"]
   resources: ["streamapps/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["patch"]
 # Setting blockOwnerDeletion in the children's ownerReferences (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["streamapp.io"]
   resources: ["streamapps/finalizers"]
   verbs: ["update"]
-# Children: server-side apply creates (create) and updates (patch) them; listed to find objects of the same
-# name it does not own; deleted when a spec change or spec.cleanupPolicy says so.
+# Children: read by name (one of that name it does not own is named, never applied over), server-side apply
+# creates (create) and updates (patch) them; the garbage collector deletes ConfigMaps and Services with their
+# owner; a StatefulSet is deleted by spec.cleanupPolicy Delete, a PodDisruptionBudget when there must be none
+# (every budget of the namespace is listed: someone else's may cover the pods already).
 - apiGroups: [""]
   resources: ["configmaps", "services"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "create", "patch"]
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "create", "patch", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-# Pods are only read: why they are not ready, and their /status (restores, failing stream threads).
+  verbs: ["get", "list", "create", "patch", "delete"]
+# Pods are only listed: why they are not ready, their IPs for /status (restores, failing stream threads), a
+# replay Job's pods (why they do not start).
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch"]
-# Kafka credentials of spec.kafka.authentication / spec.kafka.tls, for the operator's own admin client.
+  verbs: ["list"]
+# Kafka credentials of spec.kafka.authentication / spec.kafka.tls, for the operator's own admin client: each
+# Secret is read by name, never listed or watched.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get"]
 # State volumes of scaled-away pods: listed, marked with the time of the scale-down (patch), deleted after
 # spec.state.retainAfterScaleDown (docs/operator.md "Scaling and state volumes"). Deleting the app removes them
 # through the StatefulSet's persistentVolumeClaimRetentionPolicy (whenDeleted: Delete under cleanupPolicy Delete).
@@ -89,30 +96,28 @@ ClusterRole (every namespace) or of the Role in each watched namespace. Nothing 
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["get", "list", "patch", "delete"]
-# Events: written about StreamApps; a StatefulSet's FailedCreate events are listed (PodsFailing: a quota or an
-# admission webhook refused its pods).
+# Events: written about StreamApps and StreamReplays (kopf creates them); the FailedCreate events of a
+# StatefulSet (PodsFailing: a quota or an admission webhook refused its pods) and of a replay's Job (its pod
+# cannot be created) are listed.
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["list", "create", "patch"]
-# StreamReplays (docs/replay.md "The operator"): their status; the replay's Job and its ConfigMap (above) are
-# owned by the StreamReplay (blockOwnerDeletion). A handover creates the new version's StreamApp and deletes
-# the old one (handover.oldVersion: Delete).
+  verbs: ["list", "create"]
+# StreamReplays (docs/replay.md "The operator"): kopf's bookkeeping, their status; the replay's Job and its
+# ConfigMap (above) are owned by the StreamReplay (blockOwnerDeletion); the Job is deleted when its pod never
+# starts or its app is gone.
 - apiGroups: ["streamapp.io"]
   resources: ["streamreplays"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["streamapp.io"]
   resources: ["streamreplays/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["patch"]
 - apiGroups: ["streamapp.io"]
   resources: ["streamreplays/finalizers"]
   verbs: ["update"]
-- apiGroups: ["streamapp.io"]
-  resources: ["streamapps"]
-  verbs: ["create", "delete"]
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# The replay pod's last log line says what it wrote, or why it failed.
+  verbs: ["get", "create", "patch", "delete"]
+# The replay pod's log: its progress reports, and its last line says what it wrote, or why it failed.
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]

@@ -8,10 +8,11 @@ turns an unreachable broker into a condition instead of a crash.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -139,6 +140,50 @@ class KafkaAdmin(Protocol):
         ...
 
 
+#: librdkafka's own log lines (a broker that refuses connections: one FAIL line per attempt, hundreds a minute)
+#: reach the operator's log through this logger, at most ``LOG_BURST`` per admin client every ``LOG_WINDOW`` s.
+LIBRDKAFKA_LOGGER = logging.getLogger("streamapp_operator.librdkafka")
+LOG_BURST = 10
+LOG_WINDOW = 60.0
+
+
+class RateLimitedLog:
+    """librdkafka's ``logger`` for one admin client: its lines go to ``logger``, at most ``burst`` of them every
+    ``window`` seconds; the lines left out are counted and said in one warning when the next window opens (so an
+    unreachable broker costs a dozen lines a minute, not hundreds). confluent-kafka calls ``log(level, msg, *args)``
+    from ``poll`` (the clients poll at every call), in any thread."""
+
+    def __init__(
+        self,
+        what: str,
+        logger: logging.Logger = LIBRDKAFKA_LOGGER,
+        burst: int = LOG_BURST,
+        window: float = LOG_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._what, self._logger, self._burst, self._window, self._clock = what, logger, burst, window, clock
+        self._lock = threading.Lock()
+        self._since = clock()
+        self._passed = 0
+        self._dropped = 0
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        with self._lock:
+            now = self._clock()
+            if now - self._since >= self._window:
+                if self._dropped:
+                    self._logger.warning(
+                        "librdkafka (%s): left out %d more lines of the last %.0fs (at most %d a window)",
+                        self._what, self._dropped, now - self._since, self._burst,
+                    )  # fmt: skip
+                self._since, self._passed, self._dropped = now, 0, 0
+            if self._passed >= self._burst:
+                self._dropped += 1
+                return
+            self._passed += 1
+        self._logger.log(level, msg, *args)
+
+
 class _ClientErrors:
     """librdkafka's client-level errors (served by ``poll``): the cause behind a bare "transport failure",
     e.g. "SASL authentication error: ... invalid credentials"."""
@@ -159,9 +204,17 @@ class ConfluentKafkaAdmin:
         self._errors = _ClientErrors()
         settings: dict[str, Any] = {**connection.settings(), "client.id": "streamapp-operator"}
         settings["error_cb"] = self._errors.record  # not a method of self: no cycle keeps the client alive
-        self._admin = AdminClient(settings)
+        settings["logger"] = RateLimitedLog(connection.bootstrap_servers)  # served by poll: _serve_logs
+        try:
+            self._admin = AdminClient(settings)
+        except KafkaException as exc:  # librdkafka refuses its settings (an empty password, an unreadable CA)
+            raise KafkaUnavailable(f"the operator's Kafka client refused its settings: {_describe(exc)}") from exc
         self._settings = connection.settings()
         self._timeout = timeout
+
+    def _serve_logs(self) -> None:
+        """Hand librdkafka's queued log lines (and errors) to their callbacks: they wait for a ``poll``."""
+        self._admin.poll(0)
 
     def _cause(self) -> str:
         """``; <the client's last error>`` when librdkafka reported one (an authentication failure, an
@@ -171,6 +224,7 @@ class ConfluentKafkaAdmin:
 
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         wanted = set(topics)
+        self._serve_logs()
         try:
             metadata = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as exc:
@@ -253,6 +307,7 @@ class ConfluentKafkaAdmin:
         return sorted(deleted)
 
     def delete_group(self, group_id: str) -> bool:
+        self._serve_logs()
         future = self._admin.delete_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
         try:
             future.result()
@@ -271,6 +326,7 @@ class ConfluentKafkaAdmin:
             raise KafkaUnavailable(f"resetting the offsets of {group_id!r} failed: {exc}") from exc
 
     def internal_topics(self, application_id: str) -> list[str]:
+        self._serve_logs()
         try:
             metadata = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as exc:
@@ -301,6 +357,7 @@ class ConfluentKafkaAdmin:
         return [instance for instance in instance_ids if answers.get(instance) == 0]
 
     def _group_state(self, group_id: str) -> tuple[str, tuple[GroupMember, ...]]:
+        self._serve_logs()
         future = self._admin.describe_consumer_groups([group_id], request_timeout=self._timeout)[group_id]
         try:
             description = future.result()
@@ -314,6 +371,7 @@ class ConfluentKafkaAdmin:
         return _camel(description.state.name), members
 
     def _committed(self, group_id: str, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        self._serve_logs()
         request = [ConsumerGroupTopicPartitions(group_id, partitions)]
         future = self._admin.list_consumer_group_offsets(request, request_timeout=self._timeout)[group_id]
         try:
@@ -323,6 +381,7 @@ class ConfluentKafkaAdmin:
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.error is None}
 
     def _offsets(self, partitions: list[TopicPartition], spec: Any) -> dict[tuple[str, int], int]:
+        self._serve_logs()
         futures = self._admin.list_offsets({tp: spec for tp in partitions}, request_timeout=self._timeout)
         offsets = {}
         for tp, future in futures.items():

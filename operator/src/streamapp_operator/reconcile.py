@@ -59,7 +59,7 @@ from streamapp_operator.conditions import (
 from streamapp_operator.dropped_records import dropped_records
 from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
-from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, TopicSpec
+from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.observe import Observation, observe
 from streamapp_operator.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
 from streamapp_operator.operations import with_upgrade_condition as _with_upgrade
@@ -93,6 +93,7 @@ from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, p
 
 PAUSED_ANNOTATION = "streamapp.io/paused"
 SECRET_MISSING = "SecretMissing"
+SECRET_KEY_MISSING = "SecretKeyMissing"
 
 
 @dataclass(frozen=True)
@@ -337,15 +338,16 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
     problems += [upgrade.problem] if upgrade.problem is not None else []
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
-    kafka = world.kafka_for(connection)
+    # no client without its credentials: librdkafka refuses an empty password, and the report must come first
+    kafka, client_problems = _kafka_client(world, connection) if not secret_problems else (None, [])
     max_replicas = spec.autoscaling.max_replicas if spec.autoscaling is not None else None
     observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances,
                           claim_ordinals(spec.replicas, max_replicas, None))  # fmt: skip
-    plan, plan_problems = _plan(topology, application_id, observation)
-    problems += topology_problems + secret_problems + _strangers(app, application_id, observation)
+    plan, plan_problems = _plan(topology, application_id, observation) if kafka is not None else (None, [])
+    problems += topology_problems + secret_problems + client_problems + _strangers(app, application_id, observation)
     problems += plan_problems
     run = StepsRun()
-    if topology is not None and plan is not None and not problems:
+    if topology is not None and plan is not None and kafka is not None and not problems:
         operations = plan_operations(app.name, app.namespace, spec, upgrade, topology, plan.tasks, observation,
                                      world.cluster, world.instances, previous_status, epoch())  # fmt: skip
         spec = spec.model_copy(update={"replicas": operations.replicas})
@@ -364,6 +366,14 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
                                                 app.generation, now)  # fmt: skip
     result.events[:0] = run.events + upgrade.events
     return result
+
+
+def _kafka_client(world: World, connection: KafkaConnection) -> tuple[KafkaAdmin | None, list[Problem]]:
+    """The admin client of ``connection``, or why librdkafka refused to build it (``KafkaUnavailable``)."""
+    try:
+        return world.kafka_for(connection), []
+    except KafkaUnavailable as exc:
+        return None, [Problem(KAFKA_UNAVAILABLE, str(exc))]
 
 
 def _strangers(app: App, application_id: str, observation: Observation) -> list[Problem]:
@@ -443,7 +453,11 @@ def _rollout(
 
 def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tuple[KafkaConnection, list[Problem]]:
     """The operator's own connection to the app's Kafka: the same security settings as the pods, with the
-    credentials read from their Secrets (through the seam; never logged, never in status)."""
+    credentials read from their Secrets (through the seam; never logged, never in status).
+
+    A Secret that does not exist (``SecretMissing``), or a key it lacks or holds empty (``SecretKeyMissing``),
+    is a problem naming the field, the Secret and the key: the caller reports it and builds no Kafka client
+    (librdkafka refuses an empty SASL password at construction)."""
     security = desired.security_config(kafka)
     problems: list[Problem] = []
 
@@ -451,11 +465,11 @@ def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tupl
         if ref is None:
             return None
         data = cluster.read_secret(namespace, ref.name)
-        if data is None or ref.key not in data:
-            what = f"Secret {ref.name}" if data is None else f"key {ref.key!r} of Secret {ref.name}"
-            problems.append(Problem(SECRET_MISSING, f"{field}: {what} does not exist"))
+        problem = secret_problem(data, ref, field)
+        if problem is not None:
+            problems.append(problem)
             return None
-        return data[ref.key]
+        return (data or {})[ref.key]
 
     auth = kafka.authentication
     if auth is not None:
@@ -468,6 +482,19 @@ def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tupl
         if ca is not None:
             security["ssl.ca.pem"] = ca
     return KafkaConnection(kafka.bootstrap_servers, tuple(sorted(security.items()))), problems
+
+
+def secret_problem(data: dict[str, str] | None, ref: SecretKeyRef, field: str) -> Problem | None:
+    """Why Secret ``ref.name`` (its decoded ``data``; None: it does not exist) cannot give ``ref.key`` for ``field``,
+    or None. Names the Secret, the key and the keys it has, never a value."""
+    if data is None:
+        return Problem(SECRET_MISSING, f"{field}: Secret {ref.name} does not exist")
+    if ref.key not in data:
+        keys = ", ".join(sorted(data)) or "none"
+        return Problem(SECRET_KEY_MISSING, f"{field}: Secret {ref.name} has no key {ref.key!r} (its keys: {keys})")
+    if not data[ref.key].strip():
+        return Problem(SECRET_KEY_MISSING, f"{field}: key {ref.key!r} of Secret {ref.name} is empty")
+    return None
 
 
 def _plan(

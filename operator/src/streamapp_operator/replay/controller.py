@@ -42,7 +42,7 @@ from streamapp_operator.desired import owned_by, security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
-from streamapp_operator.replay import decisions
+from streamapp_operator.replay import decisions, job_start
 from streamapp_operator.replay.models import (
     EmitMode,
     OldVersionPolicy,
@@ -53,7 +53,7 @@ from streamapp_operator.replay.models import (
     StreamReplaySpec,
 )
 from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.steps import StepOutcome, run_steps
+from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
 from streamapp_operator.times import seconds_between
 from streamapp_operator.validate import CONSUMER_GROUP_IN_USE, Peer, Problem, foreign_members, identity_conflicts
 
@@ -63,6 +63,8 @@ PROGRESS_LOG_LINES = 200
 #: The replay's creation time in the identity check: sorts after every RFC 3339 instant, so that every StreamApp
 #: claiming the replay's ``application.id`` holds it (a replay never takes an id, whoever came first).
 AFTER_EVERY_APP = "~"
+#: The replay's reason when the StreamApp it replays is gone before the replay could finish.
+APP_MISSING = "AppMissing"
 
 
 class ReplayCluster(Cluster, Protocol):
@@ -302,6 +304,12 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     state = decisions.job_state(job)
     seconds = _seconds_since(ctx.status.get("startTime"), ctx.now)
     if state.phase == "Running" or state.phase == "Pending":
+        try:
+            pods: list[dict[str, Any]] | None = _job_pods(ctx, job)
+        except KubernetesUnavailable:  # unknown: the Job's own conditions still end the replay
+            pods = None
+        if pods is not None and not job_start.started(pods):  # active counts pending pods too: not "running"
+            _await_start(ctx, job, pods, seconds)
         assert ctx.kafka is not None
         # the done markers appear once Spark writes: how much of the output is committed so far
         so_far = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
@@ -337,6 +345,39 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     return outcome
 
 
+def _await_start(
+    ctx: ReplayContext, job: Mapping[str, Any] | None, pods: list[dict[str, Any]], seconds: int | None
+) -> None:
+    """The Job's pod has not started: wait (``Degraded`` naming Kubernetes' reason when there is one), or fail the
+    replay and delete its Job once ``spec.spark.startTimeoutSeconds`` passed (``job_start.start_verdict``)."""
+    name, timeout = ctx.status["job"], ctx.spec.spark.start_timeout_seconds
+    problem = job_start.start_problem(pods, [] if pods else _job_events(ctx, name))
+    verdict = job_start.start_verdict(problem, seconds, timeout, name, job_start.pending_detail(pods))
+    if verdict.failed is not None:
+        _delete_job(ctx.world.cluster, ctx.replay, job)
+        raise ReplayFailed(*verdict.failed)
+    progress = decisions.progress_text("Starting", seconds=seconds, step=problem.reason if problem else None)
+    ctx.record(durationSeconds=seconds, progress=progress)
+    if verdict.problem is not None:
+        raise Blocked(Problem(verdict.problem.reason, job_start.waiting_text(verdict.problem, timeout)))
+    raise Waiting("waiting for the Job's pod to start")
+
+
+def _job_events(ctx: ReplayContext, job: str) -> list[dict[str, Any]]:
+    """The Job controller's ``FailedCreate`` events of the replay's Job ([] when they cannot be listed: the
+    timeout still ends the wait)."""
+    try:
+        return ctx.world.cluster.list_events(ctx.replay.namespace, "Job", job, job_start.FAILED_CREATE)
+    except KubernetesUnavailable:
+        return []
+
+
+def _delete_job(cluster: ReplayCluster, replay: Replay, job: Mapping[str, Any] | None) -> None:
+    """Delete the replay's own Job (its pods with it): one that will never run is not left pending for ever."""
+    if job is not None and owned_by(job, replay.uid):
+        cluster.delete("Job", replay.namespace, job["metadata"]["name"], job["metadata"]["uid"])
+
+
 def hand_over(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("phase") != Phase.HANDING_OVER.value:
         return StepOutcome()
@@ -362,7 +403,7 @@ def hand_over(ctx: ReplayContext) -> StepOutcome:
 
 def _set_group_offsets(ctx: ReplayContext) -> str:
     if ctx.kafka is None:  # the app (and with it the Kafka connection) is gone before the new version exists
-        raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
+        raise ReplayFailed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     group = ctx.status["applicationId"]
     end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
     if _our_new_version(ctx) is not None:
@@ -383,7 +424,7 @@ def _create_new_version(ctx: ReplayContext) -> str:
         ctx.record(newVersionUid=existing["metadata"].get("uid"))
         return f"StreamApp {name} exists"
     if ctx.app is None:
-        raise ReplayFailed("AppMissing", f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
+        raise ReplayFailed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
         ctx.app, name, ctx.status["applicationId"], _topology_document(ctx), ctx.replay.name, ctx.replay.uid
     )
@@ -448,6 +489,8 @@ def reconcile_replay(
         ctx = _context(replay, spec, current, world, now)
     except ReplayFailed as exc:
         return _failed(replay, previous, current, exc, now, [])
+    except Blocked as exc:
+        return _blocked(replay, previous, current, exc, now, [])
     if ctx is None:  # waiting for the app
         return ReplayResult(status=_finish(replay, previous, current, now))
     try:
@@ -456,11 +499,7 @@ def reconcile_replay(
         ctx.status["waiting"] = str(exc)
         return ReplayResult(status=_finish(replay, previous, ctx.status, now), events=ctx.events)
     except Blocked as exc:
-        ctx.status["waiting"] = f"blocked: {exc}"
-        before: dict[str, Any] = next((c for c in previous.get("conditions") or [] if c.get("type") == "Degraded"), {})
-        said = before.get("status") == "True" and before.get("message") == str(exc)  # one event, not one a tick
-        events = ctx.events if said else [*ctx.events, Event("Warning", exc.problem.reason, str(exc))]
-        return ReplayResult(status=_finish(replay, previous, ctx.status, now, exc.problem), events=events)
+        return _blocked(replay, previous, ctx.status, exc, now, ctx.events)
     except ReplayFailed as exc:
         return _failed(replay, previous, ctx.status, exc, now, ctx.events)
     ctx.status.update(run.status)
@@ -477,6 +516,8 @@ def _context(
     except ValidationError as exc:
         raise ReplayFailed("InvalidSpec", str(exc)) from exc
     app = world.cluster.get("StreamApp", replay.namespace, parsed.app_ref.name)
+    if app is None and status.get("phase") == Phase.RUNNING.value:
+        _app_deleted_mid_job(world.cluster, replay, parsed, status)
     if app is None and status.get("phase") != Phase.HANDING_OVER.value:
         status["waiting"] = f"StreamApp {parsed.app_ref.name} does not exist"
         return None
@@ -511,10 +552,40 @@ def _context(
     kafka = None
     if app_spec is not None:
         connection, problems = kafka_connection(world.cluster, replay.namespace, app_spec.kafka)
-        if problems:
-            raise ReplayFailed(problems[0].reason, problems[0].message)
-        kafka = world.kafka_for(connection)
+        if problems:  # before any Kafka client: the replay waits (Degraded) until the Secret is there
+            messages = "; ".join(p.message for p in problems)
+            raise Blocked(Problem(problems[0].reason, f"StreamApp {parsed.app_ref.name}: {messages}"))
+        try:
+            kafka = world.kafka_for(connection)
+        except KafkaUnavailable as exc:  # librdkafka refused the settings: said, retried at every reconcile
+            raise Blocked(Problem(KAFKA_UNAVAILABLE, f"StreamApp {parsed.app_ref.name}: {exc}")) from exc
     return ReplayContext(replay, parsed, app, app_spec, world, kafka, description, status, now)
+
+
+def _app_deleted_mid_job(
+    cluster: ReplayCluster, replay: Replay, spec: StreamReplaySpec, status: dict[str, Any]
+) -> None:
+    """The replayed StreamApp is gone while the replay's Job exists (``phase: Running``). A handover has nothing
+    left to hand over from, and a Job whose pod never started has done nothing: either fails at once, its Job
+    deleted. A running backfill's job is left to end (its output keeps what it commits), then fails: without the
+    app there is no Kafka connection to count or check what it wrote. Raises ReplayFailed, or Blocked while it
+    waits (``Degraded``, reason ``AppMissing``)."""
+    app, name = spec.app_ref.name, status.get("job") or decisions.job_name(replay.name)
+    job = cluster.get("Job", replay.namespace, name)
+    state = decisions.job_state(job)
+    gone = f"StreamApp {app} was deleted while the replay's Spark job ran"
+    if state.phase == "Succeeded":
+        unchecked = "its output topics hold what it wrote, which the replay did not count or check without the app"
+        raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} completed: {unchecked}")
+    if state.phase == "Failed":
+        raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} failed: {state.message}")
+    if spec.mode == ReplayMode.HANDOVER or not job_start.started(_owned_pods(cluster, replay.namespace, name, job)):
+        _delete_job(cluster, replay, job)
+        why = "there is no app to hand over from" if spec.mode == ReplayMode.HANDOVER else "its pod had not started"
+        raise ReplayFailed(APP_MISSING, f"{gone}: {why}; Job {name} deleted")
+    status["progress"] = "app deleted: waiting for the Spark job to end"
+    then = "its output keeps what it commits; delete the StreamReplay to stop it now"
+    raise Blocked(Problem(APP_MISSING, f"{gone}: the replay fails when Job {name} ends ({then})"))
 
 
 def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any]) -> None:
@@ -572,13 +643,24 @@ def _progress_report(ctx: ReplayContext, job: Mapping[str, Any] | None) -> Repla
         return None
 
 
-def _pod_log(ctx: ReplayContext, job: Mapping[str, Any] | None, tail_lines: int = 30) -> str:
-    """The end of the log of the replay Job's last pod (a pod the Job owns: a pod merely labelled like it says
-    nothing of the replay); "" when there is none or the API cannot serve it (best effort)."""
+def _job_pods(ctx: ReplayContext, job: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    return _owned_pods(ctx.world.cluster, ctx.replay.namespace, ctx.status["job"], job)
+
+
+def _owned_pods(
+    cluster: ReplayCluster, namespace: str, job_name: str, job: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The replay Job's pods, oldest first (pods the Job owns: a pod merely labelled like it says nothing of
+    the replay)."""
     uid = str(((job or {}).get("metadata") or {}).get("uid") or "")
-    pods = ctx.world.cluster.list_pods(ctx.replay.namespace, f"job-name={ctx.status['job']}")
-    pods = [pod for pod in pods if uid and owned_by(pod, uid)]
-    pods.sort(key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
+    pods = [pod for pod in cluster.list_pods(namespace, f"job-name={job_name}") if uid and owned_by(pod, uid)]
+    return sorted(pods, key=lambda pod: str(pod.get("metadata", {}).get("creationTimestamp", "")))
+
+
+def _pod_log(ctx: ReplayContext, job: Mapping[str, Any] | None, tail_lines: int = 30) -> str:
+    """The end of the log of the replay Job's last pod; "" when there is none or the API cannot serve it (best
+    effort)."""
+    pods = _job_pods(ctx, job)
     if not pods:
         return ""
     try:
@@ -598,6 +680,17 @@ def _failed(
     status.pop("waiting", None)
     events = [*events, Event("Warning", exc.reason, str(exc))]
     return ReplayResult(status=_finish(replay, previous, status, now, Problem(exc.reason, str(exc))), events=events)
+
+
+def _blocked(
+    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: Blocked, now: str, events: list[Event]
+) -> ReplayResult:
+    """The replay waits, ``Degraded`` naming what is in the way; a Warning event when that changes, not every tick."""
+    status["waiting"] = f"blocked: {exc}"
+    before: dict[str, Any] = next((c for c in previous.get("conditions") or [] if c.get("type") == "Degraded"), {})
+    said = before.get("status") == "True" and before.get("message") == str(exc)
+    events = events if said else [*events, Event("Warning", exc.problem.reason, str(exc))]
+    return ReplayResult(status=_finish(replay, previous, status, now, exc.problem), events=events)
 
 
 def _finish(

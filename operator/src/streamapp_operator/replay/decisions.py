@@ -768,6 +768,9 @@ def progress_text(
     report: ReplayProgress | None = None,
 ) -> str:
     """The printer column's progress, e.g. ``spark job running 40s, 1200/5000 records processed (24%)``."""
+    if phase == "Starting":  # the Job's pod has no started container yet (``step``: Kubernetes' reason, if any)
+        waited = f"spark job not started after {seconds}s" if seconds is not None else "spark job starting"
+        return f"{waited}: {step}" if step else waited
     if phase == "Running":
         running = f"spark job running {seconds}s" if seconds is not None else "spark job starting"
         if report is not None:

@@ -21,7 +21,7 @@ from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
 from streamapp_operator.replay.decisions import deletion_event
-from streamapp_operator.replay.models import GROUP, PLURAL
+from streamapp_operator.replay.models import GROUP, PLURAL, Phase
 from streamapp_operator.resources import VERSION
 from streamapp_operator.validate import Peer
 
@@ -29,6 +29,8 @@ from streamapp_operator.validate import Peer
 PEERS_INDEX = "application_ids"
 #: Seconds between two reconciles of a StreamReplay that is not finished (Job progress, handover steps).
 REPLAY_INTERVAL = 5.0
+#: Phases after which nothing changes: no timer runs for them.
+FINISHED = frozenset({Phase.SUCCEEDED.value, Phase.FAILED.value})
 
 logger = logging.getLogger(__name__)
 _world: ReplayWorld | None = None
@@ -47,9 +49,21 @@ def configure_replays(**_: Any) -> None:
     )
 
 
+def unfinished(status: kopf.Status, **_: Any) -> bool:
+    """kopf's filter of :func:`advance_streamreplay`: the replay is neither Succeeded nor Failed. kopf evaluates
+    it at every change of the StreamReplay (its status included), so a finished replay's timer stops."""
+    return status.get("phase") not in FINISHED
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=REPLAY_INTERVAL, initial_delay=REPLAY_INTERVAL, when=unfinished)
+def advance_streamreplay(**kwargs: Any) -> None:
+    """The same reconcile every ``REPLAY_INTERVAL`` seconds while the replay is not finished (Job progress,
+    handover steps); the per-replay lock keeps it from running beside another reconcile of the same replay."""
+    reconcile_streamreplay(**kwargs)
+
+
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
-@kopf.timer(GROUP, VERSION, PLURAL, interval=REPLAY_INTERVAL, initial_delay=REPLAY_INTERVAL)
 def reconcile_streamreplay(
     body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **kwargs: Any
 ) -> None:

@@ -130,6 +130,14 @@ class SparkSpec(_Model):
     driver: SparkDriver = Field(default_factory=SparkDriver, json_schema_extra={"default": {}})
     executor: SparkExecutor = Field(default_factory=SparkExecutor, json_schema_extra={"default": {}})
     retries: int = Field(default=1, ge=0, le=5, description="Job retries (backoffLimit); a rerun writes no duplicate.")
+    start_timeout_seconds: int = Field(
+        default=300,
+        ge=30,
+        le=86400,
+        description="Seconds the Job's pod has to start a container after the Job is created: a pod that cannot be "
+        "created, scheduled or pull its image fails the replay then, with Kubernetes' reason (Degraded names it "
+        "meanwhile).",
+    )
     service_account_name: str | None = Field(
         default=None,
         min_length=1,
