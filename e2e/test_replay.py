@@ -80,6 +80,14 @@ def test_backfill_writes_exact_counts_and_leaves_the_app_alone(running_app: tupl
     sink = f"{prefix}-backfill"
     topology = replay.counting_topology(f"{prefix}-flights", sink, PER_CARRIER_ORIGIN, "by-carrier-origin")
     cluster.apply(replay.streamreplay("backfill", "flights", "backfill", topology), namespace)
+    # a second backfill of the app while the first runs is refused by name (it would write every record twice)
+    cluster.apply(replay.streamreplay("backfill-again", "flights", "backfill", topology), namespace)
+    cluster.wait_until(lambda: replay.replay_status("backfill-again", namespace).get("phase") == "Failed", 60,
+                       "the second backfill to be refused")  # fmt: skip
+    refused = {c["type"]: c for c in replay.replay_status("backfill-again", namespace)["conditions"]}["Failed"]
+    assert refused["reason"] == "ReplayInProgress", refused
+    assert refused["message"].startswith(f"StreamReplay {namespace}/backfill ("), refused["message"]
+    assert "job" not in replay.replay_status("backfill-again", namespace)
     status = replay.wait_phase("backfill", namespace, ("Succeeded",), show=print)
     ends = status["resolvedOffsets"]["to"][f"{prefix}-flights"]
     assert sum(ends.values()) == BATCH_1 and status["recordsRead"] == BATCH_1

@@ -95,6 +95,8 @@ class Replay:
     namespace: str
     uid: str
     generation: int
+    created: str = ""
+    """``metadata.creationTimestamp`` (RFC 3339): of two replays in each other's way, the older goes on."""
 
     @property
     def owner(self) -> decisions.ReplayOwner:
@@ -110,6 +112,8 @@ class ReplayWorld:
     kafka_for: Callable[[KafkaConnection], ReplayKafka]
     image: str = DEFAULT_IMAGE
     peers: Callable[[], Iterable[Peer]] = lambda: ()
+    replays: Callable[[], Iterable[decisions.ReplayClaim]] = lambda: ()
+    """The cluster's unfinished StreamReplays (kopf's ``replay_claims`` index, ``handlers.py``)."""
 
 
 @dataclass
@@ -170,6 +174,7 @@ def check_identity(ctx: ReplayContext) -> StepOutcome:
         return StepOutcome()
     assert ctx.kafka is not None
     _check_no_app_claims(ctx)
+    _check_no_replay_in_progress(ctx)
     group = ctx.status["applicationId"]
     members = [m.client_id for m in ctx.kafka.group_lag(group, []).members]
     strangers = foreign_members(group, members, _new_name(ctx))
@@ -213,6 +218,22 @@ def _check_no_app_claims(ctx: ReplayContext) -> None:
             conflicts[0].reason,
             f"the replay's {conflicts[0].message}; a StreamReplay's default is <the app's application.id>-<its name>",
         )
+
+
+def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
+    replay = ctx.replay
+    me = decisions.ReplayClaim(
+        replay.namespace,
+        replay.name,
+        replay.uid,
+        replay.created,
+        f"{replay.namespace}/{ctx.spec.app_ref.name}",
+        frozenset(ctx.description.sink_topics()),
+        ctx.status.get("phase", ""),
+    )
+    conflicts = decisions.replay_conflicts(me, ctx.world.replays())
+    if conflicts:
+        raise ReplayFailed(conflicts[0].reason, conflicts[0].message)
 
 
 def resolve_offsets(ctx: ReplayContext) -> StepOutcome:

@@ -13,25 +13,27 @@ import os
 import threading
 import time
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import kopf
 
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
-from streamapp_operator.replay.decisions import deletion_event
+from streamapp_operator.replay.decisions import ReplayClaim, deletion_event, sink_topics_of
 from streamapp_operator.replay.models import GROUP, PLURAL, Phase
 from streamapp_operator.resources import VERSION
-from streamapp_operator.validate import Peer
 
 #: kopf's index of every StreamApp's ``application.id`` (``streamapp_operator.main.application_ids``).
 PEERS_INDEX = "application_ids"
+#: kopf's index of the StreamReplays that have not finished (:func:`replay_claims`).
+REPLAYS_INDEX = "replay_claims"
 #: Seconds between two reconciles of a StreamReplay that is not finished (Job progress, handover steps).
 REPLAY_INTERVAL = 5.0
 #: Phases after which nothing changes: no timer runs for them.
 FINISHED = frozenset({Phase.SUCCEEDED.value, Phase.FAILED.value})
 
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
 _world: ReplayWorld | None = None
 _admins = AdminPool()
@@ -73,13 +75,21 @@ def reconcile_streamreplay(
     ``application.id``) is the identity check's ``peers``."""
     if _world is None:
         raise kopf.TemporaryError("the operator is still starting", delay=1)
-    replay = Replay(str(meta["name"]), str(meta["namespace"]), str(meta["uid"]), int(meta.get("generation", 0)))
+    replay = Replay(
+        str(meta["name"]),
+        str(meta["namespace"]),
+        str(meta["uid"]),
+        int(meta.get("generation", 0)),
+        str(meta.get("creationTimestamp", "")),
+    )
     peers = snapshot(kwargs[PEERS_INDEX])
+    replays = snapshot(kwargs[REPLAYS_INDEX])
     world = ReplayWorld(
         cluster=_world.cluster,
         kafka_for=functools.partial(_admins.admin_for, user=replay.uid),
         image=_world.image,
         peers=lambda: peers,
+        replays=lambda: replays,
     )
     with _lock(replay.uid):
         try:
@@ -108,8 +118,29 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
         _locks.pop(uid, None)
 
 
-def snapshot(index: Mapping[str, Collection[Peer]]) -> list[Peer]:
-    """A copy of kopf's index of StreamApps (its watcher changes it from another thread while it is read); an
+@kopf.index(GROUP, VERSION, PLURAL)
+def replay_claims(meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, ReplayClaim]:
+    """Every StreamReplay that has not finished, by uid: the app it replays and the topics it writes
+    (``decisions.replay_conflicts`` keeps two of them from writing the same history)."""
+    phase = str(status.get("phase") or "")
+    if phase in FINISHED:
+        return {}
+    namespace = str(meta["namespace"])
+    app = str((spec.get("appRef") or {}).get("name") or "")
+    claim = ReplayClaim(
+        namespace=namespace,
+        name=str(meta["name"]),
+        uid=str(meta["uid"]),
+        created=str(meta.get("creationTimestamp", "")),
+        app=f"{namespace}/{app}",
+        sinks=sink_topics_of(spec.get("topology")),
+        phase=phase,
+    )
+    return {claim.uid: claim}
+
+
+def snapshot(index: Mapping[str, Collection[T]]) -> list[T]:
+    """A copy of one of kopf's indices (its watcher changes it from another thread while it is read); an
     index that keeps changing is retried later rather than read as empty (that would pass every identity check)."""
     for _ in range(3):
         try:
