@@ -491,7 +491,35 @@ _HANDOVER: dict[str, Callable[[ReplayContext], str]] = {
 }
 assert tuple(_HANDOVER) == decisions.HANDOVER_STEPS
 
-STEPS = (check_identity, check_children, resolve_offsets, create_sink_topics, launch_job, track_job, hand_over)
+
+def delete_leftover_topics(ctx: ReplayContext) -> StepOutcome:
+    """Once the replay succeeded: delete what it made in Kafka that nothing reads any more, so replays do not pile
+    up topics (the audit counted 21 from 13 replays): its done-markers topic and, for a backfill, the changelog and
+    repartition topics of its ``application.id`` (no app ever runs under it). A handover's new version runs under
+    that ``application.id`` and keeps them (its warm state). Recorded in ``status.topicsDeleted``."""
+    if ctx.status.get("phase") != Phase.SUCCEEDED.value or "topicsDeleted" in ctx.status:
+        return StepOutcome()
+    assert ctx.kafka is not None
+    return ctx.record(topicsDeleted=_delete_leftovers(ctx.kafka, ctx.spec.mode, ctx.status))
+
+
+def _delete_leftovers(kafka: ReplayKafka, mode: ReplayMode, status: Mapping[str, Any]) -> list[str]:
+    doomed = [f"streamapp-replay-{status['replayId']}-markers"] if status.get("replayId") else []
+    if mode == ReplayMode.BACKFILL and status.get("applicationId"):
+        doomed += kafka.internal_topics(status["applicationId"])
+    return kafka.delete_topics(doomed) if doomed else []
+
+
+STEPS = (
+    check_identity,
+    check_children,
+    resolve_offsets,
+    create_sink_topics,
+    launch_job,
+    track_job,
+    hand_over,
+    delete_leftover_topics,
+)
 
 
 # -- the reconcile ------------------------------------------------------------------------------------------------
@@ -522,6 +550,9 @@ def reconcile_replay(
     except Blocked as exc:
         return _blocked(replay, previous, ctx.status, exc, now, ctx.events)
     except ReplayFailed as exc:
+        if ctx.kafka is not None and ctx.status.get("job") and not _new_version_created(ctx.status):
+            with contextlib.suppress(KafkaUnavailable):  # best effort: the failure is what the status must say
+                ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status)
         return _failed(replay, previous, ctx.status, exc, now, ctx.events)
     ctx.status.update(run.status)
     ctx.status.pop("waiting", None)
@@ -688,6 +719,14 @@ def _pod_log(ctx: ReplayContext, job: Mapping[str, Any] | None, tail_lines: int 
         return ctx.world.cluster.read_pod_log(ctx.replay.namespace, pods[-1]["metadata"]["name"], tail_lines)
     except KubernetesUnavailable:
         return ""
+
+
+def _new_version_created(status: Mapping[str, Any]) -> bool:
+    """Whether a handover got as far as creating the new version (which runs on the replay's internal topics)."""
+    steps = {step.get("name"): step.get("state") for step in status.get("handover") or []}
+    return steps.get("createNewVersion") in (StepState.STARTED.value, StepState.DONE.value) or bool(
+        status.get("newVersionUid")
+    )
 
 
 def _markers(ctx: ReplayContext) -> str:

@@ -284,6 +284,11 @@ class StreamReplayStatus(_Model):
         default=None, description="uid of the replayed StreamApp: the only one a handover removes (oldVersion Delete)."
     )
     replay_id: str | None = Field(default=None, description="Keys the replay's transactional writes.")
+    topics_deleted: list[str] | None = Field(
+        default=None,
+        description="Topics the replay deleted when it ended: its markers and, for a backfill (or a handover that "
+        "failed before its new version existed), its changelog and repartition topics.",
+    )
     resolved_offsets: ResolvedOffsets | None = None
     records_read: int | None = None
     records_processed: int | None = Field(

@@ -1,0 +1,51 @@
+"""A replay leaves no topics behind that nothing reads (issue 19: 21 topics from 13 replays): a backfill's
+changelog and repartition topics go when it succeeds or fails, a handover's stay with the new version that runs on
+them (its warm state), and a handover that fails before the new version existed leaves none either."""
+
+from __future__ import annotations
+
+from replay_fakes import HANDOVER, NS, SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
+
+BACKFILL = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
+INTERNAL = ["flights-flights-v2-count-changelog", "flights-flights-v2-by-key-repartition"]
+
+
+def test_a_backfill_that_succeeds_deletes_its_internal_topics() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, BACKFILL, {})
+    kafka.topics.update({topic: 2 for topic in [*INTERNAL, "flights-other-changelog"]})
+    finish_job(cluster)
+    status = reconcile_step(world, BACKFILL, status)
+    assert status["phase"] == "Succeeded"
+    assert sorted(status["topicsDeleted"]) == sorted(INTERNAL)
+    assert not set(INTERNAL) & set(kafka.topics) and "flights-other-changelog" in kafka.topics
+
+
+def test_a_backfill_that_fails_deletes_them_too() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, BACKFILL, {})
+    kafka.topics.update({topic: 2 for topic in INTERNAL})
+    finish_job(cluster, "Failed")
+    status = reconcile_step(world, BACKFILL, status)
+    assert status["phase"] == "Failed" and sorted(status["topicsDeleted"]) == sorted(INTERNAL)
+
+
+def test_a_handover_keeps_them_for_the_new_version() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    kafka.topics.update({topic: 2 for topic in INTERNAL})
+    finish_job(cluster)
+    status = reconcile_step(world, HANDOVER, status)
+    cluster.set_status("StreamApp", NS, "flights-v2", {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Succeeded" and status["topicsDeleted"] == []
+    assert set(INTERNAL) <= set(kafka.topics)
+
+
+def test_a_handover_whose_job_failed_leaves_none() -> None:
+    world, cluster, kafka = replay_world()
+    status = reconcile_step(world, HANDOVER, {})
+    kafka.topics.update({topic: 2 for topic in INTERNAL})
+    finish_job(cluster, "Failed")
+    status = reconcile_step(world, HANDOVER, status)
+    assert status["phase"] == "Failed" and sorted(status["topicsDeleted"]) == sorted(INTERNAL)
