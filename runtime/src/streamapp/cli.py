@@ -15,6 +15,14 @@
   [--state-dir DIR] [--dry-run]``: Kafka's ``kafka-streams-application-reset`` for a stopped application
   (docs/reset.md): resets the group's committed offsets of the input topics, deletes the internal topics and,
   with ``--state-dir``, the local state ``<DIR>/<application.id>``.
+- ``streamapp manifest --topology FILE|module:fn --name NAME --image IMAGE [--replicas N --threads N
+  --bootstrap-servers ... --config FILE --set key=value --application-id ID --image-pull-policy P --state-size Q]``:
+  print the StreamApp manifest (``streamapp.commands.manifest``); with ``--replay NAME --mode backfill|handover
+  [--spark-image IMAGE]`` a StreamReplay instead.
+- ``streamapp topics create --topology FILE|module:fn (--bootstrap-server HOST:PORT | --config FILE) [--partitions N]
+  [--retention-ms MS]``: create the topology's missing external topics; ``streamapp topics tail TOPIC --topology
+  ... [--from-beginning] [--max-records N] [--timeout-ms MS]``: print its records decoded with the topology's
+  serdes (``streamapp.commands.topics``).
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
   batch job (extra ``streamapp-runtime[replay]``, docs/replay.md), report its progress on stderr and print what
   it read and wrote as JSON.
@@ -36,6 +44,7 @@ from typing import Any
 import click
 import yaml
 
+from streamapp.commands.manifest import manifest
 from streamapp.commands.topologies import export_description, load_description, load_topology, pairs
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, ToEarliest, parse_datetime, parse_offsets, plan_reset
 from streamapp.topology import TopologyError
@@ -291,3 +300,6 @@ def _positive_int(topic: str, text: str) -> int:
             f"partition count of '{topic}' must be a positive integer, got '{text}'", param_hint="--partitions"
         )
     return count
+
+
+main.add_command(manifest)
