@@ -45,6 +45,7 @@ import click
 import yaml
 
 from streamapp.commands.manifest import manifest
+from streamapp.commands.topics import topics
 from streamapp.commands.topologies import export_description, load_description, load_topology, pairs
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, ToEarliest, parse_datetime, parse_offsets, plan_reset
 from streamapp.topology import TopologyError
@@ -303,3 +304,4 @@ def _positive_int(topic: str, text: str) -> int:
 
 
 main.add_command(manifest)
+main.add_command(topics)
