@@ -369,3 +369,32 @@ def test_run_of_a_function_with_lambdas_and_a_bad_config_lists_both(tmp_path: Pa
     assert _FakeKafkaStreams.created == []
     assert "Error: cannot run: 3 problems:\n  - node 'all': predicate: a lambda" in result.output
     assert f"  - {config}: invalid streams config: 'bootstrap.servers' is required" in result.output
+
+
+def build_with_a_lambda_and_a_misspelt_reference() -> Any:
+    from streamapp import StreamsBuilder
+
+    builder = StreamsBuilder()
+    stream = builder.stream("a", name="in").filter(lambda key, value: True, name="all")
+    stream.map_values(f"{__name__}:no_such_mapper", name="same").to("b", name="out")
+    return builder
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_of_a_function_lists_its_lambdas_and_its_misspelt_references_together(tmp_path: Path) -> None:
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9\n")
+
+    result = _invoke(
+        "run", "--topology", f"{__name__}:build_with_a_lambda_and_a_misspelt_reference", "--config", str(config)
+    )
+
+    assert result.exit_code == 1
+    assert _FakeKafkaStreams.created == []
+    lines = result.output.splitlines()
+    assert lines[0] == "Error: cannot run: 2 problems:"
+    assert lines[1].startswith(f"  - node 'all': predicate: a lambda in {__name__} cannot be exported")
+    assert lines[2] == (
+        f"  - node 'same': mapper: function reference '{__name__}:no_such_mapper': "
+        f"module '{__name__}' has no attribute 'no_such_mapper'"
+    )

@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from streamapp.commands.topologies import load_topology
+from streamapp.commands.topologies import build_description, import_from_working_folder, load_description
 from streamapp.config import ConfigError, StreamsConfig
 from streamapp.kafka.config_check import client_config_problems
-from streamapp.topology import TopologyDescription, TopologyError
+from streamapp.topology import TopologyDescription
 from streamapp.topology.references import reference_problems
 
 __all__ = ["preflight", "problems_message"]
@@ -53,14 +53,20 @@ def problems_message(problems: list[str]) -> str:
 
 
 def _topology(topology_ref: str, defaults: dict[str, Any]) -> tuple[TopologyDescription | None, list[str]]:
-    """The description and the problems of its references; ``(None, problems)`` when it cannot be loaded."""
+    """The description and its problems: functions that cannot be exported, then references that do not import;
+    ``(None, [why])`` when it cannot be loaded at all."""
+    import_from_working_folder()
     try:
-        description = load_topology(topology_ref, defaults)
+        if Path(topology_ref).is_file():
+            description, _ = load_description(Path(topology_ref), defaults)
+        elif ":" in topology_ref:
+            description = build_description(topology_ref, defaults)
+        else:
+            raise click.BadParameter(
+                f"'{topology_ref}' is neither a file nor 'module:function'", param_hint="--topology"
+            )
     except click.BadParameter:
         raise
     except click.ClickException as exc:
-        cause = exc.__cause__
-        if isinstance(cause, TopologyError) and len(cause.problems) > 1:
-            return None, list(cause.problems)
         return None, [exc.message]
-    return description, reference_problems(description)
+    return description, description.export_problems() + reference_problems(description)

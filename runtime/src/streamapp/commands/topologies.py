@@ -19,16 +19,34 @@ from streamapp.dsl import StreamsBuilder
 from streamapp.dsl.builder import with_default_serdes
 from streamapp.topology import TopologyDescription, TopologyError, resolve_function
 
-__all__ = ["export_description", "import_from_working_folder", "load_description", "load_topology", "pairs"]
+__all__ = [
+    "build_description",
+    "export_description",
+    "import_from_working_folder",
+    "load_description",
+    "load_topology",
+    "pairs",
+]
 
 
 def export_description(function: str, config: Mapping[str, Any] | None = None) -> TopologyDescription:
-    """Call ``function`` (a ``module:attr`` reference) and return its validated description (a StreamsBuilder is
-    built with ``config``'s default serdes).
+    """Call ``function`` (a ``module:attr`` reference) and return its validated, exportable description (a
+    StreamsBuilder is built with ``config``'s default serdes).
 
     The current directory is importable, as with ``python -m``. Raises ClickException on any failure; every
     function that cannot be exported (lambdas, nested functions) is listed in one error.
     """
+    description = build_description(function, config)
+    try:
+        description.check_exportable()  # e.g. lambdas: names every node and parameter
+    except TopologyError as exc:
+        raise click.ClickException(str(exc)) from exc
+    return description
+
+
+def build_description(function: str, config: Mapping[str, Any] | None = None) -> TopologyDescription:
+    """``export_description`` without the export check: the description may keep in-process functions
+    (``TopologyDescription.export_problems`` lists them). Raises ClickException."""
     import_from_working_folder()
     try:
         build = resolve_function(function)
@@ -36,11 +54,10 @@ def export_description(function: str, config: Mapping[str, Any] | None = None) -
         result = build()
         if isinstance(result, StreamsBuilder):
             result = result.build(config)
-        if isinstance(result, TopologyDescription):
-            result.check_exportable()  # e.g. lambdas: names every node and parameter
-            return result
     except TopologyError as exc:
         raise click.ClickException(str(exc)) from exc
+    if isinstance(result, TopologyDescription):
+        return result
     raise click.ClickException(
         f"{function} returned {type(result).__name__}; expected a StreamsBuilder or a TopologyDescription"
     )
