@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
-from streamapp.commands.topologies import load_topology, pairs
+from streamapp.commands.topologies import config_values, load_topology
 from streamapp.config import ConfigError, StreamsConfig, security_from_environment
 from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.clients import admin_config
@@ -178,14 +177,7 @@ def _external_topics(description: TopologyDescription, config: StreamsConfig) ->
 def _streams_config(bootstrap: str | None, config_file: Path | None, overrides: tuple[str, ...]) -> StreamsConfig:
     """The connection settings: ``--config``'s file, ``--set`` and ``--bootstrap-server`` on top, the security
     environment (``StreamsConfig.load``); ``application.id`` is not needed here."""
-    values: dict[str, Any] = {"application.id": "streamapp-topics"}
-    if config_file is not None:
-        try:
-            loaded = yaml.safe_load(config_file.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise click.ClickException(f"{config_file}: cannot read YAML: {exc}") from exc
-        values.update(loaded if isinstance(loaded, dict) else {})
-    values.update(pairs("--set", overrides))
+    values: dict[str, Any] = {"application.id": "streamapp-topics", **config_values(config_file, overrides)}
     if bootstrap:
         values["bootstrap.servers"] = bootstrap
     if "bootstrap.servers" not in values:

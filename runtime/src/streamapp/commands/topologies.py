@@ -21,6 +21,7 @@ from streamapp.topology import TopologyDescription, TopologyError, resolve_funct
 
 __all__ = [
     "build_description",
+    "config_values",
     "export_description",
     "import_from_working_folder",
     "load_description",
@@ -93,6 +94,22 @@ def load_topology(topology_ref: str, config: Mapping[str, Any] | None = None) ->
     if ":" not in topology_ref:
         raise click.BadParameter(f"'{topology_ref}' is neither a file nor 'module:function'", param_hint="--topology")
     return export_description(topology_ref, config)
+
+
+def config_values(config_file: Path | None, overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The flat streams config of ``--config FILE`` (a YAML map, or none) with ``--set KEY=VALUE`` on top, not
+    validated (a command may not need every required key). Raises ClickException for an unreadable file."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            loaded = yaml.safe_load(config_file.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise click.ClickException(f"{config_file}: cannot read YAML: {exc}") from exc
+        if not isinstance(loaded, dict | None):
+            raise click.ClickException(f"{config_file}: must be a YAML map of config keys")
+        values.update(loaded or {})
+    values.update(pairs("--set", overrides))
+    return values
 
 
 def import_from_working_folder() -> None:
