@@ -139,26 +139,10 @@ class _FakeKafkaStreams:
         return 3
 
 
-class _FakeConfig(tuple[Path, dict[str, str]]):
-    model_fields_set = frozenset({"http_port"})
-
-    def to_mapping(self) -> dict[str, Any]:
-        return {"default.value.serde": "json"}
-
-
-class _FakeStreamsConfig:
-    @staticmethod
-    def load(path: Path, overrides: dict[str, str]) -> tuple[Path, dict[str, str]]:
-        return _FakeConfig((path, overrides))
-
-
 @pytest.fixture
 def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``streamapp run`` with ``_FakeKafkaStreams`` and ``_FakeStreamsConfig`` instead of the processing runtime."""
+    """``streamapp run`` with ``_FakeKafkaStreams`` instead of the processing runtime (the config is real)."""
     monkeypatch.setitem(sys.modules, "streamapp.app", types.SimpleNamespace(KafkaStreams=_FakeKafkaStreams))
-    monkeypatch.setitem(
-        sys.modules, "streamapp.config", types.SimpleNamespace(StreamsConfig=_FakeStreamsConfig, ConfigError=ValueError)
-    )
     _FakeKafkaStreams.created.clear()
 
 
@@ -178,13 +162,14 @@ def test_run_loads_topology_and_config_and_exits_with_the_runtimes_code(tmp_path
         "--set",
         "num.stream.threads=2",
         "--set",
-        "consumer.a=b=c",
+        "consumer.client.rack=b=c",
     )
 
-    assert result.exit_code == 3
-    assert _FakeKafkaStreams.created == [
-        (build_description(), (config, {"num.stream.threads": "2", "consumer.a": "b=c"})),
-    ]
+    assert result.exit_code == 3, result.output
+    [(description, streams_config)] = _FakeKafkaStreams.created
+    assert description == build_description()
+    assert (streams_config.application_id, streams_config.num_stream_threads) == ("x", 2)
+    assert streams_config.consumer["client.rack"] == "b=c"
 
 
 @pytest.mark.usefixtures("fake_runtime")
@@ -195,7 +180,7 @@ def test_run_gives_serdes_the_topology_leaves_out_the_configs_defaults(tmp_path:
         "- {name: out, type: sink, input: in, topic: b}\n"
     )
     config = tmp_path / "streams.yaml"
-    config.write_text("application.id: x\n")
+    config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9\ndefault.value.serde: json\n")
 
     assert _invoke("run", "--topology", str(topology), "--config", str(config)).exit_code == 3
     description = _FakeKafkaStreams.created[0][0]
@@ -252,7 +237,7 @@ def build_flights_like() -> Any:
 @pytest.mark.usefixtures("fake_runtime")
 def test_run_takes_a_topology_function_and_builds_it_with_the_configs_default_serdes(tmp_path: Path) -> None:
     config = tmp_path / "streams.yaml"
-    config.write_text("application.id: x\n")
+    config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9\ndefault.value.serde: json\n")
 
     assert _invoke("run", "--topology", f"{__name__}:build_flights_like", "--config", str(config)).exit_code == 3
     description = _FakeKafkaStreams.created[0][0]
@@ -272,7 +257,7 @@ def test_run_imports_user_modules_from_the_working_folder(tmp_path: Path, monkey
         "- {name: big, type: filter, input: in, predicate: 'local_app_q:is_big'}\n"
         "- {name: out, type: sink, input: big, topic: b}\n"
     )
-    (tmp_path / "streams.yaml").write_text("application.id: x\n")
+    (tmp_path / "streams.yaml").write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
 
@@ -328,3 +313,88 @@ def test_a_second_local_app_serves_http_on_a_free_port_unless_http_port_is_set(
     assert [config.http_port for _, config in _FakeKafkaStreams.created] == [0, taken]  # 0: the server picks one
     assert f"port {taken} (the default http.port) is in use" in at_default.stderr
     assert "in use" not in explicit.stderr
+
+
+def build_with_two_lambdas() -> Any:
+    from streamapp import StreamsBuilder
+
+    builder = StreamsBuilder()
+    stream = builder.stream("a", name="in").filter(lambda key, value: True, name="all")
+    stream.map_values(lambda value: value, name="same").to("b", name="out")
+    return builder
+
+
+def test_export_names_every_lambda_in_one_error() -> None:
+    result = _invoke("topology", "export", f"{__name__}:build_with_two_lambdas")
+
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: 2 functions cannot be exported:\n")
+    assert f"  - node 'all': predicate: a lambda in {__name__} cannot be exported" in result.output
+    assert f"  - node 'same': mapper: a lambda in {__name__} cannot be exported" in result.output
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_lists_every_broken_reference_and_librdkafka_typo_before_starting(tmp_path: Path) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(
+        "nodes:\n- {name: in, type: source, topics: [a]}\n"
+        "- {name: big, type: filter, input: in, predicate: 'no_such_module_q:is_big'}\n"
+        f"- {{name: small, type: map_values, input: big, mapper: '{__name__}:no_such_function'}}\n"
+        "- {name: out, type: sink, input: small, topic: b}\n"
+    )
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9\nconsumer.fetch.max.bytez: 1\n")
+
+    result = _invoke("run", "--topology", str(topology), "--config", str(config))
+
+    assert result.exit_code == 1
+    assert _FakeKafkaStreams.created == []
+    lines = result.output.splitlines()
+    assert lines[0] == "Error: cannot run: 3 problems:"
+    assert lines[1].startswith("  - node 'big': predicate: function reference 'no_such_module_q:is_big': cannot")
+    assert lines[2].startswith(f"  - node 'small': mapper: function reference '{__name__}:no_such_function'")
+    assert lines[3] == (
+        "  - config key 'consumer.fetch.max.bytez': No such configuration property: \"fetch.max.bytez\""
+    )
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_of_a_function_with_lambdas_and_a_bad_config_lists_both(tmp_path: Path) -> None:
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\n")
+
+    result = _invoke("run", "--topology", f"{__name__}:build_with_two_lambdas", "--config", str(config))
+
+    assert result.exit_code == 1
+    assert _FakeKafkaStreams.created == []
+    assert "Error: cannot run: 3 problems:\n  - node 'all': predicate: a lambda" in result.output
+    assert f"  - {config}: invalid streams config: 'bootstrap.servers' is required" in result.output
+
+
+def build_with_a_lambda_and_a_misspelt_reference() -> Any:
+    from streamapp import StreamsBuilder
+
+    builder = StreamsBuilder()
+    stream = builder.stream("a", name="in").filter(lambda key, value: True, name="all")
+    stream.map_values(f"{__name__}:no_such_mapper", name="same").to("b", name="out")
+    return builder
+
+
+@pytest.mark.usefixtures("fake_runtime")
+def test_run_of_a_function_lists_its_lambdas_and_its_misspelt_references_together(tmp_path: Path) -> None:
+    config = tmp_path / "streams.yaml"
+    config.write_text("application.id: x\nbootstrap.servers: 127.0.0.1:9\n")
+
+    result = _invoke(
+        "run", "--topology", f"{__name__}:build_with_a_lambda_and_a_misspelt_reference", "--config", str(config)
+    )
+
+    assert result.exit_code == 1
+    assert _FakeKafkaStreams.created == []
+    lines = result.output.splitlines()
+    assert lines[0] == "Error: cannot run: 2 problems:"
+    assert lines[1].startswith(f"  - node 'all': predicate: a lambda in {__name__} cannot be exported")
+    assert lines[2] == (
+        f"  - node 'same': mapper: function reference '{__name__}:no_such_mapper': "
+        f"module '{__name__}' has no attribute 'no_such_mapper'"
+    )

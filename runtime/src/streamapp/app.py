@@ -4,8 +4,9 @@
 
 1. serves ``/healthz``, ``/readyz``, ``/metrics`` and ``/status`` on ``http.port`` (bind address from
    ``STREAMAPP_HTTP_HOST``, default 0.0.0.0);
-2. checks the topology can run here and imports its user functions (else ``run`` returns 1), then
-   prepares the topics: waits until the source and sink topics exist, then creates the internal topics
+2. checks the topology can run here and imports its user functions, and that librdkafka accepts every client
+   setting (``streamapp.kafka.config_check``; else ``run`` returns 1, with every refused key), then prepares the
+   topics: waits until the source and sink topics exist, then creates the internal topics
    (repartition, changelog) that are missing, with the partition counts the topology implies;
 3. starts ``num.stream.threads`` worker processes (``spawn``), each one a stream thread and consumer-group
    member (``group.instance.id`` = ``<STREAMAPP_INSTANCE_ID>-<i>`` when that variable is set);
@@ -41,6 +42,7 @@ from prometheus_client import CollectorRegistry
 from streamapp.config import StreamsConfig
 from streamapp.kafka.admin import TopicAdmin, TopicMismatchError, TopicSpec
 from streamapp.kafka.clients import admin_config
+from streamapp.kafka.config_check import client_config_problems
 from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import KafkaAuthenticationError, KafkaClientError
 from streamapp.monitoring.health import (
@@ -59,6 +61,7 @@ from streamapp.processing.status import Failure, ThreadFailed, WorkerStatus, bou
 from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.processing.worker import EXIT_WAITING, WorkerSpec, run_worker
 from streamapp.topology import TopologyDescription, TopologyError
+from streamapp.topology.references import check_references
 
 __all__ = ["FAILED_EXIT_DELAY_S", "KafkaStreams"]
 
@@ -149,11 +152,17 @@ class KafkaStreams:
         try:
             try:
                 source_topic_subtopologies(self.topology, self.config.application_id)
-                self.topology.resolve_functions()
+                check_references(self.topology)  # every module:attr at once
                 configure_registry_serdes(self.config, self.topology)  # fails early: extra missing, no URL, ...
             except TopologyError as exc:
                 log.error("The topology cannot run: %s", exc)
                 return self._give_up(_failure("TopologyError", f"the topology cannot run: {exc}"), every_worker=True)
+            refused = client_config_problems(self.config)  # before any topic exists: a typo is not a crash loop
+            if refused:
+                log.error("The Kafka client settings are invalid: %s", "; ".join(refused))
+                return self._give_up(
+                    _failure("ConfigError", f"Kafka client settings refused: {'; '.join(refused)}"), every_worker=True
+                )
             if not self._prepare_topics():
                 if self._failure is not None:
                     return self._give_up(self._failure, every_worker=True)

@@ -7,12 +7,22 @@
   manifest (its ``spec.topology`` is used).
 - ``streamapp run --topology FILE|module:fn --config FILE [--set key=value ...]``: run the application until
   SIGTERM/SIGINT; the exit code is the runtime's. The working folder is importable; when ``http.port`` is left at
-  its default and that port is taken (a second local app), the server takes a free port.
+  its default and that port is taken (a second local app), the server takes a free port. Before anything starts,
+  every problem of the topology (unexportable functions, references that do not import) and of the config
+  (librdkafka keys included) is listed in one error (``streamapp.commands.preflight``).
 - ``streamapp reset --application-id ID (--bootstrap-server HOST:PORT | --config FILE) (--input-topics T,... |
   --topology FILE|module:fn) [--to-earliest | --to-datetime RFC3339 | --to-offsets topic:partition=offset,...]
   [--state-dir DIR] [--dry-run]``: Kafka's ``kafka-streams-application-reset`` for a stopped application
   (docs/reset.md): resets the group's committed offsets of the input topics, deletes the internal topics and,
   with ``--state-dir``, the local state ``<DIR>/<application.id>``.
+- ``streamapp manifest --topology FILE|module:fn --name NAME --image IMAGE [--replicas N --threads N
+  --bootstrap-servers ... --config FILE --set key=value --application-id ID --image-pull-policy P --state-size Q]``:
+  print the StreamApp manifest (``streamapp.commands.manifest``); with ``--replay NAME --mode backfill|handover
+  [--spark-image IMAGE]`` a StreamReplay instead.
+- ``streamapp topics create --topology FILE|module:fn (--bootstrap-server HOST:PORT | --config FILE) [--partitions N]
+  [--retention-ms MS]``: create the topology's missing external topics; ``streamapp topics tail TOPIC --topology
+  ... [--from-beginning] [--max-records N] [--timeout-ms MS]``: print its records decoded with the topology's
+  serdes (``streamapp.commands.topics``).
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
   batch job (extra ``streamapp-runtime[replay]``, docs/replay.md), report its progress on stderr and print what
   it read and wrote as JSON.
@@ -23,7 +33,6 @@ Errors in user input are printed as one ``Error: ...`` line with exit code 1 (cl
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 import shutil
 import socket
@@ -35,10 +44,11 @@ from typing import Any
 import click
 import yaml
 
-from streamapp.dsl import StreamsBuilder
-from streamapp.dsl.builder import with_default_serdes
+from streamapp.commands.manifest import manifest
+from streamapp.commands.topics import topics
+from streamapp.commands.topologies import export_description, load_description, load_topology, pairs
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, ToEarliest, parse_datetime, parse_offsets, plan_reset
-from streamapp.topology import TopologyDescription, TopologyError, resolve_function
+from streamapp.topology import TopologyError
 from streamapp.topology.render import describe as describe_text
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -63,29 +73,6 @@ def export(function: str, fmt: str) -> None:
     click.echo(description.to_yaml() if fmt == "yaml" else description.to_json(), nl=fmt == "json")
 
 
-def export_description(function: str, config: Mapping[str, Any] | None = None) -> TopologyDescription:
-    """Call ``function`` (a ``module:attr`` reference) and return its validated description (a StreamsBuilder is
-    built with ``config``'s default serdes).
-
-    The current directory is importable, as with ``python -m``. Raises ClickException on any failure.
-    """
-    _import_from_working_folder()
-    try:
-        build = resolve_function(function)
-        _check_no_arguments(function, build)
-        result = build()
-        if isinstance(result, StreamsBuilder):
-            result = result.build(config)
-        if isinstance(result, TopologyDescription):
-            result.check_exportable()  # e.g. a lambda: names the node and parameter
-            return result
-    except TopologyError as exc:
-        raise click.ClickException(str(exc)) from exc
-    raise click.ClickException(
-        f"{function} returned {type(result).__name__}; expected a StreamsBuilder or a TopologyDescription"
-    )
-
-
 @topology.command()
 @click.argument("file", type=_FILE)
 @click.option("--application-id", help="Prefix of internal topic names (default: the manifest's, if any).")
@@ -98,30 +85,9 @@ def export_description(function: str, config: Mapping[str, Any] | None = None) -
 )
 def describe(file: Path, application_id: str | None, partition_specs: tuple[str, ...]) -> None:
     """Print the sub-topologies, stores, internal topics and tasks of the topology in FILE."""
-    partitions = {topic: _positive_int(topic, count) for topic, count in _pairs("--partitions", partition_specs)}
+    partitions = {topic: _positive_int(topic, count) for topic, count in pairs("--partitions", partition_specs)}
     description, manifest_app_id = load_description(file)
     click.echo(describe_text(description, application_id or manifest_app_id, partitions), nl=False)
-
-
-def load_description(file: Path, config: Mapping[str, Any] | None = None) -> tuple[TopologyDescription, str | None]:
-    """Read a topology description, or a StreamApp manifest's ``spec.topology`` and application id. Serdes the
-    document leaves out are ``config``'s ``default.key.serde`` / ``default.value.serde`` (default ``bytes``).
-
-    Raises ClickException with the file name and the TopologyError message.
-    """
-    try:
-        data: Any = yaml.safe_load(file.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise click.ClickException(f"{file}: cannot read YAML: {exc}") from exc
-    application_id = None
-    if isinstance(data, dict) and data.get("kind") == "StreamApp":
-        spec = data.get("spec") or {}
-        application_id = spec.get("applicationId") or (data.get("metadata") or {}).get("name")
-        data = spec.get("topology")
-    try:
-        return TopologyDescription.from_dict(with_default_serdes(data, config or {})), application_id
-    except TopologyError as exc:
-        raise click.ClickException(f"{file}: {exc}") from exc
 
 
 @main.command()
@@ -137,31 +103,19 @@ def load_description(file: Path, config: Mapping[str, Any] | None = None) -> tup
 def run(topology_ref: str, config_file: Path, overrides: tuple[str, ...]) -> None:
     """Run the topology of --topology with the config of --config until SIGTERM or SIGINT.
 
-    The working folder is importable (for the topology's functions), as with ``python -m``.
+    The working folder is importable (for the topology's functions), as with ``python -m``. Before anything
+    starts, every user-code reference is imported and every librdkafka setting is tried on a client that does
+    not connect: all problems are reported in one error.
     """
-    _import_from_working_folder()
-    topology_file = Path(topology_ref)
-    if topology_file.is_file():
-        load_description(topology_file)  # a broken topology fails first, whatever the config
-    elif ":" not in topology_ref:
-        raise click.BadParameter(f"'{topology_ref}' is neither a file nor 'module:function'", param_hint="--topology")
-    settings = dict(_pairs("--set", overrides))
+    settings = dict(pairs("--set", overrides))
     # Imported here so the topology commands work without the processing runtime's dependencies.
     try:
         from streamapp.app import KafkaStreams
-        from streamapp.config import ConfigError, StreamsConfig
+        from streamapp.commands.preflight import preflight
     except ImportError as exc:
         raise click.ClickException(f"the processing runtime cannot be imported: {exc}") from exc
 
-    try:
-        config = StreamsConfig.load(config_file, settings)
-    except ConfigError as exc:
-        raise click.ClickException(f"{config_file}: {exc}") from exc
-    defaults = config.to_mapping()  # default.key.serde, default.value.serde
-    if topology_file.is_file():
-        description, _ = load_description(topology_file, defaults)
-    else:
-        description = export_description(topology_ref, defaults)
+    description, config = preflight(topology_ref, config_file, settings)
     sys.exit(KafkaStreams(description, _with_a_free_http_port(config)).run())
 
 
@@ -183,11 +137,6 @@ def _with_a_free_http_port(config: Any) -> Any:
         err=True,
     )
     return config.model_copy(update={"http_port": 0})
-
-
-def _import_from_working_folder() -> None:
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
 
 
 @main.command()
@@ -238,7 +187,7 @@ def reset(
     except ImportError as exc:
         raise click.ClickException(f"the Kafka client cannot be imported: {exc}") from exc
 
-    settings = dict(_pairs("--set", overrides))
+    settings = dict(pairs("--set", overrides))
     settings.update({k: v for k, v in (("application.id", application_id), ("bootstrap.servers", bootstrap)) if v})
     try:
         config = StreamsConfig.load(config_file, settings)
@@ -302,13 +251,7 @@ def _reset_target(to_earliest: bool, to_datetime: str | None, to_offsets: str | 
 
 def _input_topics_of(topology_ref: str, defaults: Mapping[str, Any]) -> list[str]:
     """The topics the group consumes: those of the source nodes (not global tables, which have no offsets)."""
-    _import_from_working_folder()
-    if Path(topology_ref).is_file():
-        description, _ = load_description(Path(topology_ref), defaults)
-    elif ":" in topology_ref:
-        description = export_description(topology_ref, defaults)
-    else:
-        raise click.BadParameter(f"'{topology_ref}' is neither a file nor 'module:function'", param_hint="--topology")
+    description = load_topology(topology_ref, defaults)
     return [ref.name for sub in description.subtopologies() for ref in sub.source_topics if not ref.internal]
 
 
@@ -348,25 +291,6 @@ def replay_run(plan_file: Path, master: str, driver_memory: str, chunk_records: 
     click.echo(json.dumps(dataclasses.asdict(result), sort_keys=True))
 
 
-def _check_no_arguments(function: str, build: Any) -> None:
-    try:
-        inspect.signature(build).bind()
-    except TypeError as exc:
-        raise click.ClickException(f"{function} cannot be called without arguments ({exc})") from exc
-    except ValueError:  # no signature available (some builtins): let the call decide
-        pass
-
-
-def _pairs(option: str, specs: tuple[str, ...]) -> list[tuple[str, str]]:
-    pairs = []
-    for spec in specs:
-        key, sep, value = spec.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"'{spec}' is not KEY=VALUE", param_hint=option)
-        pairs.append((key, value))
-    return pairs
-
-
 def _positive_int(topic: str, text: str) -> int:
     try:
         count = int(text)
@@ -377,3 +301,7 @@ def _positive_int(topic: str, text: str) -> int:
             f"partition count of '{topic}' must be a positive integer, got '{text}'", param_hint="--partitions"
         )
     return count
+
+
+main.add_command(manifest)
+main.add_command(topics)

@@ -2,8 +2,9 @@
 
 A config file is a YAML map of dotted Kafka Streams keys (``application.id``, ``num.stream.threads``, ...).
 Keys starting with ``consumer.`` or ``producer.`` are passed, without the prefix, to librdkafka's consumer
-or producer (``consumer.fetch.max.bytes: 1048576``); those are not validated here, librdkafka rejects an
-unknown one when the client is created; the classic group protocol's ``consumer.session.timeout.ms``,
+or producer (``consumer.fetch.max.bytes: 1048576``); those are not validated here: librdkafka rejects an
+unknown one when a client is created, and ``streamapp.kafka.config_check`` creates throwaway clients before the
+application starts so every such key is named at once; the classic group protocol's ``consumer.session.timeout.ms``,
 ``heartbeat.interval.ms``, ``partition.assignment.strategy`` and ``group.protocol.type`` are refused here under
 ``group.protocol=consumer`` (KIP-848 leaves them to the broker). ``schema.registry.*`` keys go, without that
 prefix, to Confluent's Schema Registry client (``schema.registry.url`` -> ``url``,

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from streamapp.topology.errors import TopologyError
+from streamapp.topology.errors import TopologyError, problems_error
 from streamapp.topology.functions import InProcessFunction, in_process_reason, resolve_function
 from streamapp.topology.internal_topics import InternalTopic, PartitionCounts, internal_topics
 from streamapp.topology.nodes import NODE_TYPES, Node
@@ -111,20 +111,32 @@ class TopologyDescription(BaseModel):
         """The user functions kept with this description because no other process can import them."""
         return {node: dict(params) for node, params in self._in_process.items()}
 
-    def check_exportable(self) -> None:
-        """Raises TopologyError naming the first node and parameter whose function another process could not
-        import (a lambda, a nested function, one defined in ``__main__``), and why. Exporting (``to_yaml``,
-        ``to_json``; ``streamapp topology export``, a StreamApp spec) calls it; running in-process does not."""
+    def export_problems(self) -> list[str]:
+        """Every function another process could not import (a lambda, a nested function, one defined in
+        ``__main__``), as ``"node '<node>': <parameter>: <why>"`` lines in description order; ``[]`` when the
+        description can be exported."""
+        problems = []
         for node in self.nodes:
             for param, ref in node.functions().items():
                 kept = self._in_process.get(node.name, {}).get(param)
                 reason = kept.reason if kept is not None else in_process_reason(ref)
                 if reason is not None:
-                    raise TopologyError(
-                        f"node '{node.name}': {param}: {reason}. Only a topology that runs in this process (the "
-                        "TopologyTestDriver) may use such functions; exporting it as a description (streamapp "
-                        "topology export, a StreamApp spec) needs importable 'module:attr' references"
-                    )
+                    problems.append(f"node '{node.name}': {param}: {reason}")
+        return problems
+
+    def check_exportable(self) -> None:
+        """Raises one TopologyError listing every node and parameter whose function another process could not
+        import, and why (``export_problems``). Exporting (``to_yaml``, ``to_json``; ``streamapp topology export``,
+        a StreamApp spec) calls it; running in-process does not."""
+        problems = self.export_problems()
+        if problems:
+            raise problems_error(
+                problems,
+                "functions cannot be exported",
+                "Only a topology that runs in this process (the TopologyTestDriver) may use such functions; "
+                "exporting it as a description (streamapp topology export, a StreamApp spec) needs importable "
+                "'module:attr' references",
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The document form: camelCase keys, unset optional fields left out; ``from_dict`` inverts it (without
@@ -236,12 +248,14 @@ class TopologyDescription(BaseModel):
         return internal_topics(application_id, subs, repartitions, self.stores, counts)
 
     def resolve_functions(self) -> dict[str, dict[str, Callable[..., Any]]]:
-        """Import every user function: ``{node: {parameter: callable}}``; raises TopologyError.
+        """Import every user function: ``{node: {parameter: callable}}``.
 
-        This imports user code; only the runtime (and ``streamapp topology export``) should call it. Functions
-        kept with the description (``in_process_functions``) are returned as kept.
+        Raises one TopologyError listing every function that cannot be imported (``problems_error``). This
+        imports user code; only the runtime (and ``streamapp topology export``) should call it. Functions kept
+        with the description (``in_process_functions``) are returned as kept.
         """
         resolved: dict[str, dict[str, Callable[..., Any]]] = {}
+        problems: list[str] = []
         for node in self.nodes:
             for param, ref in node.functions().items():
                 kept = self._in_process.get(node.name, {}).get(param)
@@ -251,7 +265,9 @@ class TopologyDescription(BaseModel):
                 try:
                     resolved.setdefault(node.name, {})[param] = resolve_function(ref)
                 except TopologyError as exc:
-                    raise TopologyError(f"node '{node.name}': {param}: {exc}") from exc
+                    problems.append(f"node '{node.name}': {param}: {exc}")
+        if problems:
+            raise problems_error(problems, "user functions cannot be imported")
         return resolved
 
     def _repartitions(self) -> dict[str, RepartitionNode]:
