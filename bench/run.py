@@ -111,6 +111,7 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
         "x raw (CPU)",
         "peak RSS/worker MiB",
         "runs (rec/s excl. startup)",
+        "runs (rec/CPU-s)",
     ]
     rows = []
     for result in results:
@@ -135,6 +136,9 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
                 _fmt(m.peak_worker_rss_mib),
                 " / ".join(f"{r:,}" for r in result.extra.get("runs", []))
                 if len(result.extra.get("runs", [])) > 1
+                else "",
+                " / ".join(f"{r:,}" for r in result.extra.get("runs_per_cpu_s", []))
+                if len(result.extra.get("runs_per_cpu_s", [])) > 1
                 else "",
             ]
         )
@@ -189,7 +193,8 @@ def render_restore(result: Any) -> str:
 
 
 def median_result(runs: list[Any]) -> Any:
-    """The run with the median rate after startup; every run's rate is kept in ``extra["runs"]``."""
+    """The run with the median rate after startup; every run's rate is kept in ``extra["runs"]``, its records per
+    CPU-second in ``extra["runs_per_cpu_s"]`` (in round order, both)."""
     measured = [r for r in runs if r.measurement is not None]
     if not measured:
         return runs[-1]
@@ -200,6 +205,7 @@ def median_result(runs: list[Any]) -> Any:
     ordered = sorted(measured, key=rate)
     chosen = ordered[(len(ordered) - 1) // 2]
     chosen.extra["runs"] = [round(rate(r)) for r in measured]
+    chosen.extra["runs_per_cpu_s"] = [round(r.measurement.records_per_cpu_s or 0) for r in measured]
     return chosen
 
 
