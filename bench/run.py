@@ -5,8 +5,9 @@ other (``bench.engines``): the raw confluent-kafka loop, streamapp on the statel
 join topologies under at-least-once and exactly-once with 1 and 2 stream threads, the CPU-bound ``cpu``
 topology (at-least-once, 1 and 2 threads; the summary prints the 2-thread / 1-thread ratios), Quix Streams
 and Faust on the stateless and count topologies, Kafka Streams 4.1 (Java, ``bench.peers.kstreams``, built with
-Maven on first use) on the count, windowed and join topologies, and the restore benchmark (``bench.restore``). ``--set`` settings such
-as ``statestore.cache.max.bytes`` apply to the streamapp and Kafka Streams runs alike. Prints one table,
+Maven on first use) on the count, windowed and join topologies, and the restore benchmark (``bench.restore``).
+``--set`` settings such as ``statestore.cache.max.bytes`` apply to the streamapp and Kafka Streams runs alike.
+Prints one table,
 and writes every number to ``.cache/bench/results/<time>.json``.
 
 ``python -m bench.run profile stateless`` records a py-spy profile of one streamapp run instead.

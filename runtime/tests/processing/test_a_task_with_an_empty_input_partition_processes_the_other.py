@@ -79,7 +79,13 @@ def test_the_stream_is_drained_past_the_loaded_table_with_one_enforced_processin
 
     assert task.process_ready(marks, now_ms=1_000) == 7
 
-    assert joined(cluster, producer) == ["f0 by United", "f1 by American", "f2 by United", "f3 by American", "f4 by United"]
+    assert joined(cluster, producer) == [
+        "f0 by United",
+        "f1 by American",
+        "f2 by United",
+        "f3 by American",
+        "f4 by United",
+    ]
     assert task.input.enforced_processing == 5  # one per flight taken while the carriers waited, as ready() counts
     assert task.input.stream_time == 14
     assert task.consumed_offsets == {CARRIERS: 2, FLIGHTS: 5}
