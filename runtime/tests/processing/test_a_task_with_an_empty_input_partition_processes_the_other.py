@@ -6,46 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from join_helpers import OUTPUT, STREAM, TABLE, stream_table_join_task
 from kafka_fakes import FakeCluster, FakeProducer
-from streamapp import StreamsBuilder
 from streamapp.kafka.types import ConsumerRecord, TopicPartition
-from streamapp.processing.task import StreamTask, TaskId
+from streamapp.processing.task import StreamTask
 from streamapp.state.record_cache import ThreadCache
-from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 
-APP = "app"
-MEMORY = RocksDBMemory(8 << 20, 2 << 20)
-TABLE, STREAM, OUTPUT = "carriers", "flights", "joined"
 CARRIERS, FLIGHTS = TopicPartition(TABLE, 0), TopicPartition(STREAM, 0)
 
 
 def new_task(tmp_path: Path, max_task_idle_ms: int = 0) -> tuple[StreamTask, FakeCluster, FakeProducer]:
-    builder = StreamsBuilder()
-    carriers = builder.table(TABLE, key_serde="string", value_serde="string", name="carriers")
-    stream = builder.stream(STREAM, key_serde="string", value_serde="string", name="flights")
-    joined = stream.join(carriers, lambda flight, airline: f"{flight} by {airline}", name="with-airline")
-    joined.to(OUTPUT, key_serde="string", value_serde="string", name="out")
-    description = builder.build()
-    (subtopology,) = description.subtopologies()
-    cluster = FakeCluster()
-    for topic in (TABLE, STREAM, OUTPUT, f"{APP}-carriers-store-changelog", f"{APP}-with-airline-store-changelog"):
-        cluster.create_topic(topic, 1)
-    producer = FakeProducer(cluster)
-    task = StreamTask(
-        TaskId(0, 0),
-        description,
-        subtopology,
-        APP,
-        tmp_path / "0_0",
-        producer,
-        description.resolve_functions(),
-        lambda name, path: RocksDBStore(name, path, MEMORY),
-        max_task_idle_ms=max_task_idle_ms,
-        record_cache=ThreadCache(10 << 20),
-    )
-    task.initialize()
-    task.mark_running()
-    return task, cluster, producer
+    return stream_table_join_task(tmp_path, ThreadCache(10 << 20), max_task_idle_ms=max_task_idle_ms)
 
 
 def add(task: StreamTask, tp: TopicPartition, offset: int, key: str, value: str, timestamp: int) -> None:
