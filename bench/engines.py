@@ -222,11 +222,12 @@ class Bench:
         return self._result(scenario, measurement, f"faust-streaming {version}")
 
     def _run_kstreams(self, scenario: Scenario, tag: str, run_dir: Path) -> Result:
-        """Kafka Streams 4.1 (Java, ``bench.peers.kstreams``) on the keyed count, one stream thread, its default
-        record cache unless ``statestore.cache.max.bytes`` is among the ``--set`` settings."""
-        if scenario.topology != "count" or scenario.threads != 1:
-            raise NotAvailable("the Kafka Streams peer runs the count topology, one stream thread")
-        from bench.peers.kstreams import KAFKA_STREAMS_VERSION, ensure_kstreams, kstreams_command
+        """Kafka Streams 4.1 (Java, ``bench.peers.kstreams``) on the count, windowed or join topology, one stream
+        thread, its default record cache unless ``statestore.cache.max.bytes`` is among the ``--set`` settings."""
+        from bench.peers.kstreams import KAFKA_STREAMS_VERSION, TOPOLOGIES, ensure_kstreams, kstreams_command
+
+        if scenario.topology not in TOPOLOGIES or scenario.threads != 1:
+            raise NotAvailable(f"the Kafka Streams peer runs {', '.join(TOPOLOGIES)}, one stream thread")
 
         classpath = ensure_kstreams()
         output = f"{tag}-out"
@@ -242,8 +243,13 @@ class Bench:
             self.commit_interval_ms,
             run_dir / "state",
             None if cache is None else int(cache),
+            scenario.topology,
+            self.dataset.planes_topic,
         )
-        measurement = self._measure(command, tag, [self.dataset.flights_topic], output, run_dir)
+        inputs = [self.dataset.flights_topic]
+        if scenario.topology == "join":
+            inputs.append(self.dataset.planes_topic)
+        measurement = self._measure(command, tag, inputs, output, run_dir)
         return self._result(scenario, measurement, f"kafka-streams {KAFKA_STREAMS_VERSION}")
 
     # -- shared ------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ other (``bench.engines``): the raw confluent-kafka loop, streamapp on the statel
 join topologies under at-least-once and exactly-once with 1 and 2 stream threads, the CPU-bound ``cpu``
 topology (at-least-once, 1 and 2 threads; the summary prints the 2-thread / 1-thread ratios), Quix Streams
 and Faust on the stateless and count topologies, Kafka Streams 4.1 (Java, ``bench.peers.kstreams``, built with
-Maven on first use) on the count topology, and the restore benchmark (``bench.restore``). ``--set`` settings such
-as ``statestore.cache.max.bytes`` apply to the streamapp and Kafka Streams runs alike. Prints one table,
+Maven on first use) on the count, windowed and join topologies, and the restore benchmark (``bench.restore``).
+``--set`` settings such as ``statestore.cache.max.bytes`` apply to the streamapp and Kafka Streams runs alike.
+Prints one table,
 and writes every number to ``.cache/bench/results/<time>.json``.
 
 ``python -m bench.run profile stateless`` records a py-spy profile of one streamapp run instead.
@@ -59,8 +60,9 @@ def default_scenarios() -> list[Any]:
         for guarantee in GUARANTEES:
             scenarios.append(Scenario("quixstreams", topology, guarantee))
         scenarios.append(Scenario("faust", topology))
-    for guarantee in GUARANTEES:
-        scenarios.append(Scenario("kstreams", "count", guarantee))
+    for topology in ("count", "windowed", "join"):
+        for guarantee in GUARANTEES:
+            scenarios.append(Scenario("kstreams", topology, guarantee))
     return scenarios
 
 
@@ -110,6 +112,7 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
         "x raw (CPU)",
         "peak RSS/worker MiB",
         "runs (rec/s excl. startup)",
+        "runs (rec/CPU-s)",
     ]
     rows = []
     for result in results:
@@ -134,6 +137,9 @@ def render_table(results: list[Any], markdown: bool = False) -> str:
                 _fmt(m.peak_worker_rss_mib),
                 " / ".join(f"{r:,}" for r in result.extra.get("runs", []))
                 if len(result.extra.get("runs", [])) > 1
+                else "",
+                " / ".join(f"{r:,}" for r in result.extra.get("runs_per_cpu_s", []))
+                if len(result.extra.get("runs_per_cpu_s", [])) > 1
                 else "",
             ]
         )
@@ -188,7 +194,8 @@ def render_restore(result: Any) -> str:
 
 
 def median_result(runs: list[Any]) -> Any:
-    """The run with the median rate after startup; every run's rate is kept in ``extra["runs"]``."""
+    """The run with the median rate after startup; every run's rate is kept in ``extra["runs"]``, its records per
+    CPU-second in ``extra["runs_per_cpu_s"]`` (in round order, both)."""
     measured = [r for r in runs if r.measurement is not None]
     if not measured:
         return runs[-1]
@@ -199,6 +206,7 @@ def median_result(runs: list[Any]) -> Any:
     ordered = sorted(measured, key=rate)
     chosen = ordered[(len(ordered) - 1) // 2]
     chosen.extra["runs"] = [round(rate(r)) for r in measured]
+    chosen.extra["runs_per_cpu_s"] = [round(r.measurement.records_per_cpu_s or 0) for r in measured]
     return chosen
 
 

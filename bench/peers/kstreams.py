@@ -3,8 +3,10 @@
 connector fetch), then run with ``java -cp``. A ``.complete`` file marks a finished build, so a second call
 returns at once; the build runs under a file lock (two cold benchmark runs do not build at once).
 
-The app (``bench.KeyedCount``) is the benchmark's keyed count with Kafka Streams' defaults, the record cache
-(``statestore.cache.max.bytes`` 10 MiB) among them.
+The apps are the benchmark's topologies with Kafka Streams' defaults, the record cache
+(``statestore.cache.max.bytes`` 10 MiB) among them: ``bench.KeyedCount`` (count), ``bench.HourlyWindowedCount``
+(windowed, retention 365 days) and ``bench.FlightsWithPlanes`` (join); ``bench.WindowedCountAfterRepartition`` is
+the late-drop benchmark's.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["KAFKA_STREAMS_VERSION", "ensure_kstreams", "kstreams_command", "windowed_count_command"]
+__all__ = ["KAFKA_STREAMS_VERSION", "TOPOLOGIES", "ensure_kstreams", "kstreams_command", "windowed_count_command"]
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "bench" / "peers" / "kstreams"
 CACHE = REPO / ".cache"
 KAFKA_STREAMS_VERSION = "4.1.1"
+TOPOLOGIES = {"count": "bench.KeyedCount", "windowed": "bench.HourlyWindowedCount", "join": "bench.FlightsWithPlanes"}
+"""The benchmark topologies the peer runs, with their main classes."""
 
 
 def _sources_digest() -> str:
@@ -80,15 +84,24 @@ def kstreams_command(
     commit_interval_ms: int,
     state_dir: Path,
     cache_max_bytes: int | None = None,
+    topology: str = "count",
+    planes_topic: str | None = None,
 ) -> list[str]:
-    """``java ... bench.KeyedCount`` with its arguments (``cache_max_bytes`` None: Kafka's default cache)."""
+    """``java ... bench.KeyedCount`` (or the main class of another of ``TOPOLOGIES``) with its arguments
+    (``cache_max_bytes`` None: Kafka's default cache; ``planes_topic`` is the join's table)."""
     command = [
         "java",
         "-Xmx1g",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
         "-cp",
         classpath,
-        "bench.KeyedCount",
+        TOPOLOGIES[topology],
+    ]
+    if topology == "join":
+        if planes_topic is None:
+            raise ValueError("the join needs planes_topic")
+        command.append(planes_topic)
+    command += [
         bootstrap,
         application_id,
         input_topic,

@@ -10,17 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from join_helpers import JOIN_STORE_CHANGELOG, OUTPUT, STREAM, TABLE, stream_table_join_task
 from kafka_fakes import FakeCluster, FakeProducer
-from streamapp import StreamsBuilder
 from streamapp.kafka.types import ConsumerRecord, TopicPartition
-from streamapp.processing.task import StreamTask, TaskId
+from streamapp.processing.task import StreamTask
 from streamapp.state.record_cache import ThreadCache
-from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
-
-APP = "app"
-MEMORY = RocksDBMemory(8 << 20, 2 << 20)
-TABLE, STREAM, OUTPUT = "carriers", "flights", "joined"
-JOIN_STORE_CHANGELOG = f"{APP}-with-airline-store-changelog"
 
 Shape = Callable[[Any], Any]
 """What the test does to the table before the join (``KTable`` -> ``KTable``)."""
@@ -41,31 +35,7 @@ def without_b6(table: Any) -> Any:
 def new_task(tmp_path: Path, cache: ThreadCache | None, shape: Shape = as_is, join: str = "join") -> tuple[
     StreamTask, FakeCluster, FakeProducer
 ]:  # fmt: skip
-    builder = StreamsBuilder()
-    carriers = shape(builder.table(TABLE, key_serde="string", value_serde="string", name="carriers"))
-    stream = builder.stream(STREAM, key_serde="string", value_serde="string", name="flights")
-    joined = getattr(stream, join)(carriers, lambda flight, airline: f"{flight} by {airline}", name="with-airline")
-    joined.to(OUTPUT, key_serde="string", value_serde="string", name="out")
-    description = builder.build()
-    (subtopology,) = description.subtopologies()
-    cluster = FakeCluster()
-    for topic in (TABLE, STREAM, OUTPUT, f"{APP}-carriers-store-changelog", JOIN_STORE_CHANGELOG):
-        cluster.create_topic(topic, 1)
-    producer = FakeProducer(cluster)
-    task = StreamTask(
-        TaskId(0, 0),
-        description,
-        subtopology,
-        APP,
-        tmp_path / "0_0",
-        producer,
-        description.resolve_functions(),
-        lambda name, path: RocksDBStore(name, path, MEMORY),
-        record_cache=cache,
-    )
-    task.initialize()
-    task.mark_running()
-    return task, cluster, producer
+    return stream_table_join_task(tmp_path, cache, shape, join)
 
 
 def pipe(task: StreamTask, topic: str, key: str, value: str, timestamp: int) -> None:

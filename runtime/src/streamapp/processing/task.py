@@ -89,6 +89,36 @@ Watermarks = Callable[[TopicPartition], tuple[int, int] | None]
 """``(low, high)`` offsets of an input partition from the consumer's last fetch, or ``None``."""
 
 
+class _FetchedWatermarks:
+    """A ``Watermarks`` read once per partition and then remembered: one ``process_ready`` call sees each empty
+    partition's lag as of one moment, as Kafka Streams' ``PartitionGroup`` sees the lags its consumer fetched by the
+    last poll (and the consumer is asked once per partition, not once per record)."""
+
+    __slots__ = ("_marks", "_watermarks")
+
+    def __init__(self, watermarks: Watermarks) -> None:
+        self._watermarks = watermarks
+        self._marks: dict[TopicPartition, tuple[int, int] | None] = {}
+
+    def __call__(self, partition: TopicPartition) -> tuple[int, int] | None:
+        marks = self._marks
+        if partition in marks:
+            return marks[partition]
+        found = marks[partition] = self._watermarks(partition)
+        return found
+
+
+def _only_buffered(group: PartitionGroup) -> RecordQueue | None:
+    """The one queue of ``group`` holding records when every other queue is empty, else ``None``."""
+    found = None
+    for queue in group.queues.values():
+        if queue.head is not None or queue.records:
+            if found is not None:
+                return None
+            found = queue
+    return found
+
+
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -379,7 +409,24 @@ class StreamTask:
             (queue,) = group.queues.values()
             return self._drain(queue, max_records)
         now = self._clock_ms() if now_ms is None else now_ms
-        while processed < max_records and group.ready(now, watermarks):
+        fetched = _FetchedWatermarks(watermarks)
+        while processed < max_records:
+            enforced = group.enforced_processing
+            if not group.ready(now, fetched):
+                break
+            alone = _only_buffered(group)
+            if alone is not None:
+                # The other queues are empty and stay so during this call (records are added between calls), and
+                # their lags are this call's: every ready() until ``alone`` drains answers as this one did.
+                # Drain it as a task's only queue, counting the enforced processing ready() would have counted.
+                enforcing = group.enforced_processing != enforced
+                taken = self._drain(alone, max_records - processed)
+                if enforcing and taken > 1:
+                    group.enforced_processing += taken - 1
+                processed += taken
+                if alone.head is None and not alone.records:
+                    continue
+                break  # the slice is used up
             head = group.next_record()
             if head is None:
                 break

@@ -418,6 +418,17 @@ class CachingKeyValueStore(TypedKeyValueStore, CachedStore):
         self._listener = listener
         self._node = node
 
+    def get(self, key: Any) -> Any:
+        """``TypedKeyValueStore.get`` in one call: a stream-table join reads its table with it per stream record."""
+        raw_key = self._key_serde.serialize(key)
+        if raw_key is None:
+            raise ValueError(f"store '{self.name}': keys must not be null")
+        entry = self._cache.get(raw_key)
+        if entry is not None:
+            return entry[0]
+        found = TypedKeyValueStore.get_raw_key(self, raw_key)
+        return None if found is None else found[0]
+
     def get_raw_key(self, raw_key: bytes) -> tuple[Any, int] | None:
         entry = self._cache.get(raw_key)
         if entry is None:

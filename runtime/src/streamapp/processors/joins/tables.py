@@ -121,17 +121,24 @@ class StreamTableJoinProcessor(JoinProcessor):
         self._joiner = joiner
         self._left_join = left_join
         self._table = table
+        self._table_get = table.get
         self._table_times = JoinMissLog()
 
     def process_left(self, key: Any, value: Any, timestamp: int) -> None:
-        if value is None or (key is None and not self._left_join):
-            self._drop("null key or value")
-            return
-        table_value = None if key is None else self._table.get(key)
-        if table_value is None and key is not None:
-            self._metrics.join_miss(self.name, self._table_times.why(key, timestamp))
-        if table_value is not None or self._left_join:
-            self._forward(key, self._joiner(value, table_value), timestamp)
+        if value is None or key is None:
+            if value is None or not self._left_join:
+                self._drop("null key or value")
+                return
+            table_value = None
+        else:
+            table_value = self._table_get(key)
+            if table_value is None:
+                self._metrics.join_miss(self.name, self._table_times.why(key, timestamp))
+                if not self._left_join:
+                    return
+        joined = self._joiner(value, table_value)
+        for child in self._children:
+            child.process(key, joined, timestamp)
 
     def process_right(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:

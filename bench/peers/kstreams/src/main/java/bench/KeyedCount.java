@@ -63,6 +63,26 @@ public final class KeyedCount {
               + " [cache-max-bytes]");
       System.exit(2);
     }
+    StreamsBuilder builder = new StreamsBuilder();
+    builder.stream(args[2], Consumed.with(Serdes.String(), new JsonSerde()))
+        .groupByKey()
+        .count(Materialized.as("count-store"))
+        .toStream()
+        .to(args[3], Produced.with(Serdes.String(), LONG_TEXT));
+    runUntilStopped(builder, properties(args));
+  }
+
+  /** A long as its decimal text (the JSON number streamapp's json serde writes). */
+  static final Serde<Long> LONG_TEXT =
+      Serdes.serdeFrom(
+          (topic, count) -> count == null ? null : Long.toString(count).getBytes(StandardCharsets.UTF_8),
+          (topic, bytes) -> bytes == null ? null : Long.parseLong(new String(bytes, StandardCharsets.UTF_8)));
+
+  /**
+   * The streams config shared by the benchmark apps, from their common arguments: bootstrap application-id input
+   * output guarantee commit-interval-ms state-dir [cache-max-bytes]. One stream thread, earliest offsets.
+   */
+  static Properties properties(String[] args) {
     Properties props = new Properties();
     props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
     props.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
@@ -74,18 +94,11 @@ public final class KeyedCount {
     if (args.length > 7) {
       props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.parseLong(args[7]));
     }
-    StreamsBuilder builder = new StreamsBuilder();
-    builder.stream(args[2], Consumed.with(Serdes.String(), new JsonSerde()))
-        .groupByKey()
-        .count(Materialized.as("count-store"))
-        .toStream()
-        .to(
-            args[3],
-            Produced.with(
-                Serdes.String(),
-                Serdes.serdeFrom(
-                    (topic, count) -> count == null ? null : Long.toString(count).getBytes(StandardCharsets.UTF_8),
-                    (topic, bytes) -> bytes == null ? null : Long.parseLong(new String(bytes, StandardCharsets.UTF_8)))));
+    return props;
+  }
+
+  /** Runs the topology until SIGTERM (KafkaStreams.close from a shutdown hook). */
+  static void runUntilStopped(StreamsBuilder builder, Properties props) throws InterruptedException {
     KafkaStreams streams = new KafkaStreams(builder.build(), props);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()
