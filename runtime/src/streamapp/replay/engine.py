@@ -507,10 +507,26 @@ def _fold(
     rows: DataFrame, group: list[str], sequence: str, final: bool, sink: list[Column], changelog: list[Column]
 ) -> DataFrame:
     """Count ``rows`` per ``group`` in ``sequence`` order with one Spark window (one shuffle and sort): every row
-    gives a sink record (``sink``'s columns; with ``final`` only the group's last row), the last row of each group
-    also the group's changelog record (``changelog``'s columns). The columns may read ``running_count`` (the
-    row's ``row_number``), ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's
-    first sequence: where the runtime's write buffer put the key) and ``timestamp`` (the row's own)."""
+    gives a sink record (``sink``'s columns), the last row of each group also the group's changelog record
+    (``changelog``'s columns). The columns may read ``running_count`` (the row's ``row_number``),
+    ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's first sequence: where
+    the runtime's write buffer put the key), ``sequence`` and ``out_partition`` (the row's own).
+
+    ``final``: only the groups' last rows, as a ``groupBy`` (Spark aggregates each input partition's rows before
+    the shuffle, so only about one row per group and input partition is shuffled, and nothing is sorted): the
+    last row's ``running_count`` is the group's count, its ``sequence`` the largest, its ``running_timestamp``
+    the group's largest timestamp."""
+    if final:
+        last_rows = rows.groupBy(*group).agg(
+            F.count(F.lit(1)).alias("running_count"),
+            F.max("timestamp").alias("running_timestamp"),
+            F.min(sequence).alias("first_sequence"),
+            F.max(sequence).alias(sequence),
+            F.min("out_partition").alias("out_partition"),  # a function of the group's key: one value per group
+        )
+        return last_rows.select(F.explode(F.array(F.struct(*sink), F.struct(*changelog))).alias("record")).select(
+            "record.*"
+        )
     running = Window.partitionBy(*group).orderBy(sequence)
     whole = running.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     folded = rows.select(
@@ -521,11 +537,7 @@ def _fold(
         F.first(sequence).over(whole).alias("first_sequence"),
     )
     last = F.col("running_count") == F.col("final_count")
-    both = F.array(F.struct(*sink), F.struct(*changelog))
-    if final:  # only the groups' last rows are kept, each with both records
-        folded, records = folded.where(last), both
-    else:
-        records = F.when(last, both).otherwise(F.array(F.struct(*sink)))
+    records = F.when(last, F.array(F.struct(*sink), F.struct(*changelog))).otherwise(F.array(F.struct(*sink)))
     return folded.select(F.explode(records).alias("record")).select("record.*")
 
 
