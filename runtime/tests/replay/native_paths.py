@@ -32,13 +32,14 @@ def replay_both_paths(
     paths: tuple[str, ...] = ("native", "task"),
     input_partitions: int = INPUT_PARTITIONS,
     parallelism: int | None = None,
+    expire_windows: bool = False,
 ) -> dict[str, Any]:
     """Produce ``records`` (``(partition, key, value, timestamp)``) to a fresh topic of ``INPUT_PARTITIONS``
     partitions, replay ``topology(source, sink)`` natively and through the task path (each into its own sink of
     ``SINK_PARTITIONS`` partitions and its own changelog of ``store``), and return per path (``native``, ``task``)
     the run's result, its progress reports and what it wrote (``sink``, ``changelog``, read committed).
     ``emit``: the plan's; ``paths``: which of the two runs to make; ``input_partitions``: the topic's (instead of
-    ``INPUT_PARTITIONS``); ``parallelism``: ``run_replay``'s."""
+    ``INPUT_PARTITIONS``); ``parallelism``, ``expire_windows``: ``run_replay``'s."""
     prefix = f"native-{uuid.uuid4().hex[:8]}"
     source = f"{prefix}-events"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -79,6 +80,7 @@ def replay_both_paths(
             on_progress=reports.append,
             progress_interval_s=0.2,
             parallelism=parallelism,
+            expire_windows=expire_windows,
         )
         wait_stable(admin, [TopicPartition(w.topic, w.partition) for w in result.writes])
         changelog = f"{application_id}-{store}-changelog"

@@ -136,17 +136,30 @@ WINDOW_KEY_SUFFIX = struct.Struct(">qi")
 def test_the_changelog_keeps_the_windows_the_store_keeps_after_a_restore(
     spark_session: Any, conformance_bootstrap: str
 ) -> None:
-    """A window store hides a window once ``start < (the largest start put) - retention``: the changelog leaves
-    those out, and keeps every other window record exactly as with a retention long enough to keep them all."""
+    """A window store hides a window once ``start < (the largest start put) - retention``: with
+    ``expire_windows`` the changelog leaves those out, and keeps every other window record exactly as with a
+    retention long enough to keep them all."""
     records = list(inputs())
     windows = TimeWindows.of_size_and_grace(SIZE_MS, GRACE_MS).advance_by(4_000)
     retention = SIZE_MS + GRACE_MS
     kept = replay_both_paths(
-        conformance_bootstrap, spark_session, records, {}, windowed_count(windows, retention), STORE
+        conformance_bootstrap,
+        spark_session,
+        records,
+        {},
+        windowed_count(windows, retention),
+        STORE,
+        expire_windows=True,
     )
     assert_same_output(kept)
     everything = replay_both_paths(
-        conformance_bootstrap, spark_session, records, {}, windowed_count(windows, 24 * 3_600_000), STORE
+        conformance_bootstrap,
+        spark_session,
+        records,
+        {},
+        windowed_count(windows, 24 * 3_600_000),
+        STORE,
+        expire_windows=True,
     )
     assert_same_output(everything)
     assert kept["native"]["sink"] == everything["native"]["sink"]
