@@ -265,7 +265,13 @@ def replay() -> None:
 @click.option("--master", default="local[2]", show_default=True, help="Spark master.")
 @click.option("--driver-memory", default="1g", show_default=True)
 @click.option("--chunk-records", default=10_000, show_default=True, help="Records per output transaction.")
-def replay_run(plan_file: Path, master: str, driver_memory: str, chunk_records: int) -> None:
+@click.option(
+    "--parallelism",
+    type=click.IntRange(min=1),
+    help="Spark tasks at once: topics with fewer partitions are read in as many offset ranges, shuffles have twice "
+    "as many partitions [default: the cores of the Spark master or its executors]",
+)
+def replay_run(plan_file: Path, master: str, driver_memory: str, chunk_records: int, parallelism: int | None) -> None:
     """Run the replay PLAN describes and print its result (records read and written, seconds) as JSON.
 
     While Spark computes, every report of ``streamapp.replay.progress`` goes to stderr as one line
@@ -287,7 +293,7 @@ def replay_run(plan_file: Path, master: str, driver_memory: str, chunk_records: 
         click.echo(PROGRESS_PREFIX + progress.to_json(), err=True)
 
     session = build_session(master, driver_memory=driver_memory)
-    result = run_replay(session, plan, chunk_records=chunk_records, on_progress=report)
+    result = run_replay(session, plan, chunk_records=chunk_records, on_progress=report, parallelism=parallelism)
     click.echo(json.dumps(dataclasses.asdict(result), sort_keys=True))
 
 

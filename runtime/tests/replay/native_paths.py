@@ -30,12 +30,16 @@ def replay_both_paths(
     *,
     emit: str = "every_update",
     paths: tuple[str, ...] = ("native", "task"),
+    input_partitions: int = INPUT_PARTITIONS,
+    parallelism: int | None = None,
+    expire_windows: bool = False,
 ) -> dict[str, Any]:
     """Produce ``records`` (``(partition, key, value, timestamp)``) to a fresh topic of ``INPUT_PARTITIONS``
     partitions, replay ``topology(source, sink)`` natively and through the task path (each into its own sink of
     ``SINK_PARTITIONS`` partitions and its own changelog of ``store``), and return per path (``native``, ``task``)
     the run's result, its progress reports and what it wrote (``sink``, ``changelog``, read committed).
-    ``emit``: the plan's; ``paths``: which of the two runs to make."""
+    ``emit``: the plan's; ``paths``: which of the two runs to make; ``input_partitions``: the topic's (instead of
+    ``INPUT_PARTITIONS``); ``parallelism``, ``expire_windows``: ``run_replay``'s."""
     prefix = f"native-{uuid.uuid4().hex[:8]}"
     source = f"{prefix}-events"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -43,7 +47,7 @@ def replay_both_paths(
     # the records may be old (time retention would delete them between the write and Spark's read: a "data loss")
     forever = {"retention.ms": "-1"}
     topics = [
-        NewTopic(source, INPUT_PARTITIONS, 1, config=forever),
+        NewTopic(source, input_partitions, 1, config=forever),
         *(NewTopic(t, SINK_PARTITIONS, 1, config=forever) for t in sinks.values()),
     ]
     for future in admin.create_topics(topics).values():
@@ -52,9 +56,9 @@ def replay_both_paths(
     for partition, key, value, timestamp in records:
         producer.produce(source, value, key, partition, timestamp=timestamp)
     assert producer.flush(30) == 0
-    ends = {p: sum(1 for r in records if r[0] == p) for p in range(INPUT_PARTITIONS)}
+    ends = {p: sum(1 for r in records if r[0] == p) for p in range(input_partitions)}
     # a fresh topic's leaders may still move: Spark's Kafka source reads only once every partition answers
-    _retrying(lambda: wait_stable(admin, [TopicPartition(source, p) for p in range(INPUT_PARTITIONS)]))
+    _retrying(lambda: wait_stable(admin, [TopicPartition(source, p) for p in range(input_partitions)]))
     out: dict[str, Any] = {}
     for path, sink in sinks.items():
         application_id = f"{prefix}-{path}"
@@ -69,13 +73,21 @@ def replay_both_paths(
             emit=emit,
         )
         reports: list[ReplayProgress] = []
-        result = run_replay(spark, plan, native=path == "native", on_progress=reports.append, progress_interval_s=0.2)
+        result = run_replay(
+            spark,
+            plan,
+            native=path == "native",
+            on_progress=reports.append,
+            progress_interval_s=0.2,
+            parallelism=parallelism,
+            expire_windows=expire_windows,
+        )
         wait_stable(admin, [TopicPartition(w.topic, w.partition) for w in result.writes])
         changelog = f"{application_id}-{store}-changelog"
         out[path] = {
             "result": result,
             "progress": reports,
             "sink": read_committed(bootstrap, sink, SINK_PARTITIONS),
-            "changelog": read_committed(bootstrap, changelog, INPUT_PARTITIONS),
+            "changelog": read_committed(bootstrap, changelog, input_partitions),
         }
     return out

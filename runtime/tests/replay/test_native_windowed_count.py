@@ -8,6 +8,7 @@ task path."""
 from __future__ import annotations
 
 import json
+import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,14 +29,14 @@ GRACE_MS = 3_000
 STORE = "window-counts"
 
 
-def windowed_count(windows: TimeWindows) -> Callable[[str, str], TopologyDescription]:
+def windowed_count(windows: TimeWindows, retention_ms: int | None = None) -> Callable[[str, str], TopologyDescription]:
     def build(source: str, sink: str) -> TopologyDescription:
         builder = StreamsBuilder()
         (
             builder.stream(source, key_serde="string", value_serde="json", name="events")
             .group_by_key()
             .windowed_by(windows)
-            .count(store=STORE, name="count")
+            .count(store=STORE, name="count", retention_ms=retention_ms)
             .to_stream(name="changes")
             .to(sink, value_serde="json", name="out")
         )
@@ -126,3 +127,50 @@ def test_emit_final_writes_each_tasks_last_count_per_window_natively_and_after_a
     assert set(final["sink"]) <= set(every["sink"])
     windows_of_tasks = {(r[0], r[1]) for r in every["sink"]}  # (sink partition, windowed key): one task's window
     assert len(final["sink"]) == len(windows_of_tasks) < len(every["sink"]), "one record per window and task"
+
+
+WINDOW_KEY_SUFFIX = struct.Struct(">qi")
+"""The end of a window store's changelog key: window start (ms) and seqnum."""
+
+
+def test_the_changelog_keeps_the_windows_the_store_keeps_after_a_restore(
+    spark_session: Any, conformance_bootstrap: str
+) -> None:
+    """A window store hides a window once ``start < (the largest start put) - retention``: with
+    ``expire_windows`` the changelog leaves those out, and keeps every other window record exactly as with a
+    retention long enough to keep them all."""
+    records = list(inputs())
+    windows = TimeWindows.of_size_and_grace(SIZE_MS, GRACE_MS).advance_by(4_000)
+    retention = SIZE_MS + GRACE_MS
+    kept = replay_both_paths(
+        conformance_bootstrap,
+        spark_session,
+        records,
+        {},
+        windowed_count(windows, retention),
+        STORE,
+        expire_windows=True,
+    )
+    assert_same_output(kept)
+    everything = replay_both_paths(
+        conformance_bootstrap,
+        spark_session,
+        records,
+        {},
+        windowed_count(windows, 24 * 3_600_000),
+        STORE,
+        expire_windows=True,
+    )
+    assert_same_output(everything)
+    assert kept["native"]["sink"] == everything["native"]["sink"]
+
+    def start(record: Record) -> int:
+        assert record[1] is not None
+        return int(WINDOW_KEY_SUFFIX.unpack(record[1][-WINDOW_KEY_SUFFIX.size :])[0])
+
+    full = everything["native"]["changelog"]
+    last_start = {p: max(start(r) for r in full if r[0] == p) for p in {r[0] for r in full}}
+    unexpired = [r for r in full if start(r) >= last_start[r[0]] - retention]
+    assert kept["native"]["changelog"] == unexpired
+    assert 0 < len(unexpired) < len(full), "windows older than the retention are left out, the latest kept"
+    assert kept["native"]["result"].dropped_records == everything["native"]["result"].dropped_records

@@ -6,8 +6,8 @@ How each stage counts them:
 - the runtime's task path (``engine._StageFunction``): each task's ``ProcessorMetrics.dropped`` (the same
   processors as the streaming run) as *drop rows* in the stage's output, one per task and reason: ``kind`` =
   ``DROPPED_KIND``, ``topic`` = the reason, ``offset`` = the records. They travel with the stage's persisted output,
-  so a Spark task retried or recomputed never counts twice; ``engine.split_dropped`` takes them out before
-  anything uses the output;
+  so a Spark task retried or recomputed never counts twice; ``engine._summarize`` sums them (in the job that
+  counts the stage's records) and the stage's output is used without them;
 - the native classifiers: the records they drop (null key or value) are counted in a Spark accumulator
   (``DropCounts``), kept only when the native stage is (a stage that falls back to the task path counts there);
 - the native windowed count: a (record, window) pair behind the close time is dropped as ``late`` in Spark SQL;
@@ -16,7 +16,7 @@ How each stage counts them:
   over the input is needed. (A Spark task retried after it ran counts its accumulator updates again: rare.)
 
 Plain Python: pyspark is imported by ``streamapp.replay.engine`` and ``session`` only (the import fence), so the
-frame-reading halves (``split_dropped``, ``window_counts_sum``) live in the engine.
+frame-reading halves (``_summarize``, ``window_counts_sum``) live in the engine.
 """
 
 from __future__ import annotations

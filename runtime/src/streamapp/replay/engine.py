@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ from streamapp.replay.shapes import (
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
 from streamapp.topology import GlobalTableNode, Subtopology, TopologyDescription
 
-__all__ = ["JOB_DESCRIPTION_PREFIX", "RECORD_SCHEMA", "ReplayResult", "run_replay"]
+__all__ = ["JOB_DESCRIPTION_PREFIX", "RECORD_SCHEMA", "ReplayResult", "replay_parallelism", "run_replay"]
 
 RECORD_SCHEMA = (
     "topic string, partition int, offset long, key binary, value binary, timestamp long, "
@@ -119,6 +120,8 @@ def run_replay(
     native: bool = True,
     on_progress: Callable[[ReplayProgress], None] | None = log_progress,
     progress_interval_s: float = 5.0,
+    parallelism: int | None = None,
+    expire_windows: bool = False,
 ) -> ReplayResult:
     """Run ``plan`` on ``spark`` and write its output (see the module docstring).
 
@@ -127,6 +130,15 @@ def run_replay(
 
     ``native``: run the sub-topologies ``streamapp.replay.native`` recognises with Spark's operators (the
     default); ``False`` runs every one through the runtime's task (the reference the native path must equal).
+
+    ``parallelism``: the tasks Spark may run at once (default: ``replay_parallelism(spark)``, the cores of the
+    session). A topic with fewer partitions is read in that many offset ranges (Spark's ``minPartitions``), and
+    the shuffles have twice as many partitions unless the session's conf sets ``spark.sql.shuffle.partitions``.
+
+    ``expire_windows``: leave out of the window stores' changelogs the windows the stores have expired by the end
+    (``_without_expired_windows``): a new version restores the same windows from fewer records, but the
+    changelog is no longer the streaming run's record for record (the conformance harness compares them), so it
+    is off by default.
 
     ``plan.emit == EMIT_FINAL`` needs every sub-topology to have a native shape (ValueError naming one that has
     not, before any job); a sub-topology that falls back to the task then keeps only the last sink record per key
@@ -144,20 +156,50 @@ def run_replay(
     tracker = _ProgressTracker(spark, plan, on_progress, progress_interval_s)
     context = spark.sparkContext
     cached: list[DataFrame] = []
-    with tracker:
+    cores = parallelism or replay_parallelism(spark)
+    with tracker, _shuffle_partitions(spark, 2 * cores):
         started = time.monotonic()
-        outputs = _run_stages(spark, plan, result, native, source_options, tracker, cached)
+        retentions = _window_retentions(plan) if expire_windows else {}
+        outputs, targets = _run_stages(spark, plan, result, native, source_options, tracker, cached, cores, retentions)
         result.seconds["read_and_process"] = time.monotonic() - started
         tracker.phase = "write"
         context.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} write")
         started = time.monotonic()
-        _write(spark, plan, outputs, result, chunk_records, settings)
+        _write(spark, plan, outputs, targets, result, chunk_records, settings)
         result.seconds["write"] = time.monotonic() - started
         context.setJobDescription(None)  # type: ignore[arg-type]
         tracker.phase = "done"
     for stage in cached:
         stage.unpersist()
     return result
+
+
+def replay_parallelism(spark: SparkSession) -> int:
+    """The tasks ``spark`` runs at once: ``spark.default.parallelism`` if set, else the executors' cores
+    (``spark.executor.instances`` x ``spark.executor.cores``, as the operator's ``spark.mode: kubernetes`` sets
+    them), else Spark's default parallelism (``local[N]``: N)."""
+    conf = spark.sparkContext.getConf()
+    if conf.contains("spark.default.parallelism"):
+        return max(1, int(conf.get("spark.default.parallelism")))  # type: ignore[arg-type]
+    if conf.contains("spark.executor.instances") and conf.contains("spark.executor.cores"):
+        instances, cores = conf.get("spark.executor.instances"), conf.get("spark.executor.cores")
+        return max(1, int(instances) * int(cores))  # type: ignore[arg-type]
+    return max(1, spark.sparkContext.defaultParallelism)
+
+
+@contextmanager
+def _shuffle_partitions(spark: SparkSession, partitions: int) -> Iterator[None]:
+    """``spark.sql.shuffle.partitions`` = ``partitions`` while the replay runs, unless the session's Spark conf
+    sets it (``spark-defaults.conf``, the builder's conf): that setting is kept."""
+    if spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        yield
+        return
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", str(before))
 
 
 # -- stages ------------------------------------------------------------------------------------------
@@ -171,15 +213,21 @@ def _run_stages(
     source_options: Mapping[str, str],
     tracker: _ProgressTracker,
     cached: list[DataFrame],
-) -> list[DataFrame]:
+    cores: int,
+    retentions: Mapping[str, int],
+) -> tuple[list[DataFrame], list[tuple[str, int]]]:
     """The stages' outputs in stage order (without their drop rows, ``streamapp.replay.drops``; the persisted
-    frames they filter are appended to ``cached``)."""
+    frames they filter are appended to ``cached``) and the output partitions they write to (``_write``'s
+    writers), sorted. ``cores``: the tasks Spark runs at once (``read_topic``'s splits); ``retentions``: the window
+    stores whose expired windows are left out of the changelogs (``_window_retentions``; empty: none)."""
     application_id = plan.application_id
     counts = plan.topic_partitions()
     document = plan.description.to_json(indent=None)
     outputs: list[DataFrame] = []
     repartitioned: dict[str, DataFrame] = {}
     global_records = _global_records(spark, plan, source_options)
+    written_kinds = _written_kinds(plan)
+    targets: set[tuple[str, int]] = set()
     for sub in stage_order(plan.description, application_id):
         # Spark's jobs say what they run (event log, status tracker): "streamapp-replay stage <id>" / "... write"
         spark.sparkContext.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} stage {sub.id}")
@@ -189,7 +237,7 @@ def _run_stages(
             if ref.internal:
                 parts.append(repartitioned[topic])
             else:
-                parts.append(read_topic(spark, plan, topic, source_options))
+                parts.append(read_topic(spark, plan, topic, source_options, min_partitions=cores))
         stage_input = parts[0]
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
@@ -197,9 +245,10 @@ def _run_stages(
         final = plan.emit == EMIT_FINAL
         native = _native_stage(spark, plan, sub, stage_input, tasks, tracker.records, final) if native_ok else None
         stage: DataFrame | None = None
+        summary: _StageSummary | None = None
         if native is not None:
             stage = native.frame.persist(StorageLevel.MEMORY_AND_DISK)
-            records = stage.count()  # runs the stage now: its time is the stage's, not the write's
+            summary = _summarize(stage, retentions)  # runs the stage now: its time is the stage's, not the write's
             if native.fallbacks.value:  # a record needs the runtime's handlers: nothing of the attempt is kept
                 stage.unpersist()
                 stage = None
@@ -219,14 +268,15 @@ def _run_stages(
                 .mapInArrow(task, RECORD_SCHEMA)
             )
             stage = (_final_per_key(stage) if final else stage).persist(StorageLevel.MEMORY_AND_DISK)
-            records = stage.count()
+            summary = _summarize(stage, retentions)
+        assert summary is not None
         cached.append(stage)
-        stage, dropped, drop_rows = split_dropped(stage)
-        add_counts(result.dropped_records, dropped)
-        records -= drop_rows
-        result.records_written_by_stage[sub.id] = records
+        stage = stage.where(F.col("kind") != DROPPED_KIND)
+        add_counts(result.dropped_records, summary.dropped)
+        result.records_written_by_stage[sub.id] = summary.records
+        targets.update(t for kind, t in summary.partitions if kind in written_kinds)
         tracker.stages_done += 1
-        outputs.append(stage)
+        outputs.append(_without_expired_windows(stage, summary.window_horizons))
         for ref in sub.sink_topics:
             if ref.internal:
                 topic = ref.resolve(application_id)
@@ -234,7 +284,89 @@ def _run_stages(
     for ref_topic in plan.description.external_source_topics():
         ranges = zip(plan.start_offsets[ref_topic].items(), plan.end_offsets[ref_topic].values(), strict=True)
         result.records_read[ref_topic] = sum(end - start for (_, start), end in ranges)
-    return outputs
+    return outputs, sorted(targets)
+
+
+def _written_kinds(plan: ReplayPlan) -> list[str]:
+    """The kinds of records the final write writes."""
+    return ["sink", "changelog", *(["repartition"] if plan.write_repartition_topics else [])]
+
+
+def _window_retentions(plan: ReplayPlan) -> dict[str, int]:
+    """The changelog topic of each window store of ``plan`` (without duplicates: a join buffer's windows are not
+    keyed by start alone) -> the store's retention (ms)."""
+    return {
+        plan.description.changelog_topic(plan.application_id, store.name): store.retention_ms
+        for store in plan.description.stores
+        if store.type == "window" and not store.retain_duplicates and store.retention_ms is not None
+    }
+
+
+@dataclass(frozen=True)
+class _StageSummary:
+    """A persisted stage's output: its records (drop rows not included), the records it dropped per reason
+    (``streamapp.replay.drops``), the ``(kind, (topic, partition))`` its records go to, and per window store
+    changelog partition the start below which a window is expired (``_without_expired_windows``)."""
+
+    records: int
+    dropped: dict[str, int]
+    partitions: list[tuple[str, tuple[str, int]]]
+    window_horizons: dict[tuple[str, int], int]
+
+
+def _summarize(stage: DataFrame, retentions: Mapping[str, int]) -> _StageSummary:
+    """``stage``'s summary in one job (which runs and persists the stage): rows per kind and output partition;
+    a drop row's ``offset`` is the records it dropped, its ``topic`` the reason. ``retentions``: the window
+    stores' changelog topics and retentions (``_window_retentions``)."""
+    window_changelog = (F.col("kind") == "changelog") & F.col("topic").isin(list(retentions))
+    rows = (
+        stage.groupBy("kind", "topic", "partition")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum("offset").alias("offsets"),
+            F.max(F.when(window_changelog, _window_start(F.col("key")))).alias("last_start"),
+        )
+        .collect()
+    )
+    records = 0
+    dropped: dict[str, int] = {}
+    partitions: list[tuple[str, tuple[str, int]]] = []
+    horizons: dict[tuple[str, int], int] = {}
+    for row in rows:
+        if row["kind"] == DROPPED_KIND:
+            add_counts(dropped, {str(row["topic"]): int(row["offsets"])})
+            continue
+        target = (str(row["topic"]), int(row["partition"]))
+        records += int(row["rows"])
+        partitions.append((str(row["kind"]), target))
+        if row["last_start"] is not None:
+            horizons[target] = int(row["last_start"]) - retentions[target[0]]
+    return _StageSummary(records, dropped, partitions, horizons)
+
+
+def _window_start(key: Column) -> Column:
+    """The window start of a window store's changelog key: ``key bytes + start (8 bytes) + seqnum (4 bytes)``
+    (Kafka's ``WindowKeySchema``, ``streamapp.state.window_store``); starts are not negative."""
+    return F.conv(F.hex(F.substring(key, -12, 8)), 16, 10).cast("long")
+
+
+def _without_expired_windows(stage: DataFrame, horizons: Mapping[tuple[str, int], int]) -> DataFrame:
+    """``stage`` without the changelog records of windows its window stores have expired by the end: a window
+    store's observed stream time is the largest window start put into it, and a window with ``start < observed -
+    retention`` is hidden and never written again (``streamapp.state.window_store``). A new version restoring the
+    changelog therefore sees the same windows with or without them (the latest window is always kept, so its
+    observed stream time is the same); the streaming app's changelog holds them until the broker deletes them
+    (``retention.ms`` = retention + 1 day). ``horizons``: ``(changelog topic, partition)`` -> the first start kept
+    (``_summarize``)."""
+    expired: Column | None = None
+    for topic in sorted({topic for topic, _ in horizons}):
+        bounds = [horizons.get((topic, p)) for p in range(max(p for t, p in horizons if t == topic) + 1)]
+        bound = F.element_at(F.array(*[F.lit(b).cast("long") for b in bounds]), F.col("partition") + 1)
+        condition = (F.col("topic") == topic) & (_window_start(F.col("key")) < bound)
+        expired = condition if expired is None else expired | condition
+    if expired is None:
+        return stage
+    return stage.where(~F.coalesce(expired, F.lit(False)))
 
 
 _GlobalRecord = tuple[str, int, int, bytes | None, bytes | None, int]
@@ -259,10 +391,18 @@ def _global_records(spark: SparkSession, plan: ReplayPlan, options: Mapping[str,
 
 
 def read_topic(
-    spark: SparkSession, plan: ReplayPlan, topic: str, client_options: Mapping[str, str] | None = None
+    spark: SparkSession,
+    plan: ReplayPlan,
+    topic: str,
+    client_options: Mapping[str, str] | None = None,
+    *,
+    min_partitions: int = 1,
 ) -> DataFrame:
     """The records of ``topic`` in the plan's offset ranges, as ``RECORD_SCHEMA`` rows (kind ``source``).
-    ``client_options``: the Java client's settings (``security.java_client_options``; default: the plan's)."""
+    ``client_options``: the Java client's settings (``security.java_client_options``; default: the plan's), after
+    ``FETCH_OPTIONS``. ``min_partitions``: read in at least that many Spark partitions: a topic with fewer
+    partitions has its offset ranges split (Spark's ``minPartitions``; the stages order by partition and offset
+    themselves, so a split changes no result)."""
     start = {topic: {str(p): o for p, o in sorted(plan.start_offsets[topic].items())}}
     end = {topic: {str(p): o for p, o in sorted(plan.end_offsets[topic].items())}}
     reader = (
@@ -275,8 +415,10 @@ def read_topic(
         .option("failOnDataLoss", "true")
         .option("includeHeaders", "true")
     )
+    if min_partitions > len(plan.end_offsets[topic]):
+        reader = reader.option("minPartitions", str(min_partitions))
     options = java_client_options(plan.kafka_settings) if client_options is None else client_options
-    for key, value in options.items():
+    for key, value in {**FETCH_OPTIONS, **options}.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load().select(
         F.col("topic"),
@@ -291,6 +433,15 @@ def read_topic(
         F.col("headers"),
     )
 
+
+FETCH_OPTIONS = {
+    "max.poll.records": "20000",
+    "max.partition.fetch.bytes": str(16 << 20),
+    "fetch.max.bytes": str(64 << 20),
+}
+"""The Java consumer's fetch sizes for the reads (before the plan's own client settings, which win): Spark's
+consumer asks the broker for the partition's offset range after every poll (two ``ListOffsets`` requests), so
+Kafka's default of 500 records per poll meant one such round trip per 500 records."""
 
 _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
@@ -322,19 +473,6 @@ def window_counts_sum(stage: DataFrame, changelog_topic: str, value_serde: str) 
     rows = stage.where((F.col("topic") == changelog_topic) & (F.col("kind") == "changelog"))
     found = rows.agg(F.sum(count).alias("pairs")).collect()[0]["pairs"]
     return int(found or 0)
-
-
-def split_dropped(stage: DataFrame) -> tuple[DataFrame, dict[str, int], int]:
-    """``stage`` without its drop rows, the records dropped per reason, and how many drop rows there were (a
-    ``stage.count()`` included them). Reads a persisted stage: one small job, no recomputation."""
-    dropped = stage.where(F.col("kind") == DROPPED_KIND)
-    found: Any = dropped.groupBy("topic").agg(F.sum("offset").alias("records"), F.count(F.lit(1)).alias("rows"))
-    counts: dict[str, int] = {}
-    rows = 0
-    for row in found.collect():
-        counts[str(row["topic"])] = int(row["records"])
-        rows += int(row["rows"])
-    return stage.where(F.col("kind") != DROPPED_KIND), counts, rows
 
 
 def native_drops(native: _NativeStage, stage: DataFrame) -> dict[str, int]:
@@ -425,10 +563,26 @@ def _fold(
     rows: DataFrame, group: list[str], sequence: str, final: bool, sink: list[Column], changelog: list[Column]
 ) -> DataFrame:
     """Count ``rows`` per ``group`` in ``sequence`` order with one Spark window (one shuffle and sort): every row
-    gives a sink record (``sink``'s columns; with ``final`` only the group's last row), the last row of each group
-    also the group's changelog record (``changelog``'s columns). The columns may read ``running_count`` (the
-    row's ``row_number``), ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's
-    first sequence: where the runtime's write buffer put the key) and ``timestamp`` (the row's own)."""
+    gives a sink record (``sink``'s columns), the last row of each group also the group's changelog record
+    (``changelog``'s columns). The columns may read ``running_count`` (the row's ``row_number``),
+    ``running_timestamp`` (the largest timestamp so far), ``first_sequence`` (the group's first sequence: where
+    the runtime's write buffer put the key), ``sequence`` and ``out_partition`` (the row's own).
+
+    ``final``: only the groups' last rows, as a ``groupBy`` (Spark aggregates each input partition's rows before
+    the shuffle, so only about one row per group and input partition is shuffled, and nothing is sorted): the
+    last row's ``running_count`` is the group's count, its ``sequence`` the largest, its ``running_timestamp``
+    the group's largest timestamp."""
+    if final:
+        last_rows = rows.groupBy(*group).agg(
+            F.count(F.lit(1)).alias("running_count"),
+            F.max("timestamp").alias("running_timestamp"),
+            F.min(sequence).alias("first_sequence"),
+            F.max(sequence).alias(sequence),
+            F.min("out_partition").alias("out_partition"),  # a function of the group's key: one value per group
+        )
+        return last_rows.select(F.explode(F.array(F.struct(*sink), F.struct(*changelog))).alias("record")).select(
+            "record.*"
+        )
     running = Window.partitionBy(*group).orderBy(sequence)
     whole = running.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     folded = rows.select(
@@ -439,11 +593,7 @@ def _fold(
         F.first(sequence).over(whole).alias("first_sequence"),
     )
     last = F.col("running_count") == F.col("final_count")
-    both = F.array(F.struct(*sink), F.struct(*changelog))
-    if final:  # only the groups' last rows are kept, each with both records
-        folded, records = folded.where(last), both
-    else:
-        records = F.when(last, both).otherwise(F.array(F.struct(*sink)))
+    records = F.when(last, F.array(F.struct(*sink), F.struct(*changelog))).otherwise(F.array(F.struct(*sink)))
     return folded.select(F.explode(records).alias("record")).select("record.*")
 
 
@@ -847,18 +997,17 @@ def _write(
     spark: SparkSession,
     plan: ReplayPlan,
     outputs: list[DataFrame],
+    targets: list[tuple[str, int]],
     result: ReplayResult,
     chunk_records: int,
     client_settings: Mapping[str, str],
 ) -> None:
-    kinds = ["sink", "changelog", *(["repartition"] if plan.write_repartition_topics else [])]
+    """Write the records of ``outputs`` to ``targets`` (the output partitions they hold, sorted): one
+    transactional writer each (``streamapp.replay.output``)."""
     written = outputs[0]
     for stage in outputs[1:]:
         written = written.unionByName(stage)
-    written = written.where(F.col("kind").isin(kinds))
-    targets = sorted(
-        (row["topic"], row["partition"]) for row in written.select("topic", "partition").distinct().collect()
-    )
+    written = written.where(F.col("kind").isin(_written_kinds(plan)))
     writers = {target: Writer(i, *target) for i, target in enumerate(targets)}
     settings = {"bootstrap.servers": plan.bootstrap_servers, **client_settings}
     internal = plan.description.internal_topics(plan.application_id, plan.source_partitions())

@@ -30,7 +30,7 @@ CONNECTOR_JARS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_
 _REPO_ROOT = Path(__file__).resolve().parents[4]
 
 DEFAULT_CONF: dict[str, str] = {
-    "spark.sql.shuffle.partitions": "4",
+    # no spark.sql.shuffle.partitions: a replay sizes its shuffles from the cores (engine.run_replay's parallelism)
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
