@@ -194,6 +194,11 @@ def test_a_consumer_group_with_members_that_are_not_the_apps_pods_is_reported_no
             "SpecInvalid",
             "spec.config['consumer.security.protocol'] is set by the operator from spec.kafka.authentication/tls",
         ),
+        (
+            {"config": {"consumer.no.such.property": "1"}},
+            "ConfigInvalid",
+            "spec.config: Kafka client settings refused: config key 'consumer.no.such.property'",
+        ),
     ],
     ids=[
         "typo",
@@ -205,6 +210,7 @@ def test_a_consumer_group_with_members_that_are_not_the_apps_pods_is_reported_no
         "memory-limit",
         "sasl-password",
         "security-protocol",
+        "librdkafka-typo",
     ],
 )
 def test_a_spec_the_runtime_would_refuse_is_a_condition_naming_the_field_not_a_crash_loop(

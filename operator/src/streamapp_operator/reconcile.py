@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from streamapp.config import StreamsConfig
+from streamapp.kafka.config_check import client_config_problems
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired
@@ -78,6 +80,7 @@ from streamapp_operator.steps import (
     run_steps,
 )
 from streamapp_operator.validate import (
+    CONFIG_INVALID,
     Peer,
     Problem,
     TopicPlan,
@@ -331,6 +334,8 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     if spec is None:
         observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
         return _result(app, None, None, problems, None, observation, previous_status, now)
+    if not problems:
+        problems += _client_setting_problems(spec, app.name)
     topology, topology_problems = parse_topology(spec)
     upgrade = check_upgrade(app.name, app.namespace, app.uid, app.generation, spec, topology, world.cluster,
                             previous_status)  # fmt: skip
@@ -449,6 +454,19 @@ def _rollout(
         now=now,
         failing=failing_pod_names([*failing_pods(observation.pods), *observation.threads]),
     )
+
+
+def _client_setting_problems(spec: StreamAppSpec, application_id: str) -> list[Problem]:
+    """librdkafka's own settings of ``spec.config`` (``consumer.*``, ``producer.*``) tried on throwaway clients that
+    never connect (``streamapp.kafka.config_check``): a typo is ``ConfigInvalid`` naming the key before any pod or
+    topic exists, not found by every pod's stream threads in a crash loop."""
+    # the user's settings only: the security ones come from spec.kafka with credentials the pods read from Secrets
+    plain = spec.model_copy(update={"kafka": spec.kafka.model_copy(update={"authentication": None, "tls": None})})
+    config = StreamsConfig.from_mapping(desired.streams_config(plain, application_id))
+    refused = client_config_problems(config)
+    if not refused:
+        return []
+    return [Problem(CONFIG_INVALID, "spec.config: Kafka client settings refused: " + "; ".join(refused))]
 
 
 def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tuple[KafkaConnection, list[Problem]]:

@@ -81,9 +81,7 @@ def test_a_commit_racing_a_new_member_epoch_is_retried_not_a_rebalance(kafka: Ka
     deadline = time.monotonic() + 120
     commits = 0
     try:
-        while (
-            time.monotonic() < deadline and not owned.failures and not (consumer.stale_epoch_retries and commits >= 50)
-        ):
+        while time.monotonic() < deadline and not (consumer.stale_epoch_retries and commits >= 50):
             for record in consumer.poll(200, 0.05):
                 owned.positions[TopicPartition(record.topic, record.partition)] = record.offset + 1
             owned.commit(owned.owned)
@@ -94,5 +92,7 @@ def test_a_commit_racing_a_new_member_epoch_is_retried_not_a_rebalance(kafka: Ka
             thread.join()
         consumer.close()
 
-    assert owned.failures == []
+    # a member the coordinator really fenced (Unknown member, lost partitions: a machine too loaded to heartbeat)
+    # is a rebalance the stream thread must handle by closing its tasks; a stale epoch never is
+    assert [failure for failure in owned.failures if "stale" in failure] == []
     assert consumer.stale_epoch_retries, f"no commit met a stale member epoch in 120 s ({commits} commits)"
