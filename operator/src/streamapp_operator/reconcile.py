@@ -37,6 +37,8 @@ propagates (``k8s.KubernetesUnavailable``) so that kopf retries. The annotation 
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -462,11 +464,17 @@ def _client_setting_problems(spec: StreamAppSpec, application_id: str) -> list[P
     topic exists, not found by every pod's stream threads in a crash loop."""
     # the user's settings only: the security ones come from spec.kafka with credentials the pods read from Secrets
     plain = spec.model_copy(update={"kafka": spec.kafka.model_copy(update={"authentication": None, "tls": None})})
-    config = StreamsConfig.from_mapping(desired.streams_config(plain, application_id))
-    refused = client_config_problems(config)
+    refused = _refused_settings(json.dumps(desired.streams_config(plain, application_id), sort_keys=True))
     if not refused:
         return []
     return [Problem(CONFIG_INVALID, "spec.config: Kafka client settings refused: " + "; ".join(refused))]
+
+
+@functools.lru_cache(maxsize=256)
+def _refused_settings(streams_config_json: str) -> tuple[str, ...]:
+    """``client_config_problems`` once per distinct ``streams.yaml`` (JSON, sorted keys): the throwaway clients are
+    built at the first reconcile of a spec, not at every 10 s timer tick of every app."""
+    return tuple(client_config_problems(StreamsConfig.from_mapping(json.loads(streams_config_json))))
 
 
 def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tuple[KafkaConnection, list[Problem]]:
