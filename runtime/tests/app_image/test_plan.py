@@ -77,9 +77,14 @@ def test_read_wheel_takes_name_version_and_requirements_from_the_metadata(tmp_pa
     assert (wheel.name, wheel.version, wheel.requires) == ("clicks", "1.0", ("streamapp-runtime==0.1.0", "pyyaml>=6"))
 
 
-def test_a_file_that_is_not_a_wheel_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "clicks.whl"
-    path.write_text("not a zip")
+@pytest.mark.parametrize("member", [None, "clicks/__init__.py"], ids=["not-a-zip", "zip-without-metadata"])
+def test_a_file_that_is_not_a_wheel_is_refused(tmp_path: Path, member: str | None) -> None:
+    path = tmp_path / "clicks-1.0-py3-none-any.whl"
+    if member is None:
+        path.write_bytes(b"PK not really")
+    else:
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr(member, "")
 
     with pytest.raises(AppImageError, match="not a wheel"):
         plan.read_wheel(path)
