@@ -110,10 +110,9 @@ class LogServer:
     def __init__(self, pods_dir: Path, host: str, port: int, tls: ssl.SSLContext | None) -> None:
         self.pods_dir = pods_dir
         self.stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
-        if tls is not None:
-            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        self.httpd = _Server((host, port), _handler(self))
+        if tls is not None:  # the handshake runs in the request's thread (_handler.setup), not in accept()
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="kubelet-logs", daemon=True)
 
     @property
@@ -130,6 +129,13 @@ class LogServer:
         self.httpd.server_close()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        log.debug("log server: request from %s failed", client_address, exc_info=True)  # e.g. a refused client
+
+
 def server_context(cert_file: Path, key_file: Path, client_ca_file: Path) -> ssl.SSLContext:
     """TLS for the log server: the node's serving certificate, clients must present one the cluster CA signed."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -142,6 +148,13 @@ def server_context(cert_file: Path, key_file: Path, client_ca_file: Path) -> ssl
 def _handler(server: LogServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            if isinstance(self.request, ssl.SSLSocket):
+                self.request.settimeout(10)
+                self.request.do_handshake()  # raises for a client without a certificate of the cluster CA
+                self.request.settimeout(None)
+            super().setup()
 
         def do_GET(self) -> None:
             try:

@@ -84,9 +84,10 @@ def server(pki: Path, tmp_path: Path) -> Iterator[LogServer]:
     served.stop()
 
 
-def _connect(pki: Path, server: LogServer, client: str) -> http.client.HTTPSConnection:
+def _connect(pki: Path, server: LogServer, client: str | None) -> http.client.HTTPSConnection:
     context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-    context.load_cert_chain(pki / f"{client}.crt", pki / f"{client}.key")
+    if client is not None:
+        context.load_cert_chain(pki / f"{client}.crt", pki / f"{client}.key")
     return http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
 
 
@@ -102,8 +103,11 @@ def test_a_client_of_the_cluster_ca_reads_the_containers_log_tail(pki: Path, ser
     assert b'container "sidecar" in pod "clicks/clickstream-0" has no log' in missing.read()
 
 
-def test_a_client_without_a_certificate_of_the_cluster_ca_is_refused(pki: Path, server: LogServer) -> None:
-    connection = _connect(pki, server, "stranger")
+@pytest.mark.parametrize("client", ["stranger", None], ids=["another-ca", "no-certificate"])
+def test_a_client_without_a_certificate_of_the_cluster_ca_is_refused(
+    pki: Path, server: LogServer, client: str | None
+) -> None:
+    connection = _connect(pki, server, client)
 
     with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected)):
         connection.request("GET", "/containerLogs/clicks/clickstream-0/streamapp")
