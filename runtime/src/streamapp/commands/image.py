@@ -77,15 +77,13 @@ def build(package: Path, tag: str, base: str, find_links: tuple[Path, ...]) -> N
     )
 
 
-def build_app_image(
-    package: Path, tag: str, base: str, find_links: Sequence[Path], tools: ImageTools, workdir: Path | None = None
-) -> BuiltImage:
-    """Build the app image ``tag`` of ``package`` on ``base`` with ``tools``; the build context is laid out in a
-    temporary folder (or ``workdir``, kept). Raises AppImageError listing every problem found before the build,
-    ToolError when a tool fails."""
+def build_app_image(package: Path, tag: str, base: str, find_links: Sequence[Path], tools: ImageTools) -> BuiltImage:
+    """Build the app image ``tag`` of ``package`` on ``base`` with ``tools``; the build context (``Dockerfile``,
+    ``wheels/``) is laid out in a temporary folder. Raises AppImageError listing every problem found before the
+    build, ToolError when a tool fails."""
     check_tag(tag, base)
     with tempfile.TemporaryDirectory(prefix="streamapp-image-") as scratch:
-        context = workdir if workdir is not None else Path(scratch)
+        context = Path(scratch)
         wheels = context / "wheels"
         wheels.mkdir(parents=True, exist_ok=True)
         wheel = read_wheel(_wheel_of(package, wheels, tools))
