@@ -1,8 +1,9 @@
 """The node agent: wires registration, heartbeats, the volume provisioner and one worker per pod.
 
 Start-up order: kill container processes left by an earlier agent run (pid files), register the
-Node and the default StorageClass, start the heartbeat and provisioner threads, then list+watch the
-pods bound to the node and hand each (by UID) to a ``PodWorker``. On SIGTERM/SIGINT every worker stops
+Node and the default StorageClass, start the heartbeat and provisioner threads and the kubelet log endpoint
+(``logserver``, for ``kubectl logs``; only when the stack made the node's serving certificate), then list+watch
+the pods bound to the node and hand each (by UID) to a ``PodWorker``. On SIGTERM/SIGINT every worker stops
 its containers (the pod objects are left as they are: a restarted agent resumes them, counting a
 restart) and the agent exits.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from e2e.nodeagent import launch, node, storage
+from e2e.nodeagent import launch, logserver, node, storage
 from e2e.nodeagent.ipam import PodIPAllocator
 from e2e.nodeagent.kube import Kube, Obj
 from e2e.nodeagent.pods import NodeContext, PodWorker, pod_key
@@ -39,6 +40,7 @@ class AgentConfig:
     ca_file: Path | None = None  # default: <run_dir>/pki/ca.crt
     api_host: str = "127.0.0.1"
     api_port: int = 6443
+    kubelet_port: int = logserver.KUBELET_PORT  # the Node's daemonEndpoints.kubeletEndpoint.Port
 
 
 def make_runtime(config: AgentConfig) -> launch.Runtime:
@@ -72,6 +74,7 @@ class NodeAgent:
         self.stopping = threading.Event()
         self.heartbeat = node.Heartbeat(self.kube, config.node_name, config.host_ip)
         self.provisioner = storage.Provisioner(self.kube, config.run_dir / "volumes", config.node_name)
+        self.log_server: logserver.LogServer | None = None
 
     def run(self) -> None:
         """Run until SIGTERM/SIGINT."""
@@ -86,10 +89,38 @@ class NodeAgent:
         node.register(self.kube, self.config.node_name, self.config.host_ip)
         self.heartbeat.start()
         self.provisioner.start()
+        self._start_log_server(pods_dir)
         threading.Thread(target=self._watch_pods, name="pod-watch", daemon=True).start()
         log.info("Node agent started for node %s (mode %s)", self.config.node_name, self.config.mode)
         self.stopping.wait()
         self._shutdown()
+
+    def _start_log_server(self, pods_dir: Path) -> None:
+        """Serve ``/containerLogs`` with the serving certificate ``hack/stack/k8s.sh`` makes for the node
+        (``pki/kubelet-<node>.crt``); without it (a stack set up before it existed) ``kubectl logs`` stays
+        unavailable and the agent says so."""
+        pki = self.config.run_dir / "pki"
+        cert, key, ca = (
+            pki / f"kubelet-{self.config.node_name}.crt",
+            pki / f"kubelet-{self.config.node_name}.key",
+            pki / "ca.crt",
+        )
+        if not (cert.exists() and key.exists() and ca.exists()):
+            log.warning(
+                "No kubelet serving certificate %s: kubectl logs is unavailable (hack/stack/up.sh k8s makes it)", cert
+            )
+            return
+        try:
+            tls = logserver.server_context(cert, key, ca)
+            self.log_server = logserver.LogServer(pods_dir, self.config.host_ip, self.config.kubelet_port, tls)
+        except OSError as exc:
+            log.warning(
+                "Cannot serve /containerLogs on port %d: %s (kubectl logs is unavailable)",
+                self.config.kubelet_port,
+                exc,
+            )
+            return
+        self.log_server.start()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         log.info("Received signal %d, stopping", signum)
@@ -98,6 +129,8 @@ class NodeAgent:
     def _shutdown(self) -> None:
         self.heartbeat.stop()
         self.provisioner.stop()
+        if self.log_server is not None:
+            self.log_server.stop()
         workers = list(self.workers.values())
         for worker in workers:
             worker.shutdown()

@@ -19,8 +19,11 @@ k8s_marker() { echo "$STACK_BIN/$1"; }
 # One CA (also the cluster signing CA of the controller-manager), the apiserver serving cert, client certs for
 # admin (O=system:masters), kube-controller-manager, kube-scheduler and the node agent (system:node:<name>,
 # O=system:nodes), a front-proxy CA + client (request-header authn, as kubeadm sets it up; without it every
-# delegating component logs "missing content for CA bundle ... requestheader-client-ca-file" forever), and the
-# service-account key pair. Generated once; kept until `down.sh --purge`.
+# delegating component logs "missing content for CA bundle ... requestheader-client-ca-file" forever), the
+# service-account key pair, and for `kubectl logs` (the API server asks the node's kubelet endpoint, which the node
+# agent serves: e2e/nodeagent/logserver.py) the node's serving cert kubelet-<node> (IP 127.0.0.1, the Node's
+# InternalIP) and the API server's client cert for it, apiserver-kubelet-client (kubeadm's names). Each file is
+# generated once, when missing; kept until `down.sh --purge`.
 _pki_client() { # NAME SUBJECT
   [ -f "$PKI/$1.crt" ] && return 0
   openssl req -newkey rsa:2048 -nodes -keyout "$PKI/$1.key" -out "$PKI/$1.csr" -subj "$2" 2>/dev/null
@@ -77,6 +80,16 @@ k8s_pki() {
   _pki_client kube-controller-manager "/CN=system:kube-controller-manager"
   _pki_client kube-scheduler "/CN=system:kube-scheduler"
   _pki_client "node-$NODE_NAME" "/O=system:nodes/CN=system:node:$NODE_NAME"
+  _pki_client apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  if [ ! -f "$PKI/kubelet-$NODE_NAME.crt" ]; then
+    printf '%s\n' "subjectAltName=DNS:$NODE_NAME,IP:127.0.0.1" 'extendedKeyUsage=serverAuth' \
+      'keyUsage=critical,digitalSignature,keyEncipherment' >"$PKI/kubelet.ext"
+    openssl req -newkey rsa:2048 -nodes -keyout "$PKI/kubelet-$NODE_NAME.key" -out "$PKI/kubelet-$NODE_NAME.csr" \
+      -subj "/O=system:nodes/CN=system:node:$NODE_NAME" 2>/dev/null
+    openssl x509 -req -in "$PKI/kubelet-$NODE_NAME.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+      -days 3650 -extfile "$PKI/kubelet.ext" -out "$PKI/kubelet-$NODE_NAME.crt.tmp" 2>/dev/null
+    mv "$PKI/kubelet-$NODE_NAME.crt.tmp" "$PKI/kubelet-$NODE_NAME.crt"
+  fi
   if [ ! -f "$PKI/sa.pub" ]; then
     openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
     openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub.tmp" 2>/dev/null
@@ -140,6 +153,9 @@ apiserver_up() {
     --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname --kubelet-certificate-authority="$PKI/ca.crt" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
     --endpoint-reconciler-type=none --cert-dir="$RUN/apiserver-certs" --profiling=false
   wait_until 90 "kube-apiserver /readyz" kube-apiserver "$m" apiserver_ready
 }

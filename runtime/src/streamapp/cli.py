@@ -23,6 +23,9 @@
   [--retention-ms MS]``: create the topology's missing external topics; ``streamapp topics tail TOPIC --topology
   ... [--from-beginning] [--max-records N] [--timeout-ms MS]``: print its records decoded with the topology's
   serdes (``streamapp.commands.topics``).
+- ``streamapp image build PACKAGE --tag TAG [--base IMAGE] [--find-links DIR ...]``: build the app image of a
+  wheel or a project folder ``FROM`` the StreamApp image with podman, its requirements checked against the base
+  image's first (``streamapp.commands.image``).
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
   batch job (extra ``streamapp-runtime[replay]``, docs/replay.md), report its progress on stderr and print what
   it read and wrote as JSON.
@@ -44,6 +47,7 @@ from typing import Any
 import click
 import yaml
 
+from streamapp.commands.image import image
 from streamapp.commands.manifest import manifest
 from streamapp.commands.topics import topics
 from streamapp.commands.topologies import export_description, load_description, load_topology, pairs
@@ -311,3 +315,4 @@ def _positive_int(topic: str, text: str) -> int:
 
 main.add_command(manifest)
 main.add_command(topics)
+main.add_command(image)

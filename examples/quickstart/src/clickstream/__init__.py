@@ -1,0 +1,1 @@
+"""Page views per user and minute (docs/quickstart.md)."""
