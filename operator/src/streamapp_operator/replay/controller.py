@@ -42,7 +42,7 @@ from streamapp_operator.desired import owned_by, security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
-from streamapp_operator.replay import decisions, job_start
+from streamapp_operator.replay import app_code, decisions, job_start
 from streamapp_operator.replay.models import (
     EmitMode,
     OldVersionPolicy,
@@ -310,10 +310,11 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     keys = ("resolvedOffsets", "recordsRead", "applicationId", "replayId", "appUid")
     recorded = {key: ctx.status[key] for key in keys if key in ctx.status}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
-    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec):
+    code = app_code.of(ctx.spec, ctx.app_spec)
+    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec, code):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
             cluster.apply(manifest)
-    ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image})"))
+    ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image}, code of {code.image})"))
     return ctx.record(job=name, startTime=ctx.now, phase=Phase.RUNNING.value, progress="spark job starting")
 
 
@@ -341,7 +342,8 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     log = _pod_log(ctx, job)
     if state.phase == "Failed":
         detail = decisions.failure_detail(log) if log else ""
-        raise ReplayFailed(state.reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
+        reason = app_code.failure_reason(state.reason, state.message, detail)
+        raise ReplayFailed(reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
     result = decisions.replay_result(log)
     if result is not None:
         written: int | None = sum((result.get("records_written") or {}).values())
@@ -447,7 +449,14 @@ def _create_new_version(ctx: ReplayContext) -> str:
     if ctx.app is None:
         raise ReplayFailed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
-        ctx.app, name, ctx.status["applicationId"], _topology_document(ctx), ctx.replay.name, ctx.replay.uid
+        ctx.app,
+        name,
+        ctx.status["applicationId"],
+        _topology_document(ctx),
+        ctx.replay.name,
+        ctx.replay.uid,
+        image=ctx.spec.handover.image or ctx.spec.image,
+        replicas=ctx.spec.handover.replicas,
     )
     created = cluster.apply(manifest)
     # the uid it was created with: a StreamApp made again under its name later is not this replay's

@@ -14,7 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
-from streamapp_operator.resources import GROUP, KAFKA_NAME_PATTERN, Condition, DroppedRecords, TopologySpec
+from streamapp_operator.resources import (
+    GROUP,
+    KAFKA_NAME_PATTERN,
+    MAX_REPLICAS,
+    Condition,
+    DroppedRecords,
+    TopologySpec,
+)
 
 KIND = "StreamReplay"
 PLURAL = "streamreplays"
@@ -172,6 +179,18 @@ class HandoverSpec(_Model):
     max_lag: int = Field(
         default=0, ge=0, description="The new version is caught up when Ready with at most this consumer lag."
     )
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The new version's image (its spec.image), whose user code the replay runs too; default: "
+        "spec.image, else the app's spec.image. Must equal spec.image when both are set.",
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="The new version's spec.replicas; default: the app's.",
+    )
 
 
 class AppRef(_Model):
@@ -193,12 +212,25 @@ class StreamReplaySpec(_Model):
                     "message": "handover.name must differ from appRef.name: the new version would take the name of "
                     "the app it replaces",
                 },
+                {
+                    "rule": "!has(self.image) || !has(self.handover) || !has(self.handover.image) "
+                    "|| self.image == self.handover.image",
+                    "message": "spec.image and handover.image differ: the replay runs the new version's code, so set "
+                    "one of them (or both the same)",
+                },
                 {"rule": "self == oldSelf", "message": "a StreamReplay's spec is immutable: create another one"},
             ]
         }
     )
 
     app_ref: AppRef
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The app image whose user code the replay runs (built FROM the project's image; copied into the "
+        "replay's pods by an init container); default: the app's spec.image. Its streamapp-runtime must be the "
+        "replay image's (RuntimeVersionMismatch otherwise).",
+    )
     from_: ReplayFrom = Field(
         default_factory=lambda: ReplayFrom(earliest=True),
         alias="from",
