@@ -42,7 +42,7 @@ from streamapp_operator.desired import owned_by, security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
-from streamapp_operator.replay import app_code, decisions, job_start
+from streamapp_operator.replay import app_code, dead_letters, decisions, job_start
 from streamapp_operator.replay.models import (
     EmitMode,
     OldVersionPolicy,
@@ -277,11 +277,15 @@ def create_sink_topics(ctx: ReplayContext) -> StepOutcome:
     retention = decisions.sink_retention_ms(ctx.kafka.retention_ms(resolved))
     config = {} if retention is None else {"retention.ms": str(retention)}
     missing = [TopicSpec(t, partitions, config) for t in sinks if t not in existing]
+    dlq = dead_letters.topic(ctx.app_spec.config, ctx.status["applicationId"])
+    if dlq is not None and not ctx.kafka.partition_counts([dlq]):  # the replay's own, never the live app's
+        live = ctx.kafka.partition_counts([dead_letters.live_topic(ctx.app_spec.config) or ""])
+        missing.append(TopicSpec(dlq, next(iter(live.values()), partitions), config))
     if missing:
         created = ctx.kafka.create_topics(missing, int(ctx.app_spec.config.get("replication.factor", "-1")))
         if created:
             ctx.events.append(Event("Normal", "TopicsCreated", f"Created output topics {', '.join(created)}"))
-    return StepOutcome()
+    return ctx.record(deadLetterTopic=dlq) if dlq is not None else StepOutcome()
 
 
 def launch_job(ctx: ReplayContext) -> StepOutcome:
@@ -300,14 +304,14 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
         bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
         start=decisions.from_wire(resolved["from"]),
         end=decisions.from_wire(resolved["to"]),
-        sink_partitions=ctx.kafka.partition_counts(ctx.description.sink_topics()),
+        sink_partitions=ctx.kafka.partition_counts(_output_topics(ctx)),
         kafka_settings=security_config(ctx.app_spec.kafka),
         emit=ctx.spec.emit,
     )
     image = ctx.spec.spark.image or ctx.world.image
     # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
     # operator never resolves another range for a Job already running (its end offsets are the handover point)
-    keys = ("resolvedOffsets", "recordsRead", "applicationId", "replayId", "appUid")
+    keys = ("resolvedOffsets", "recordsRead", "applicationId", "replayId", "appUid", "deadLetterTopic")
     recorded = {key: ctx.status[key] for key in keys if key in ctx.status}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
     code = app_code.of(ctx.spec, ctx.app_spec)
@@ -509,13 +513,30 @@ def delete_leftover_topics(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("phase") != Phase.SUCCEEDED.value or "topicsDeleted" in ctx.status:
         return StepOutcome()
     assert ctx.kafka is not None
-    return ctx.record(topicsDeleted=_delete_leftovers(ctx.kafka, ctx.spec.mode, ctx.status))
+    return ctx.record(topicsDeleted=_delete_leftovers(ctx.kafka, ctx.spec.mode, ctx.status, ctx.events))
 
 
-def _delete_leftovers(kafka: ReplayKafka, mode: ReplayMode, status: Mapping[str, Any]) -> list[str]:
+def _delete_leftovers(kafka: ReplayKafka, mode: ReplayMode, status: dict[str, Any], events: list[Event]) -> list[str]:
+    """Delete the markers, a backfill's internal topics and the replay's dead-letter topic when it is empty; a
+    dead-letter topic with records stays, named in ``status.deadLetters`` and a Warning event (never deleted
+    silently)."""
     doomed = [f"streamapp-replay-{status['replayId']}-markers"] if status.get("replayId") else []
     if mode == ReplayMode.BACKFILL and status.get("applicationId"):
         doomed += kafka.internal_topics(status["applicationId"])
+    dlq = status.get("deadLetterTopic")
+    if dlq:
+        counts = kafka.partition_counts([dlq])
+        offsets = 0
+        if counts:
+            start, end = kafka.list_offsets(counts, "earliest"), kafka.list_offsets(counts, "latest")
+            offsets = sum(end[dlq][p] - start[dlq][p] for p in end.get(dlq, {}))
+        records = len(kafka.read_committed_values(dlq)) if offsets else None
+        kept = dead_letters.verdict(dlq, offsets, records)
+        if kept.delete:
+            doomed.append(dlq)
+        else:
+            status["deadLetters"] = kept.records
+            events.append(Event("Warning", "DeadLetters", kept.message))
     return kafka.delete_topics(doomed) if doomed else []
 
 
@@ -561,7 +582,7 @@ def reconcile_replay(
     except ReplayFailed as exc:
         if ctx.kafka is not None and ctx.status.get("job") and not _new_version_created(ctx.status):
             with contextlib.suppress(KafkaUnavailable):  # best effort: the failure is what the status must say
-                ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status)
+                ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status, ctx.events)
         return _failed(replay, previous, ctx.status, exc, now, ctx.events)
     ctx.status.update(run.status)
     ctx.status.pop("waiting", None)
@@ -683,6 +704,12 @@ def _new_version_of(
     if conflict is not None:
         raise ReplayFailed(*conflict)
     return existing
+
+
+def _output_topics(ctx: ReplayContext) -> list[str]:
+    """The topics the replay writes besides its internal ones: the topology's sinks and its dead-letter topic."""
+    dlq = ctx.status.get("deadLetterTopic")
+    return [*ctx.description.sink_topics(), *([dlq] if dlq else [])]
 
 
 def _topology_document(ctx: ReplayContext) -> dict[str, Any]:

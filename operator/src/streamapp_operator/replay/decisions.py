@@ -30,7 +30,7 @@ from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired, validate
-from streamapp_operator.replay import app_code
+from streamapp_operator.replay import app_code, dead_letters
 from streamapp_operator.replay.models import (
     KIND,
     EmitMode,
@@ -214,8 +214,13 @@ def emit_final_refusal(description: TopologyDescription, config: Mapping[str, An
 
 
 def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[str, Any]:
-    """The Kafka Streams config the replay runs with: the app's ``spec.config`` and the new ``application.id``."""
-    return {**{k: v for k, v in sorted(app_config.items())}, "application.id": application_id}
+    """The Kafka Streams config the replay runs with: the app's ``spec.config``, the new ``application.id`` and,
+    when the app names a dead-letter topic, the replay's own (``dead_letters.topic``: never the live app's)."""
+    config: dict[str, Any] = {**{k: v for k, v in sorted(app_config.items())}, "application.id": application_id}
+    own = dead_letters.topic(app_config, application_id)
+    if own is not None:
+        config[dead_letters.DLQ_KEY] = own
+    return config
 
 
 @dataclass(frozen=True)

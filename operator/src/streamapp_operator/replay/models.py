@@ -321,6 +321,16 @@ class StreamReplayStatus(_Model):
         description="Topics the replay deleted when it ended: its markers and, for a backfill (or a handover that "
         "failed before its new version existed), its changelog and repartition topics.",
     )
+    dead_letter_topic: str | None = Field(
+        default=None,
+        description="The replay's own dead-letter topic (<applicationId>-dlq), when the app names one "
+        "(errors.dead.letter.queue.topic.name): the replay never writes into the live app's.",
+    )
+    dead_letters: int | None = Field(
+        default=None,
+        description="Dead letters the replay wrote to deadLetterTopic, set when it ended: that topic is then kept "
+        "(an empty one is deleted and listed in topicsDeleted).",
+    )
     resolved_offsets: ResolvedOffsets | None = None
     records_read: int | None = None
     records_processed: int | None = Field(
