@@ -58,7 +58,7 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
     spec = replays.get("streamreplay", "defaults")["spec"]  # type: ignore[index]
     assert spec["from"] == {"earliest": True} and spec["to"] == {"now": True} and spec["mode"] == "backfill"
     assert spec["spark"]["mode"] == "local" and spec["spark"]["driver"] == {"cores": 1, "memory": "1g"}
-    assert spec["handover"] == {"oldVersion": "Delete", "maxLag": 0}
+    assert spec["handover"] == {"oldVersion": "Delete", "maxLag": 0, "outputs": "New"}
     assert StreamReplaySpec.parse(spec).spark.executor.instances == 2
 
 
@@ -79,6 +79,16 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
         ({"spark": {"mode": "kubernetes"}}, "spark.mode kubernetes needs spark.serviceAccountName"),
         ({"image": "apps/a:1", "handover": {"image": "apps/a:2"}}, "spec.image and handover.image differ"),
         ({"handover": {"replicas": -1}}, "spec.handover.replicas"),
+        ({"handover": {"outputs": "TakeOver"}}, "handover.outputs TakeOver needs mode handover and to: {now: true}"),
+        (
+            {
+                "mode": "handover",
+                "topology": flights_spec()["topology"],
+                "to": {"timestamp": "2013-06-01T00:00:00Z"},
+                "handover": {"outputs": "TakeOver"},
+            },
+            "handover.outputs TakeOver needs mode handover and to: {now: true}",
+        ),
     ],
 )
 def test_the_crd_rejects_an_invalid_replay_with_a_clear_message(
@@ -127,6 +137,9 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
         "apps/flights:2",
         3,
     )
+    seam.scale_streamapp(replays.namespace, "flights-v2", 0)  # TakeOver's stop: /scale, with the chart's rights
+    scaled = seam.get("StreamApp", replays.namespace, "flights-v2")
+    assert scaled is not None and scaled["spec"]["replicas"] == 0 and scaled["spec"]["image"] == "apps/flights:2"
     assert seam.read_pod_log(replays.namespace, "no-such-pod") == ""
     seam.delete("StreamApp", replays.namespace, "flights-v2", new["metadata"]["uid"])
     gone = seam.get("StreamApp", replays.namespace, "flights-v2")

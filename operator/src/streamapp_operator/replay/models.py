@@ -161,6 +161,14 @@ class OldVersionPolicy(StrEnum):
     KEEP = "Keep"
 
 
+class OutputsPolicy(StrEnum):
+    """Where the new version of a handover writes: ``New`` output topics (a topic the app writes is refused,
+    OutputInUse), or ``TakeOver`` the old version's, from where it stopped (``streamapp_operator.replay.takeover``)."""
+
+    NEW = "New"
+    TAKE_OVER = "TakeOver"
+
+
 class HandoverSpec(_Model):
     """The new version of the app (``mode: handover``)."""
 
@@ -178,6 +186,15 @@ class HandoverSpec(_Model):
     )
     max_lag: int = Field(
         default=0, ge=0, description="The new version is caught up when Ready with at most this consumer lag."
+    )
+    outputs: OutputsPolicy = Field(
+        default=OutputsPolicy.NEW,
+        description="New (the default): the new version writes new output topics (one the app writes fails the "
+        "replay, OutputInUse). TakeOver: it writes the old version's output topics from where the old version "
+        "stopped: the old version is scaled to 0 replicas before the range is resolved, the range ends at its "
+        "committed offsets (to must be now), the replay does not write the taken-over topics, and the new version "
+        "starts there; no record is lost or written twice per key. The old version is scaled back if the replay "
+        "fails before the new version exists. Outputs wait while the replay runs.",
     )
     image: str | None = Field(
         default=None,
@@ -217,6 +234,12 @@ class StreamReplaySpec(_Model):
                     "|| self.image == self.handover.image",
                     "message": "spec.image and handover.image differ: the replay runs the new version's code, so set "
                     "one of them (or both the same)",
+                },
+                {
+                    "rule": "!has(self.handover) || !has(self.handover.outputs) || self.handover.outputs != 'TakeOver' "
+                    "|| (self.mode == 'handover' && has(self.to.now))",
+                    "message": "handover.outputs TakeOver needs mode handover and to: {now: true} (the range ends "
+                    "where the old version stopped)",
                 },
                 {"rule": "self == oldSelf", "message": "a StreamReplay's spec is immutable: create another one"},
             ]
@@ -301,6 +324,17 @@ class ResolvedOffsets(_Model):
     to: PerPartition
 
 
+class TakeOverStatus(_Model):
+    """The old version's stop of a ``handover.outputs: TakeOver``."""
+
+    replicas: int = Field(
+        description="The old version's spec.replicas before it was scaled to 0 (restored on failure)."
+    )
+    application_id: str = Field(description="The old version's application.id (its consumer group).")
+    outputs: list[str] = Field(default_factory=list, description="The output topics taken over.")
+    state: str = Field(description="Stopping, Stopped (its range resolved from its committed offsets) or Restored.")
+
+
 class StreamReplayStatus(_Model):
     """Observed state of a StreamReplay, written only by the operator."""
 
@@ -356,6 +390,9 @@ class StreamReplayStatus(_Model):
         "waits on and hands over to (one made again under its name is never adopted).",
     )
     handover: list[HandoverStep] | None = None
+    take_over: TakeOverStatus | None = Field(
+        default=None, description="handover.outputs TakeOver: the old version's stop (written before it is stopped)."
+    )
 
 
 __all__ = [
@@ -366,6 +403,7 @@ __all__ = [
     "SINGULAR",
     "EmitMode",
     "HandoverStep",
+    "OutputsPolicy",
     "Phase",
     "ReplayMode",
     "SparkMode",
