@@ -116,9 +116,9 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
         if replicas is not None and _world is not None:  # a TakeOver cut short: the old version goes on
             try:
                 _world.cluster.scale_streamapp(str(meta["namespace"]), app, replicas)
-                message += f"; StreamApp {app} (stopped for outputs: TakeOver) scaled back to {replicas}"
-            except KubernetesUnavailable as exc:
-                kind, message = "Warning", f"{message}; StreamApp {app} could not be scaled back to {replicas}: {exc}"
+            except KubernetesUnavailable as exc:  # retried: the finalizer holds the deletion until it is done
+                raise kopf.TemporaryError(f"scaling StreamApp {app} back to {replicas}: {exc}", delay=5) from exc
+            message += f"; StreamApp {app} (stopped for outputs: TakeOver) scaled back to {replicas}"
     (kopf.warn if kind == "Warning" else kopf.info)(body, reason=reason, message=message)
     logger.info("StreamReplay %s/%s deleted: %s %s", meta["namespace"], meta["name"], reason, message)
     _admins.release(uid)
