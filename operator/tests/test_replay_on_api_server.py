@@ -58,7 +58,7 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
     spec = replays.get("streamreplay", "defaults")["spec"]  # type: ignore[index]
     assert spec["from"] == {"earliest": True} and spec["to"] == {"now": True} and spec["mode"] == "backfill"
     assert spec["spark"]["mode"] == "local" and spec["spark"]["driver"] == {"cores": 1, "memory": "1g"}
-    assert spec["handover"] == {"oldVersion": "Delete", "maxLag": 0, "outputs": "New"}
+    assert spec["handover"] == {"oldVersion": "Delete", "maxLag": 0}  # no outputs default: see HandoverSpec
     assert StreamReplaySpec.parse(spec).spark.executor.instances == 2
 
 

@@ -155,3 +155,14 @@ def test_the_old_version_is_scaled_back_only_while_no_new_version_writes_its_top
 
 def test_the_switch_is_each_partitions_committed_offset_else_its_earliest() -> None:
     assert takeover.switch_offsets({"t": {0: 7}}, {"t": {0: 0, 1: 3}}) == {"t": {0: 7, 1: 3}}
+
+
+def test_outputs_has_no_schema_default_so_an_operator_of_the_version_before_keeps_parsing_replays() -> None:
+    """A default would be added by the API server to every StreamReplay it serves, also to an operator whose models
+    forbid unknown fields (the version before this field): every replay would fail InvalidSpec while the CRD is
+    upgraded before the operator (seen on the shared stack when this field had a default)."""
+    from streamapp_operator.crdgen import build_replay_crd
+
+    schema = build_replay_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    outputs = schema["properties"]["spec"]["properties"]["handover"]["properties"]["outputs"]
+    assert "default" not in outputs and outputs["enum"] == ["New", "TakeOver"]

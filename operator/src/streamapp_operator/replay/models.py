@@ -187,10 +187,12 @@ class HandoverSpec(_Model):
     max_lag: int = Field(
         default=0, ge=0, description="The new version is caught up when Ready with at most this consumer lag."
     )
-    outputs: OutputsPolicy = Field(
-        default=OutputsPolicy.NEW,
-        description="New (the default): the new version writes new output topics (one the app writes fails the "
-        "replay, OutputInUse). TakeOver: it writes the old version's output topics from where the old version "
+    # no schema default: the API server would add it to every StreamReplay it serves, and an operator of the version
+    # before (its models forbid unknown fields) would refuse them all (InvalidSpec) while CRDs and operator upgrade
+    outputs: OutputsPolicy | None = Field(
+        default=None,
+        description="New (the default, when unset): the new version writes new output topics (one the app writes "
+        "fails the replay, OutputInUse). TakeOver: it writes the old version's output topics from where the old version "
         "stopped: the old version is scaled to 0 replicas before the range is resolved, the range ends at its "
         "committed offsets (to must be now), the replay does not write the taken-over topics, and the new version "
         "starts there; no record is lost or written twice per key. The old version is scaled back if the replay "
