@@ -192,8 +192,8 @@ class HandoverSpec(_Model):
     outputs: OutputsPolicy | None = Field(
         default=None,
         description="New (the default, when unset): the new version writes new output topics (one the app writes "
-        "fails the replay, OutputInUse). TakeOver: it writes the old version's output topics from where the old version "
-        "stopped: the old version is scaled to 0 replicas before the range is resolved, the range ends at its "
+        "fails the replay, OutputInUse). TakeOver: it writes the old version's output topics from where the old "
+        "version stopped: the old version is scaled to 0 replicas before the range is resolved, the range ends at its "
         "committed offsets (to must be now), the replay does not write the taken-over topics, and the new version "
         "starts there; no record is lost or written twice per key. The old version is scaled back if the replay "
         "fails before the new version exists. Outputs wait while the replay runs.",
