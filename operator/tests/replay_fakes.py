@@ -52,6 +52,11 @@ class ReplayCluster(TestingCluster):
     def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str:
         return self.logs.get(name, "")
 
+    def scale_streamapp(self, namespace: str, name: str, replicas: int) -> None:
+        """The /scale subresource: only spec.replicas changes."""
+        self.objects[("StreamApp", namespace, name)]["spec"]["replicas"] = replicas
+        self.journal.append(f"scale StreamApp {name} {replicas}")
+
 
 class ReplayKafka(TestingKafka):
     __test__ = False

@@ -32,6 +32,8 @@ APP_RIGHTS = {
     # handover creates the new version's StreamApp and deletes the old one
     *{("streamapp.io", "streamapps", v) for v in ("get", "list", "watch", "patch", "create", "delete")},
     ("streamapp.io", "streamapps/status", "patch"),
+    # a handover with outputs TakeOver stops the old version (spec.replicas 0 through /scale) and scales it back
+    ("streamapp.io", "streamapps/scale", "patch"),
     ("streamapp.io", "streamapps/finalizers", "update"),
     # children: read by name, server-side applied (create, patch); the garbage collector deletes the ConfigMap and
     # Service; the operator deletes a StatefulSet (cleanupPolicy Delete) and a budget there must not be
@@ -249,7 +251,7 @@ class Kubectl:
                 key, _, value = line.partition("=")
                 env[key] = os.path.expandvars(value.strip().strip('"'))
         env["PATH"] = f"{env['STACK_BIN']}:{os.environ.get('PATH', '')}"
-        cache = (ROOT / ".cache").resolve()  # a worktree's .cache may be a link to the main tree's
+        cache = (ROOT / ".cache" / "run").resolve()  # a worktree's .cache/run may link to the main tree's
         assert Path(env["KUBECONFIG"]).resolve().is_relative_to(cache), "refusing a kubeconfig outside .cache/run"
         self.env = env
 

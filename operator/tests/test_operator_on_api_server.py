@@ -52,7 +52,7 @@ def _stack_env() -> dict[str, str]:
             key, _, value = line.partition("=")
             env[key] = os.path.expandvars(value.strip().strip('"'))
     env["PATH"] = f"{env['STACK_BIN']}:{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"
-    cache = (ROOT / ".cache").resolve()  # a worktree's .cache may be a link to the main tree's
+    cache = (ROOT / ".cache" / "run").resolve()  # a worktree's .cache (or .cache/run) may be a link to the main tree's
     assert Path(env["KUBECONFIG"]).resolve().is_relative_to(cache), "refusing a kubeconfig outside .cache/run"
     return env
 

@@ -19,7 +19,7 @@ import yaml
 from kubernetes import config
 from operator_fakes import flights_spec
 from streamapp_operator.k8s import KubernetesCluster
-from streamapp_operator.replay import decisions
+from streamapp_operator.replay import app_code, decisions
 from streamapp_operator.replay.models import StreamReplaySpec
 from test_operator_on_api_server import Kube, chart_kubeconfig, env, kube  # noqa: F401  (fixtures)
 
@@ -58,7 +58,7 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
     spec = replays.get("streamreplay", "defaults")["spec"]  # type: ignore[index]
     assert spec["from"] == {"earliest": True} and spec["to"] == {"now": True} and spec["mode"] == "backfill"
     assert spec["spark"]["mode"] == "local" and spec["spark"]["driver"] == {"cores": 1, "memory": "1g"}
-    assert spec["handover"] == {"oldVersion": "Delete", "maxLag": 0}
+    assert spec["handover"] == {"oldVersion": "Delete", "maxLag": 0}  # no outputs default: see HandoverSpec
     assert StreamReplaySpec.parse(spec).spark.executor.instances == 2
 
 
@@ -77,6 +77,18 @@ def test_the_crd_fills_the_defaults(replays: Kube) -> None:
         ({"spark": {"driver": {"memory": "1GB"}}}, "spec.spark.driver.memory"),
         ({"spark": {"executor": {"instances": 0}}}, "spec.spark.executor.instances"),
         ({"spark": {"mode": "kubernetes"}}, "spark.mode kubernetes needs spark.serviceAccountName"),
+        ({"image": "apps/a:1", "handover": {"image": "apps/a:2"}}, "spec.image and handover.image differ"),
+        ({"handover": {"replicas": -1}}, "spec.handover.replicas"),
+        ({"handover": {"outputs": "TakeOver"}}, "handover.outputs TakeOver needs mode handover and to: {now: true}"),
+        (
+            {
+                "mode": "handover",
+                "topology": flights_spec()["topology"],
+                "to": {"timestamp": "2013-06-01T00:00:00Z"},
+                "handover": {"outputs": "TakeOver"},
+            },
+            "handover.outputs TakeOver needs mode handover and to: {now: true}",
+        ),
     ],
 )
 def test_the_crd_rejects_an_invalid_replay_with_a_clear_message(
@@ -99,22 +111,35 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     owner = decisions.ReplayOwner("writes", replays.namespace, stored["metadata"]["uid"])
     spec = StreamReplaySpec.parse(stored["spec"])
     plan = {"replayId": "writes-1", "bootstrapServers": "127.0.0.1:9092", "from": {}, "to": {}}
-    manifests = decisions.job_manifests(owner, spec, plan, "localhost/streamapp-replay:dev")
+    code = app_code.CodeImage("localhost/streamapp:dev", "Never")  # the init container and the pod failure policy
+    manifests = decisions.job_manifests(owner, spec, plan, "localhost/streamapp-replay:dev", None, code)
     for manifest in manifests:
         seam.apply(manifest, dry_run=True)  # admission: restricted Pod Security, schema
     for manifest in manifests:
         assert seam.apply(manifest)["metadata"]["uid"]
     job = seam.get("Job", replays.namespace, decisions.job_name("writes"))
     assert job is not None and decisions.job_state(job).phase in ("Running", "Succeeded", "Failed")
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == [app_code.MISMATCH_EXIT]
+    assert job["spec"]["template"]["spec"]["initContainers"][0]["image"] == "localhost/streamapp:dev"
     assert job["metadata"]["ownerReferences"][0]["uid"] == owner.uid
     seam.patch_replay_status(replays.namespace, "writes", {"phase": "Running", "progress": "spark job starting"})
     assert replays.get("streamreplay", "writes")["status"]["phase"] == "Running"  # type: ignore[index]
 
     app = {"metadata": {"name": "flights", "namespace": replays.namespace}, "spec": flights_spec()}
     new = seam.apply(
-        decisions.new_version(app, "flights-v2", "flights-v2", flights_spec()["topology"], "writes", "uid-w")
+        decisions.new_version(
+            app, "flights-v2", "flights-v2", flights_spec()["topology"], "writes", "uid-w", "apps/flights:2", 3
+        )
     )
-    assert seam.get("StreamApp", replays.namespace, "flights-v2")["spec"]["applicationId"] == "flights-v2"  # type: ignore[index]
+    stored_new = seam.get("StreamApp", replays.namespace, "flights-v2")["spec"]  # type: ignore[index]
+    assert (stored_new["applicationId"], stored_new["image"], stored_new["replicas"]) == (
+        "flights-v2",
+        "apps/flights:2",
+        3,
+    )
+    seam.scale_streamapp(replays.namespace, "flights-v2", 0)  # TakeOver's stop: /scale, with the chart's rights
+    scaled = seam.get("StreamApp", replays.namespace, "flights-v2")
+    assert scaled is not None and scaled["spec"]["replicas"] == 0 and scaled["spec"]["image"] == "apps/flights:2"
     assert seam.read_pod_log(replays.namespace, "no-such-pod") == ""
     seam.delete("StreamApp", replays.namespace, "flights-v2", new["metadata"]["uid"])
     gone = seam.get("StreamApp", replays.namespace, "flights-v2")

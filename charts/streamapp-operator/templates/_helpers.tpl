@@ -62,6 +62,10 @@ ClusterRole (every namespace) or of the Role in each watched namespace. Nothing 
 - apiGroups: ["streamapp.io"]
   resources: ["streamapps/status"]
   verbs: ["patch"]
+# A handover with outputs TakeOver stops the old version (spec.replicas 0) and scales it back on failure.
+- apiGroups: ["streamapp.io"]
+  resources: ["streamapps/scale"]
+  verbs: ["patch"]
 # Setting blockOwnerDeletion in the children's ownerReferences (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["streamapp.io"]
   resources: ["streamapps/finalizers"]

@@ -228,6 +228,20 @@ class KubernetesCluster:
         except OSError as exc:
             raise KubernetesUnavailable(f"patching the status of StreamReplay {namespace}/{name}: {exc}") from exc
 
+    def scale_streamapp(self, namespace: str, name: str, replicas: int) -> None:
+        """Set a StreamApp's ``spec.replicas`` through its ``/scale`` subresource (what ``kubectl scale`` does: only
+        that field changes, no field manager takes the rest of the user's spec)."""
+        what = f"scaling StreamApp {namespace}/{name} to {replicas}"
+        try:
+            self._custom.patch_namespaced_custom_object_scale(
+                GROUP, VERSION, namespace, PLURAL, name, {"spec": {"replicas": replicas}},
+                _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=_TIMEOUT,
+            )  # fmt: skip
+        except ApiException as exc:
+            raise _translate(exc, what) from exc
+        except OSError as exc:
+            raise KubernetesUnavailable(f"{what}: {exc}") from exc
+
     def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str:
         try:
             response = self._core.read_namespaced_pod_log(

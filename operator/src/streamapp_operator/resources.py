@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from annotated_types import Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 from streamapp.config import StreamsConfig
 
@@ -64,6 +64,32 @@ Quantity = Annotated[
         }
     ),
 ]
+
+
+def config_text(value: object) -> object:
+    """A ``spec.config`` value as the string the runtime's ``streams.yaml`` and librdkafka read: a YAML boolean as
+    ``true``/``false`` (librdkafka's and Kafka's spelling, not Python's ``True``), an integer in decimal, a float
+    as Python's shortest round-trip form (``0.5``, ``1e-05``: C's ``strtod``, librdkafka's parser, reads it); a
+    string as it is. Raises ValueError for anything else (a list, an object, a null)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if not isinstance(value, str):
+        kind = "a null" if value is None else f"a {type(value).__name__}"
+        raise ValueError(f"must be a string, a number or a boolean, got {kind}")
+    return value
+
+
+#: One value of ``spec.config``: a string, or an unquoted YAML number or boolean (``commit.interval.ms: 1000``,
+#: ``enable.idempotence: true``), kept as its string (:func:`config_text`), so that every reader of the config (the
+#: runtime's streams.yaml, the librdkafka settings check, ``replication.factor``) sees the one form. The CRD keeps
+#: any scalar (``x-kubernetes-preserve-unknown-fields``: a structural schema cannot say "string or number or
+#: boolean") and its CEL rule on ``config`` refuses a list, an object or a null.
+ConfigValue = Annotated[
+    str, BeforeValidator(config_text), WithJsonSchema({"x-kubernetes-preserve-unknown-fields": True})
+]
+CONFIG_SCALARS_RULE = "self.all(k, type(self[k]) in [string, int, uint, double, bool])"
 
 #: Most stream threads per pod: the runtime's own bound (``StreamsConfig``'s ``num.stream.threads``).
 MAX_THREADS = next(m.le for m in StreamsConfig.model_fields["num_stream_threads"].metadata if isinstance(m, Le))
@@ -301,8 +327,11 @@ class StreamAppSpec(_Model):
         # An object default lets the API server fill in the nested defaults (size) when state is omitted.
         json_schema_extra={"default": {}},
     )
-    config: dict[str, str] = Field(
-        default_factory=dict, description="Extra Kafka Streams configuration passed to the runtime."
+    config: dict[str, ConfigValue] = Field(
+        default_factory=dict,
+        description="Extra Kafka Streams configuration passed to the runtime: strings, numbers or booleans "
+        "(commit.interval.ms: 1000, enable.idempotence: true), each passed on as its string (true/false, decimal); "
+        "a list, an object or a null is refused by the operator (condition SpecInvalid).",
     )
     resources: ResourceRequirements | None = Field(default=None, description="Container compute resources.")
     disruption_budget: DisruptionBudgetSpec = Field(

@@ -42,12 +42,14 @@ from streamapp_operator.desired import owned_by, security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
 from streamapp_operator.reconcile import kafka_connection
-from streamapp_operator.replay import decisions, job_start
+from streamapp_operator.replay import app_code, dead_letters, decisions, job_start, takeover
 from streamapp_operator.replay.models import (
     EmitMode,
     OldVersionPolicy,
+    OutputsPolicy,
     Phase,
     ReplayMode,
+    ReplayTo,
     SparkMode,
     StepState,
     StreamReplaySpec,
@@ -73,6 +75,8 @@ class ReplayCluster(Cluster, Protocol):
     def patch_replay_status(self, namespace: str, name: str, status: dict[str, Any]) -> None: ...
 
     def read_pod_log(self, namespace: str, name: str, tail_lines: int = 50) -> str: ...
+
+    def scale_streamapp(self, namespace: str, name: str, replicas: int) -> None: ...
 
 
 class ReplayKafka(KafkaAdmin, Protocol):
@@ -236,6 +240,63 @@ def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
         raise ReplayFailed(conflicts[0].reason, conflicts[0].message)
 
 
+def stop_old_version(ctx: ReplayContext) -> StepOutcome:
+    """``handover.outputs: TakeOver``, before the range is resolved: scale the old version to 0 replicas (its
+    replicas recorded first, to be restored on failure) and wait until it has no pod and its group no member
+    (``streamapp_operator.replay.takeover``)."""
+    if not _taking_over(ctx.spec) or ctx.status.get("resolvedOffsets"):
+        return StepOutcome()
+    assert ctx.kafka is not None and ctx.app is not None and ctx.app_spec is not None
+    recorded = ctx.status.get("takeOver")
+    if recorded is None:
+        why = takeover.refusal(ctx.app.get("spec") or {})
+        if why is not None:
+            raise ReplayFailed(takeover.TAKE_OVER_UNSUPPORTED, why)
+        app_id = (ctx.app.get("status") or {}).get("applicationId") or ctx.app_spec.effective_application_id(
+            ctx.spec.app_ref.name
+        )
+        taken = decisions.shared_outputs(
+            ctx.description.sink_topics(), (ctx.app.get("spec") or {}).get("topology") or {}
+        )
+        recorded = {"replicas": ctx.app_spec.replicas, "applicationId": app_id, "outputs": taken, "state": "Stopping"}
+        ctx.record(takeOver=recorded, progress="stopping the old version (outputs: TakeOver)")
+        # the intent first: a restarted operator (or a failure) scales it back to these replicas
+        ctx.world.cluster.patch_replay_status(ctx.replay.namespace, ctx.replay.name, {"takeOver": recorded})
+        ctx.events.append(
+            Event("Normal", "OldVersionStopping", f"Scaling StreamApp {ctx.spec.app_ref.name} to 0 (outputs: TakeOver)")
+        )
+    if ctx.app_spec.replicas != 0:
+        ctx.world.cluster.scale_streamapp(ctx.replay.namespace, ctx.spec.app_ref.name, 0)
+    members = [m.client_id for m in ctx.kafka.group_lag(recorded["applicationId"], []).members]
+    done, message = takeover.stopped(ctx.app, members)
+    if not done:
+        ctx.record(progress=message)
+        raise Waiting(message)
+    return ctx.record(takeOver={**recorded, "state": "Stopped"})
+
+
+def _taking_over(spec: StreamReplaySpec) -> bool:
+    return spec.mode == ReplayMode.HANDOVER and spec.handover.outputs == OutputsPolicy.TAKE_OVER
+
+
+def _restore_old_version(ctx: ReplayContext) -> None:
+    """A TakeOver handover failed before its new version existed: the old version goes on from where it stopped
+    (its replicas as recorded)."""
+    replicas = takeover.replicas_to_restore(ctx.status)
+    if replicas is None or ctx.app is None:
+        return
+    ctx.world.cluster.scale_streamapp(ctx.replay.namespace, ctx.spec.app_ref.name, replicas)
+    ctx.status["takeOver"] = {**ctx.status["takeOver"], "state": "Restored"}
+    ctx.events.append(
+        Event(
+            "Normal",
+            "OldVersionRestored",
+            f"Scaled StreamApp {ctx.spec.app_ref.name} back to {replicas}: the handover failed before its new "
+            "version existed",
+        )
+    )
+
+
 def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("resolvedOffsets"):
         return StepOutcome()
@@ -256,8 +317,13 @@ def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
         if spec.to.timestamp
         else None,
     )
+    end_at = spec.to
+    if _taking_over(spec):  # the range ends where the old version stopped: its committed offsets
+        stopped_at = ctx.kafka.committed_offsets(ctx.status["takeOver"]["applicationId"], counts)
+        switch = takeover.switch_offsets(stopped_at, positions.earliest)
+        end_at = ReplayTo(offsets=decisions.to_wire(switch))
     try:
-        start, end = decisions.resolve_range(spec.from_, spec.to, positions)
+        start, end = decisions.resolve_range(spec.from_, end_at, positions)
     except decisions.RangeError as exc:
         raise ReplayFailed("InvalidRange", str(exc)) from exc
     read = sum(end[t][p] - o for t, parts in start.items() for p, o in parts.items())
@@ -270,18 +336,23 @@ def create_sink_topics(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("job"):
         return StepOutcome()
     assert ctx.kafka is not None and ctx.app_spec is not None
-    sinks = ctx.description.sink_topics()
+    taken = (ctx.status.get("takeOver") or {}).get("outputs") or []
+    sinks = [t for t in ctx.description.sink_topics() if t not in taken]  # the old version's exist
     existing = ctx.kafka.partition_counts(sinks)
     resolved = ctx.status["resolvedOffsets"]["to"]
     partitions = max((len(parts) for parts in resolved.values()), default=1)
     retention = decisions.sink_retention_ms(ctx.kafka.retention_ms(resolved))
     config = {} if retention is None else {"retention.ms": str(retention)}
     missing = [TopicSpec(t, partitions, config) for t in sinks if t not in existing]
+    dlq = dead_letters.topic(ctx.app_spec.config, ctx.status["applicationId"])
+    if dlq is not None and not ctx.kafka.partition_counts([dlq]):  # the replay's own, never the live app's
+        live = ctx.kafka.partition_counts([dead_letters.live_topic(ctx.app_spec.config) or ""])
+        missing.append(TopicSpec(dlq, next(iter(live.values()), partitions), config))
     if missing:
         created = ctx.kafka.create_topics(missing, int(ctx.app_spec.config.get("replication.factor", "-1")))
         if created:
             ctx.events.append(Event("Normal", "TopicsCreated", f"Created output topics {', '.join(created)}"))
-    return StepOutcome()
+    return ctx.record(deadLetterTopic=dlq) if dlq is not None else StepOutcome()
 
 
 def launch_job(ctx: ReplayContext) -> StepOutcome:
@@ -295,25 +366,26 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     resolved = ctx.status["resolvedOffsets"]
     plan = decisions.plan_document(
         replay_id=ctx.status["replayId"],
-        topology=_topology_document(ctx),
+        topology=_plan_topology(ctx),
         config=decisions.replay_config(ctx.app_spec.config, ctx.status["applicationId"]),
         bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
         start=decisions.from_wire(resolved["from"]),
         end=decisions.from_wire(resolved["to"]),
-        sink_partitions=ctx.kafka.partition_counts(ctx.description.sink_topics()),
+        sink_partitions=ctx.kafka.partition_counts(_output_topics(ctx)),
         kafka_settings=security_config(ctx.app_spec.kafka),
         emit=ctx.spec.emit,
     )
     image = ctx.spec.spark.image or ctx.world.image
     # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
     # operator never resolves another range for a Job already running (its end offsets are the handover point)
-    keys = ("resolvedOffsets", "recordsRead", "applicationId", "replayId", "appUid")
+    keys = ("resolvedOffsets", "recordsRead", "applicationId", "replayId", "appUid", "deadLetterTopic")
     recorded = {key: ctx.status[key] for key in keys if key in ctx.status}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
-    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec):
+    code = app_code.of(ctx.spec, ctx.app_spec)
+    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec, code):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
             cluster.apply(manifest)
-    ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image})"))
+    ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image}, code of {code.image})"))
     return ctx.record(job=name, startTime=ctx.now, phase=Phase.RUNNING.value, progress="spark job starting")
 
 
@@ -341,7 +413,8 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     log = _pod_log(ctx, job)
     if state.phase == "Failed":
         detail = decisions.failure_detail(log) if log else ""
-        raise ReplayFailed(state.reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
+        reason = app_code.failure_reason(state.reason, state.message, detail)
+        raise ReplayFailed(reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
     result = decisions.replay_result(log)
     if result is not None:
         written: int | None = sum((result.get("records_written") or {}).values())
@@ -447,7 +520,14 @@ def _create_new_version(ctx: ReplayContext) -> str:
     if ctx.app is None:
         raise ReplayFailed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
-        ctx.app, name, ctx.status["applicationId"], _topology_document(ctx), ctx.replay.name, ctx.replay.uid
+        ctx.app,
+        name,
+        ctx.status["applicationId"],
+        _topology_document(ctx),
+        ctx.replay.name,
+        ctx.replay.uid,
+        image=ctx.spec.handover.image or ctx.spec.image,
+        replicas=ctx.spec.handover.replicas,
     )
     created = cluster.apply(manifest)
     # the uid it was created with: a StreamApp made again under its name later is not this replay's
@@ -466,6 +546,8 @@ def _remove_old_version(ctx: ReplayContext) -> str:
     old = ctx.spec.app_ref.name
     new = _our_new_version(ctx)  # the old version is never deleted for a StreamApp this replay did not create
     if ctx.spec.handover.old_version == OldVersionPolicy.KEEP:
+        if _taking_over(ctx.spec):
+            return f"StreamApp {old} kept at 0 replicas (oldVersion: Keep; its outputs are the new version's now)"
         return f"StreamApp {old} kept (oldVersion: Keep)"
     if new is None:  # deleted since it caught up: never leave no version running
         raise ReplayFailed(
@@ -500,19 +582,37 @@ def delete_leftover_topics(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("phase") != Phase.SUCCEEDED.value or "topicsDeleted" in ctx.status:
         return StepOutcome()
     assert ctx.kafka is not None
-    return ctx.record(topicsDeleted=_delete_leftovers(ctx.kafka, ctx.spec.mode, ctx.status))
+    return ctx.record(topicsDeleted=_delete_leftovers(ctx.kafka, ctx.spec.mode, ctx.status, ctx.events))
 
 
-def _delete_leftovers(kafka: ReplayKafka, mode: ReplayMode, status: Mapping[str, Any]) -> list[str]:
+def _delete_leftovers(kafka: ReplayKafka, mode: ReplayMode, status: dict[str, Any], events: list[Event]) -> list[str]:
+    """Delete the markers, a backfill's internal topics and the replay's dead-letter topic when it is empty; a
+    dead-letter topic with records stays, named in ``status.deadLetters`` and a Warning event (never deleted
+    silently)."""
     doomed = [f"streamapp-replay-{status['replayId']}-markers"] if status.get("replayId") else []
     if mode == ReplayMode.BACKFILL and status.get("applicationId"):
         doomed += kafka.internal_topics(status["applicationId"])
+    dlq = status.get("deadLetterTopic")
+    if dlq:
+        counts = kafka.partition_counts([dlq])
+        offsets = 0
+        if counts:
+            start, end = kafka.list_offsets(counts, "earliest"), kafka.list_offsets(counts, "latest")
+            offsets = sum(end[dlq][p] - start[dlq][p] for p in end.get(dlq, {}))
+        records = len(kafka.read_committed_values(dlq)) if offsets else None
+        kept = dead_letters.verdict(dlq, offsets, records)
+        if kept.delete:
+            doomed.append(dlq)
+        else:
+            status["deadLetters"] = kept.records
+            events.append(Event("Warning", "DeadLetters", kept.message))
     return kafka.delete_topics(doomed) if doomed else []
 
 
 STEPS = (
     check_identity,
     check_children,
+    stop_old_version,
     resolve_offsets,
     create_sink_topics,
     launch_job,
@@ -550,9 +650,11 @@ def reconcile_replay(
     except Blocked as exc:
         return _blocked(replay, previous, ctx.status, exc, now, ctx.events)
     except ReplayFailed as exc:
+        with contextlib.suppress(KubernetesUnavailable):  # best effort, as the clean-up: the failure is what counts
+            _restore_old_version(ctx)
         if ctx.kafka is not None and ctx.status.get("job") and not _new_version_created(ctx.status):
             with contextlib.suppress(KafkaUnavailable):  # best effort: the failure is what the status must say
-                ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status)
+                ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status, ctx.events)
         return _failed(replay, previous, ctx.status, exc, now, ctx.events)
     ctx.status.update(run.status)
     ctx.status.pop("waiting", None)
@@ -586,11 +688,12 @@ def _context(
         raise ReplayFailed("UnsupportedTopology", f"topology: {exc}") from exc
     if app is not None and parsed.mode == ReplayMode.HANDOVER and not status.get("job"):
         shared = decisions.shared_outputs(description.sink_topics(), (app.get("spec") or {}).get("topology") or {})
-        if shared:
+        if shared and not _taking_over(parsed):
             raise ReplayFailed(
                 "OutputInUse",
                 f"the replay's topology writes {', '.join(shared)}, which StreamApp {parsed.app_ref.name} writes too: "
-                "the replayed history would duplicate what it wrote there; write the replay's output to a new topic",
+                "the replayed history would duplicate what it wrote there; write the replay's output to a new topic, "
+                "or take the app's over (handover.outputs: TakeOver)",
             )
     if parsed.mode == ReplayMode.HANDOVER and not status.get("job"):  # before any Job: the name is free or ours
         _new_version_of(world.cluster, replay, parsed)
@@ -674,6 +777,20 @@ def _new_version_of(
     if conflict is not None:
         raise ReplayFailed(*conflict)
     return existing
+
+
+def _output_topics(ctx: ReplayContext) -> list[str]:
+    """The topics the replay writes besides its internal ones: the topology's sinks and its dead-letter topic."""
+    dlq, taken = ctx.status.get("deadLetterTopic"), (ctx.status.get("takeOver") or {}).get("outputs") or []
+    return [*(t for t in ctx.description.sink_topics() if t not in taken), *([dlq] if dlq else [])]
+
+
+def _plan_topology(ctx: ReplayContext) -> dict[str, Any]:
+    """The topology the Job runs: the new version's, without the sinks into taken-over topics (TakeOver: the old
+    version's records up to the switch are there already)."""
+    document = _topology_document(ctx)
+    taken = (ctx.status.get("takeOver") or {}).get("outputs") or []
+    return takeover.without_sinks(document, taken) if taken else document
 
 
 def _topology_document(ctx: ReplayContext) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator import desired, validate
+from streamapp_operator.replay import app_code, dead_letters
 from streamapp_operator.replay.models import (
     KIND,
     EmitMode,
@@ -57,6 +58,14 @@ EXECUTOR_TEMPLATE_FILE = "executor.yaml"
 VENV = "/opt/streamapp/venv"
 SPARK_HOME = f"{VENV}/lib/python3.11/site-packages/pyspark"
 RUN_AS_USER = 10001
+#: The replay pods' securityContext (the Job's and the executors'): the ``restricted`` Pod Security Standard.
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS_USER,
+    "runAsGroup": RUN_AS_USER,
+    "fsGroup": RUN_AS_USER,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 #: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
 MEMORY_OVERHEAD_MB = 512
 REPLAY_LABEL = "streamapp.io/replay"
@@ -205,8 +214,13 @@ def emit_final_refusal(description: TopologyDescription, config: Mapping[str, An
 
 
 def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[str, Any]:
-    """The Kafka Streams config the replay runs with: the app's ``spec.config`` and the new ``application.id``."""
-    return {**{k: v for k, v in sorted(app_config.items())}, "application.id": application_id}
+    """The Kafka Streams config the replay runs with: the app's ``spec.config``, the new ``application.id`` and,
+    when the app names a dead-letter topic, the replay's own (``dead_letters.topic``: never the live app's)."""
+    config: dict[str, Any] = {**{k: v for k, v in sorted(app_config.items())}, "application.id": application_id}
+    own = dead_letters.topic(app_config, application_id)
+    if own is not None:
+        config[dead_letters.DLQ_KEY] = own
+    return config
 
 
 @dataclass(frozen=True)
@@ -266,7 +280,12 @@ def _memory_mb(spark_memory: str) -> int:
 
 
 def job_manifests(
-    owner: ReplayOwner, spec: StreamReplaySpec, plan: Mapping[str, Any], image: str, app: StreamAppSpec | None = None
+    owner: ReplayOwner,
+    spec: StreamReplaySpec,
+    plan: Mapping[str, Any],
+    image: str,
+    app: StreamAppSpec | None = None,
+    code: app_code.CodeImage | None = None,
 ) -> list[dict[str, Any]]:
     """The ServiceAccount, the ConfigMap with the plan and the Job, as uid 10001 under the restricted Pod
     Security Standard.
@@ -282,7 +301,11 @@ def job_manifests(
     ``app``: the StreamApp's spec, whose Kafka security the Job's pod gets as the app's pods do: the SASL
     credentials as ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` from their Secrets (the kubelet reads them:
     never in the ConfigMap, the pod spec or status), the TLS CA Secret mounted where the plan's
-    ``ssl.ca.location`` points (in the executor pods too: they read Kafka)."""
+    ``ssl.ca.location`` points (in the executor pods too: they read Kafka).
+
+    ``code``: the image whose user code the replay runs (``app_code.of``): every pod (the Job's, the executors')
+    copies it with the init container ``app-code`` and puts it first on ``PYTHONPATH``; the Job's container checks
+    its ``streamapp-runtime`` first (``app_code``). None: the replay image's own code only (the old way)."""
     kubernetes = spec.spark.mode == SparkMode.KUBERNETES
     ca = app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
     metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
@@ -294,9 +317,12 @@ def job_manifests(
         "automountServiceAccountToken": False,
     }
     data = {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)}
+    if code is not None:
+        data[app_code.SCRIPT_FILE] = app_code.script_text()
     if kubernetes:
         data[SPARK_DEFAULTS_FILE] = spark_defaults(owner, spec, image)
-        data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(executor_template(ca), sort_keys=False)
+        template = executor_template(ca, code, job_name(owner.name))
+        data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(template, sort_keys=False)
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -311,7 +337,8 @@ def job_manifests(
         command = [
             "/bin/sh",
             "-c",
-            'export PYSPARK_SUBMIT_ARGS="--conf spark.driver.host=$POD_IP --conf spark.driver.bindAddress=$POD_IP '
+            ("" if code is None else f"{app_code.check_command(PLAN_DIR)} || exit $?; ")
+            + 'export PYSPARK_SUBMIT_ARGS="--conf spark.driver.host=$POD_IP --conf spark.driver.bindAddress=$POD_IP '
             '--conf spark.kubernetes.driver.pod.name=$POD_NAME --driver-memory $DRIVER_MEMORY pyspark-shell"; '
             f'exec {" ".join(run)} --master "k8s://https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" '
             "--driver-memory $DRIVER_MEMORY",
@@ -328,6 +355,8 @@ def job_manifests(
         ]
     else:
         command = [*run, "--master", f"local[{driver.cores}]", "--driver-memory", driver.memory]
+        if code is not None:  # the check first; "$@" keeps the arguments as they are
+            command = ["/bin/sh", "-c", f'{app_code.check_command(PLAN_DIR)} && exec "$@"', "replay", *command]
         env = [
             {"name": "HOME", "value": WORK_DIR},
             {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
@@ -336,6 +365,8 @@ def job_manifests(
             {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
         ]
     env += desired.credentials_env(app) if app is not None else []
+    env += [app_code.python_path_env()] if code is not None else []
+    security_context = dict(desired.CONTAINER_SECURITY)  # uid 10001 too: the same as the app's pods
     container = {
         "name": "replay",
         "image": image,
@@ -348,47 +379,35 @@ def job_manifests(
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "work", "mountPath": WORK_DIR},
             *_ca_mounts(ca),
+            *([app_code.code_mount()] if code is not None else []),
         ],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS_USER,
-            "runAsGroup": RUN_AS_USER,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": security_context,
     }
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": account_name,
+        "automountServiceAccountToken": kubernetes,
+        "enableServiceLinks": False,
+        "securityContext": dict(POD_SECURITY),
+        "containers": [container],
+        "volumes": [
+            {"name": "plan", "configMap": {"name": job_name(owner.name)}},
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "work", "emptyDir": {}},
+            *_ca_volumes(ca),
+        ],
+    }
+    job_spec: dict[str, Any] = {"backoffLimit": spec.spark.retries}
+    if code is not None:
+        init = app_code.init_container(code.image, code.pull_policy, PLAN_DIR, security_context)
+        pod_spec["initContainers"] = [init]
+        pod_spec["volumes"].append(app_code.code_volume())
+        job_spec["podFailurePolicy"] = app_code.pod_failure_policy()
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": job_name(owner.name), **metadata},
-        "spec": {
-            "backoffLimit": spec.spark.retries,
-            "template": {
-                "metadata": {"labels": _labels(owner)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "serviceAccountName": account_name,
-                    "automountServiceAccountToken": kubernetes,
-                    "enableServiceLinks": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": RUN_AS_USER,
-                        "runAsGroup": RUN_AS_USER,
-                        "fsGroup": RUN_AS_USER,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "plan", "configMap": {"name": job_name(owner.name)}},
-                        {"name": "tmp", "emptyDir": {}},
-                        {"name": "work", "emptyDir": {}},
-                        *_ca_volumes(ca),
-                    ],
-                },
-            },
-        },
+        "spec": {**job_spec, "template": {"metadata": {"labels": _labels(owner)}, "spec": pod_spec}},
     }
     return [config_map, job] if kubernetes else [account, config_map, job]
 
@@ -419,45 +438,46 @@ def _ca_volumes(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
     ]
 
 
-def executor_template(ca: SecretKeyRef | None = None) -> dict[str, Any]:
+def executor_template(
+    ca: SecretKeyRef | None = None, code: app_code.CodeImage | None = None, config_map: str | None = None
+) -> dict[str, Any]:
     """The executor pods' template: the entrypoint above, uid 10001 under the restricted Pod Security
     Standard, no service account token, a writable ``/tmp`` (Spark adds an emptyDir for its local dirs), and
-    the Kafka CA Secret ``ca`` where the plan's ``ssl.ca.location`` points (the executors read Kafka)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "spec": {
-            "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": RUN_AS_USER,
-                "runAsGroup": RUN_AS_USER,
-                "fsGroup": RUN_AS_USER,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [
-                {
-                    "name": "spark-executor",
-                    "command": ["/bin/bash", "-c", EXECUTOR_COMMAND],
-                    "env": [
-                        {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                        {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
-                        {"name": "HOME", "value": TMP_DIR},
-                    ],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "runAsNonRoot": True,
-                        "capabilities": {"drop": ["ALL"]},
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "volumeMounts": [{"name": "tmp", "mountPath": TMP_DIR}, *_ca_mounts(ca)],
-                }
-            ],
-            "volumes": [{"name": "tmp", "emptyDir": {}}, *_ca_volumes(ca)],
-        },
+    the Kafka CA Secret ``ca`` where the plan's ``ssl.ca.location`` points (the executors read Kafka).
+    ``code``: the app image's user code, copied by the init container ``app-code`` (the script from the replay's
+    ConfigMap ``config_map``) and first on ``PYTHONPATH``: the executors' Python workers import the user's
+    functions."""
+    security_context = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
     }
+    container: dict[str, Any] = {
+        "name": "spark-executor",
+        "command": ["/bin/bash", "-c", EXECUTOR_COMMAND],
+        "env": [
+            {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+            {"name": "HOME", "value": TMP_DIR},
+        ],
+        "securityContext": security_context,
+        "volumeMounts": [{"name": "tmp", "mountPath": TMP_DIR}, *_ca_mounts(ca)],
+    }
+    pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": dict(POD_SECURITY),
+        "containers": [container],
+        "volumes": [{"name": "tmp", "emptyDir": {}}, *_ca_volumes(ca)],
+    }
+    if code is not None and config_map is not None:
+        container["env"].append(app_code.python_path_env())
+        container["volumeMounts"].append(app_code.code_mount())
+        pod["initContainers"] = [app_code.init_container(code.image, code.pull_policy, PLAN_DIR, security_context)]
+        pod["volumes"] += [{"name": "plan", "configMap": {"name": config_map}}, app_code.code_volume()]
+    return {"apiVersion": "v1", "kind": "Pod", "spec": pod}
 
 
 def spark_defaults(owner: ReplayOwner, spec: StreamReplaySpec, image: str) -> str:
@@ -560,14 +580,27 @@ def failure_detail(log: str, limit: int = 600) -> str:
 
 
 def new_version(
-    app: Mapping[str, Any], name: str, application_id: str, topology: Mapping[str, Any], replay: str, replay_uid: str
+    app: Mapping[str, Any],
+    name: str,
+    application_id: str,
+    topology: Mapping[str, Any],
+    replay: str,
+    replay_uid: str,
+    image: str | None = None,
+    replicas: int | None = None,
 ) -> dict[str, Any]:
-    """The new version's StreamApp: the app's spec with the replay's topology and ``application.id``. Not
-    owned by the StreamReplay (it outlives it: no owner reference); labelled with the replay's name and
-    annotated with its uid (``streamapp.io/replay-uid``), which :func:`made_by` requires."""
+    """The new version's StreamApp: the app's spec with the replay's topology and ``application.id``, and
+    ``image`` and ``replicas`` when given (``handover.image``, else the StreamReplay's ``spec.image``;
+    ``handover.replicas``; else the app's). Not owned by the StreamReplay (it outlives it: no owner reference);
+    labelled with the replay's name and annotated with its uid (``streamapp.io/replay-uid``), which
+    :func:`made_by` requires."""
     spec = {key: value for key, value in (app.get("spec") or {}).items()}
     spec["topology"] = dict(topology)
     spec["applicationId"] = application_id
+    if image is not None:
+        spec["image"] = image
+    if replicas is not None:
+        spec["replicas"] = replicas
     metadata = app.get("metadata") or {}
     return {
         "apiVersion": API_VERSION,

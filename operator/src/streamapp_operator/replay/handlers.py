@@ -22,6 +22,7 @@ from streamapp_operator.kafka import AdminPool
 from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
 from streamapp_operator.replay.decisions import ReplayClaim, deletion_event, sink_topics_of
 from streamapp_operator.replay.models import GROUP, PLURAL, Phase
+from streamapp_operator.replay.takeover import replicas_to_restore
 from streamapp_operator.resources import VERSION
 
 #: kopf's index of every StreamApp's ``application.id`` (``streamapp_operator.main.application_ids``).
@@ -111,6 +112,13 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
     with _lock(uid):
         app = str((spec.get("appRef") or {}).get("name", ""))
         kind, reason, message = deletion_event(app, status)
+        replicas = replicas_to_restore(status)
+        if replicas is not None and _world is not None:  # a TakeOver cut short: the old version goes on
+            try:
+                _world.cluster.scale_streamapp(str(meta["namespace"]), app, replicas)
+            except KubernetesUnavailable as exc:  # retried: the finalizer holds the deletion until it is done
+                raise kopf.TemporaryError(f"scaling StreamApp {app} back to {replicas}: {exc}", delay=5) from exc
+            message += f"; StreamApp {app} (stopped for outputs: TakeOver) scaled back to {replicas}"
     (kopf.warn if kind == "Warning" else kopf.info)(body, reason=reason, message=message)
     logger.info("StreamReplay %s/%s deleted: %s %s", meta["namespace"], meta["name"], reason, message)
     _admins.release(uid)

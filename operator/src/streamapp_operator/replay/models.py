@@ -14,7 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
-from streamapp_operator.resources import GROUP, KAFKA_NAME_PATTERN, Condition, DroppedRecords, TopologySpec
+from streamapp_operator.resources import (
+    GROUP,
+    KAFKA_NAME_PATTERN,
+    MAX_REPLICAS,
+    Condition,
+    DroppedRecords,
+    TopologySpec,
+)
 
 KIND = "StreamReplay"
 PLURAL = "streamreplays"
@@ -154,6 +161,14 @@ class OldVersionPolicy(StrEnum):
     KEEP = "Keep"
 
 
+class OutputsPolicy(StrEnum):
+    """Where the new version of a handover writes: ``New`` output topics (a topic the app writes is refused,
+    OutputInUse), or ``TakeOver`` the old version's, from where it stopped (``streamapp_operator.replay.takeover``)."""
+
+    NEW = "New"
+    TAKE_OVER = "TakeOver"
+
+
 class HandoverSpec(_Model):
     """The new version of the app (``mode: handover``)."""
 
@@ -171,6 +186,29 @@ class HandoverSpec(_Model):
     )
     max_lag: int = Field(
         default=0, ge=0, description="The new version is caught up when Ready with at most this consumer lag."
+    )
+    # no schema default: the API server would add it to every StreamReplay it serves, and an operator of the version
+    # before (its models forbid unknown fields) would refuse them all (InvalidSpec) while CRDs and operator upgrade
+    outputs: OutputsPolicy | None = Field(
+        default=None,
+        description="New (the default, when unset): the new version writes new output topics (one the app writes "
+        "fails the replay, OutputInUse). TakeOver: it writes the old version's output topics from where the old "
+        "version stopped: the old version is scaled to 0 replicas before the range is resolved, the range ends at its "
+        "committed offsets (to must be now), the replay does not write the taken-over topics, and the new version "
+        "starts there; no record is lost or written twice per key. The old version is scaled back if the replay "
+        "fails before the new version exists. Outputs wait while the replay runs.",
+    )
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The new version's image (its spec.image), whose user code the replay runs too; default: "
+        "spec.image, else the app's spec.image. Must equal spec.image when both are set.",
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="The new version's spec.replicas; default: the app's.",
     )
 
 
@@ -193,12 +231,31 @@ class StreamReplaySpec(_Model):
                     "message": "handover.name must differ from appRef.name: the new version would take the name of "
                     "the app it replaces",
                 },
+                {
+                    "rule": "!has(self.image) || !has(self.handover) || !has(self.handover.image) "
+                    "|| self.image == self.handover.image",
+                    "message": "spec.image and handover.image differ: the replay runs the new version's code, so set "
+                    "one of them (or both the same)",
+                },
+                {
+                    "rule": "!has(self.handover) || !has(self.handover.outputs) || self.handover.outputs != 'TakeOver' "
+                    "|| (self.mode == 'handover' && has(self.to.now))",
+                    "message": "handover.outputs TakeOver needs mode handover and to: {now: true} (the range ends "
+                    "where the old version stopped)",
+                },
                 {"rule": "self == oldSelf", "message": "a StreamReplay's spec is immutable: create another one"},
             ]
         }
     )
 
     app_ref: AppRef
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The app image whose user code the replay runs (built FROM the project's image; copied into the "
+        "replay's pods by an init container); default: the app's spec.image. Its streamapp-runtime must be the "
+        "replay image's (RuntimeVersionMismatch otherwise).",
+    )
     from_: ReplayFrom = Field(
         default_factory=lambda: ReplayFrom(earliest=True),
         alias="from",
@@ -269,6 +326,17 @@ class ResolvedOffsets(_Model):
     to: PerPartition
 
 
+class TakeOverStatus(_Model):
+    """The old version's stop of a ``handover.outputs: TakeOver``."""
+
+    replicas: int = Field(
+        description="The old version's spec.replicas before it was scaled to 0 (restored on failure)."
+    )
+    application_id: str = Field(description="The old version's application.id (its consumer group).")
+    outputs: list[str] = Field(default_factory=list, description="The output topics taken over.")
+    state: str = Field(description="Stopping, Stopped (its range resolved from its committed offsets) or Restored.")
+
+
 class StreamReplayStatus(_Model):
     """Observed state of a StreamReplay, written only by the operator."""
 
@@ -288,6 +356,16 @@ class StreamReplayStatus(_Model):
         default=None,
         description="Topics the replay deleted when it ended: its markers and, for a backfill (or a handover that "
         "failed before its new version existed), its changelog and repartition topics.",
+    )
+    dead_letter_topic: str | None = Field(
+        default=None,
+        description="The replay's own dead-letter topic (<applicationId>-dlq), when the app names one "
+        "(errors.dead.letter.queue.topic.name): the replay never writes into the live app's.",
+    )
+    dead_letters: int | None = Field(
+        default=None,
+        description="Dead letters the replay wrote to deadLetterTopic, set when it ended: that topic is then kept "
+        "(an empty one is deleted and listed in topicsDeleted).",
     )
     resolved_offsets: ResolvedOffsets | None = None
     records_read: int | None = None
@@ -314,6 +392,9 @@ class StreamReplayStatus(_Model):
         "waits on and hands over to (one made again under its name is never adopted).",
     )
     handover: list[HandoverStep] | None = None
+    take_over: TakeOverStatus | None = Field(
+        default=None, description="handover.outputs TakeOver: the old version's stop (written before it is stopped)."
+    )
 
 
 __all__ = [
@@ -324,6 +405,7 @@ __all__ = [
     "SINGULAR",
     "EmitMode",
     "HandoverStep",
+    "OutputsPolicy",
     "Phase",
     "ReplayMode",
     "SparkMode",
