@@ -232,3 +232,23 @@ def test_a_process_node_re_keys_and_its_stores_must_be_declared() -> None:
     )
     with pytest.raises(TopologyError, match="node 'n': its input is keyed by process node 'p'"):
         TopologyDescription.from_dict(counted)
+
+
+def test_a_to_table_node_needs_its_input_partitioned_by_its_key_and_a_process_values_node_keeps_it() -> None:
+    """Kafka's ``KStream#toTable`` repartitions a re-keyed stream first (a table must see every record of a key in
+    one task); ``KStream#processValues`` (KIP-820) keeps keys, so a table right after it is valid."""
+    rekeyed = doc(
+        src(),
+        {"name": "m", "type": "map", "input": "in", "mapper": f"{F}:swap"},
+        {"name": "t", "type": "to_table", "input": "m", "store": "s"},
+        stores=("s",),
+    )
+    with pytest.raises(TopologyError, match="node 't': its input is keyed by map node 'm'"):
+        TopologyDescription.from_dict(rekeyed)
+    kept = doc(
+        src(),
+        {"name": "p", "type": "process_values", "input": "in", "processor": f"{F}:RunningTotal"},
+        {"name": "t", "type": "to_table", "input": "p", "store": "s"},
+        stores=("s",),
+    )
+    assert TopologyDescription.from_dict(kept).output_kinds()["t"] == "table"

@@ -90,6 +90,7 @@ class ToTableNode(NodeBase):
     store: str
     output: ClassVar[str | None] = "table"
     accepts: ClassVar[frozenset[str]] = frozenset({"stream"})
+    requires_copartitioned_input: ClassVar[bool] = True
 
     def stores(self) -> list[str]:
         return [self.store]
