@@ -39,13 +39,10 @@ def _standbys(instance: StreamAppInstance) -> dict[str, dict[str, int]]:
     return standbys
 
 
-def test_restore_after_failover_to_a_standby_replays_only_the_tail(
-    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
-) -> None:
-    app, source, output = unique("standby"), unique("events"), unique("counts")
-    changelog = f"{app}-counts-changelog"
-    kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
-    topology = count_by_color_topology([source], output)
+def two_instances(
+    kafka: KafkaTestClient, workdir: Path, app: str, topology: dict[str, Any]
+) -> tuple[StreamAppInstance, StreamAppInstance]:
+    """Instances ``a`` and ``b`` of ``app`` (not started), one stream thread each, ``num.standby.replicas`` 1."""
     config: dict[str, Any] = {
         "application.id": app,
         "bootstrap.servers": kafka.bootstrap,
@@ -55,8 +52,22 @@ def test_restore_after_failover_to_a_standby_replays_only_the_tail(
         "consumer.session.timeout.ms": 6000,
         "consumer.heartbeat.interval.ms": 1000,
     }
-    a = StreamAppInstance(workdir / "a", topology, {**config, "state.dir": str(workdir / "a-state")}, f"{app}-a")
-    b = StreamAppInstance(workdir / "b", topology, {**config, "state.dir": str(workdir / "b-state")}, f"{app}-b")
+
+    def instance(name: str) -> StreamAppInstance:
+        state = {**config, "state.dir": str(workdir / f"{name}-state")}
+        return StreamAppInstance(workdir / name, topology, state, f"{app}-{name}")
+
+    return instance("a"), instance("b")
+
+
+def test_restore_after_failover_to_a_standby_replays_only_the_tail(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    app, source, output = unique("standby"), unique("events"), unique("counts")
+    changelog = f"{app}-counts-changelog"
+    kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
+    topology = count_by_color_topology([source], output)
+    a, b = two_instances(kafka, workdir, app, topology)
     instances.extend([a.start(), b.start()])
     a.wait_ready()
     b.wait_ready()
@@ -102,17 +113,7 @@ def test_an_instance_losing_tasks_to_a_joining_instance_keeps_their_open_stores_
     app, source, output = unique("recycle"), unique("events"), unique("counts")
     kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
     topology = count_by_color_topology([source], output)
-    config: dict[str, Any] = {
-        "application.id": app,
-        "bootstrap.servers": kafka.bootstrap,
-        "num.standby.replicas": 1,
-        "commit.interval.ms": 200,
-        "group.protocol": "classic",
-        "consumer.session.timeout.ms": 6000,
-        "consumer.heartbeat.interval.ms": 1000,
-    }
-    a = StreamAppInstance(workdir / "a", topology, {**config, "state.dir": str(workdir / "a-state")}, f"{app}-a")
-    b = StreamAppInstance(workdir / "b", topology, {**config, "state.dir": str(workdir / "b-state")}, f"{app}-b")
+    a, b = two_instances(kafka, workdir, app, topology)
     instances.append(a.start())
     a.wait_ready()
     first = color_events(0, 8000, colors=500)
