@@ -2,7 +2,9 @@
 
 Task ``<subtopology>_<p>`` reads partition ``p`` of every source topic of its sub-topology, owns one
 instance of each of the sub-topology's stores (folder ``<state.dir>/<application.id>/<taskId>/rocksdb/
-<store>``, changelog partition ``p``) and keeps its stream time (the largest record timestamp processed).
+<store>``, changelog partition ``p``) through its ``StateManager`` (``streamapp.processing.state_manager``, which
+a standby of the task on the same thread hands over open, and takes back) and keeps its stream time (the largest
+record timestamp processed).
 
 Input (Kafka's ``StreamTask.addRecords`` / ``process``): consumed records are buffered per input partition
 (``add_record``); ``process_ready`` takes them in timestamp order across partitions, waiting for empty
@@ -12,9 +14,10 @@ head of its queue. Failures go to the thread's exception handlers (``streamapp.p
 deserialization error, a processor raising, a sink that cannot serialize or send. A handler that continues
 skips the record (its offset is still committed); one that fails raises ProcessingError naming the record.
 
-Lifecycle: ``CREATED`` (partitions assigned) → ``initialize()`` opens the stores and builds the processors
-→ ``RESTORING`` (the changelog reader brings the stores up to date) → ``RUNNING`` (processes records) →
-``CLOSED``. Commits are driven from outside (``streamapp.processing.commit``).
+Lifecycle: ``CREATED`` (partitions assigned) → ``initialize()`` opens the stores (or takes over a recycled
+standby's open ones) and builds the processors → ``RESTORING`` (the changelog reader brings the stores up to date)
+→ ``RUNNING`` (processes records) → ``CLOSED`` (``close``; ``close_and_recycle_state`` keeps the stores open for a
+standby). Commits are driven from outside (``streamapp.processing.commit``).
 """
 
 from __future__ import annotations
