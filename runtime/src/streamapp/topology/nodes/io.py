@@ -88,9 +88,9 @@ class ToTableNode(NodeBase):
     type: Literal["to_table"] = "to_table"
     input: str
     store: str
-    output: ClassVar[str | None] = "table"
-    accepts: ClassVar[frozenset[str]] = frozenset({"stream"})
     requires_copartitioned_input: ClassVar[bool] = True
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream"})
+    output: ClassVar[str | None] = "table"
 
     def stores(self) -> list[str]:
         return [self.store]
