@@ -122,3 +122,25 @@ def test_existing_internal_topic_with_other_partition_count_is_reported() -> Non
         "internal topic 'app-departures-per-carrier-store-changelog' has 2 partitions but the topology needs 6; "
         "delete the topic or use a new applicationId"
     )
+
+
+def test_a_topology_with_to_table_and_process_values_nodes_is_valid_and_plans_their_topics() -> None:
+    """The CRD passes any node ``type`` through; the runtime's description decides, so the node types of
+    ``KStream.to_table`` (KIP-523) and ``KStream.process_values`` (KIP-820) are accepted as the runtime runs them."""
+    topology = copy.deepcopy(FLIGHTS_TOPOLOGY)
+    topology["nodes"] = [
+        topology["nodes"][0],
+        {"name": "tagged", "type": "process_values", "input": "flights", "processor": "flights_app.logic:Tag"},
+        {"name": "latest", "type": "to_table", "input": "tagged", "store": "latest-store"},
+        {"name": "changes", "type": "to_stream", "input": "latest"},
+        {"name": "out", "type": "sink", "input": "changes", "topic": "latest-flights", "keySerde": "string"},
+    ]
+    topology["stores"] = [{"name": "latest-store", "type": "key_value", "keySerde": "string", "valueSerde": "json"}]
+
+    parsed, problems = parse_topology(StreamAppSpec.parse(flights_spec(topology=topology)))
+
+    assert problems == [] and parsed is not None
+    plan, problems = plan_topics(parsed, "app", {"flights": 3})
+    assert problems == [] and plan is not None
+    assert [(t.name, t.partitions) for t in plan.internal_topics] == [("app-latest-store-changelog", 3)]
+    assert plan.tasks == 3  # process_values keeps keys: one sub-topology, no repartition

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.processor import Cancellable, Processor, ProcessorContext, PunctuationType, Record
+from streamapp.processor import (
+    Cancellable,
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyRecord,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    Record,
+)
 
 # -- plain functions -------------------------------------------------------------------------------
 
@@ -176,6 +185,26 @@ class Lifecycle(Processor):
 
     def close(self) -> None:
         LIFECYCLE.append("close")
+
+
+class RunningTotal(FixedKeyProcessor):
+    """A ``process_values`` processor: forwards each record with its key's running total (store ``totals``) as value."""
+
+    def init(self, context: FixedKeyProcessorContext) -> None:
+        super().init(context)
+        self.totals = context.get_state_store("totals")
+
+    def process(self, record: FixedKeyRecord) -> None:
+        total = (self.totals.get(record.key) or 0) + record.value
+        self.totals.put(record.key, total)
+        self.context.forward(record.with_value(total))
+
+
+class ForwardsANewKey(FixedKeyProcessor):
+    """A ``process_values`` processor that tries to forward a ``Record`` with another key (the runtime refuses)."""
+
+    def process(self, record: FixedKeyRecord) -> None:
+        self.context.forward(Record("other", record.value, record.timestamp))  # type: ignore[arg-type]
 
 
 class NotAProcessor:

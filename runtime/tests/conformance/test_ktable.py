@@ -4,24 +4,42 @@ map_values of a table, and group_by with count / aggregate whose subtractor retr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from streamapp import StreamsBuilder
+from streamapp.dsl import KTable
 
 from conformance import dsl_functions as fn
+from conformance import join_functions as jf
 from conformance.harness import Engine, final_values
 
 S, L, J = "string", "long", "json"
 
 
-def test_a_table_keeps_the_latest_value_per_key_and_a_tombstone_deletes_it(engine: Engine) -> None:
+def table_of_the_topic(builder: StreamsBuilder) -> KTable:
+    """``StreamsBuilder#table``: Kafka's ``KTableSource`` on the topic."""
+    return builder.table("prices", key_serde=S, value_serde=L, store="prices-store", name="prices")
+
+
+def table_of_the_stream(builder: StreamsBuilder) -> KTable:
+    """``KStreamImpl#toTable`` (KIP-523): Kafka's ``KTableSource`` on the stream of the topic."""
+    return builder.stream("prices", key_serde=S, value_serde=L, name="prices").to_table("prices-store", name="latest")
+
+
+@pytest.mark.parametrize("make_table", [table_of_the_topic, table_of_the_stream], ids=["table", "stream-to-table"])
+def test_a_table_keeps_the_latest_value_per_key_and_a_tombstone_deletes_it(
+    engine: Engine, make_table: Callable[[StreamsBuilder], KTable]
+) -> None:
+    """Kafka's ``KTableSource``, whether ``StreamsBuilder#table`` reads a topic or ``KStream#toTable`` a stream:
+    materialized in its store, each record upserts its key, a null value deletes the key (the delete is forwarded),
+    a null key is dropped."""
     builder = StreamsBuilder()
-    (
-        builder.table("prices", key_serde=S, value_serde=L, store="prices-store", name="prices")
-        .to_stream(name="changes")
-        .to("price-changes", name="out")
-    )
+    make_table(builder).to_stream(name="changes").to("price-changes", name="out")
     inputs = [
         ("prices", "apple", 3, 1_000),
         ("prices", "pear", 5, 2_000),
+        ("prices", None, 9, 2_500),  # no key: dropped by the table
         ("prices", "apple", 4, 3_000),
         ("prices", "pear", None, 4_000),
     ]
@@ -140,3 +158,44 @@ def test_to_stream_with_a_mapper_rekeys_the_updates_and_a_grouping_repartitions_
 
     assert out["stock-by-letter"] == [("a", 3, 1_000), ("a", 5, 2_000), ("b", 1, 3_000), ("a", 4, 4_000)]
     assert final_values(out["updates-per-letter"]) == {"a": 3, "b": 1}
+
+
+def test_a_rekeyed_stream_is_repartitioned_before_it_becomes_a_table_a_join_reads(engine: Engine) -> None:
+    """Kafka's ``KStreamImpl#toTable`` on a stream whose key changed: a repartition by the new key first, then the
+    table, which a stream-table join (``KStreamKTableJoin``) reads like any table: each visit is joined with the
+    page's latest visitor recorded before it."""
+    builder = StreamsBuilder()
+    last_visitor = (
+        builder.stream("visits", key_serde=S, value_serde=S, name="visits")
+        .map(fn.swap, name="by-page")
+        .to_table("last-visitor-store", name="last-visitor")
+    )
+    (
+        builder.stream("views", key_serde=S, value_serde=S, name="views")
+        .join(last_visitor, jf.pair, name="with-last-visitor")
+        .to("views-with-last-visitor", name="out", value_serde=J)
+    )
+    inputs = [
+        ("visits", "ann", "home", 1_000),
+        ("visits", "bob", "cart", 2_000),
+        ("views", "home", "v1", 3_000),
+        ("visits", "cid", "home", 4_000),
+        ("views", "home", "v2", 5_000),
+        ("views", "cart", "v3", 6_000),
+        ("views", "shop", "v4", 7_000),  # no visitor of the shop page: an inner join drops it
+    ]
+
+    outputs = ["views-with-last-visitor", "{application_id}-last-visitor-store-repartition"]
+
+    out = engine.run(builder, inputs, outputs, partitions={"visits": 2, "views": 2}, one_at_a_time=True)
+
+    assert sorted(out["views-with-last-visitor"], key=lambda r: r[2]) == [
+        ("home", ["v1", "ann"], 3_000),
+        ("home", ["v2", "cid"], 5_000),
+        ("cart", ["v3", "bob"], 6_000),
+    ]
+    assert sorted(key for key, _, _ in out["{application_id}-last-visitor-store-repartition"]) == [
+        "cart",
+        "home",
+        "home",
+    ]

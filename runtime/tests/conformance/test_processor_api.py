@@ -4,6 +4,7 @@ controlled clock."""
 
 from __future__ import annotations
 
+import pytest
 from streamapp import StreamsBuilder
 from streamapp.testing import TopologyTestDriver
 
@@ -89,3 +90,38 @@ def test_wall_clock_punctuation_follows_the_drivers_clock_and_can_be_cancelled()
             ("tick", 0, 16_000),
             ("tick", 0, 17_000),
         ]
+
+
+def test_process_values_keeps_keys_so_a_grouping_after_it_needs_no_repartition(engine: Engine) -> None:
+    """Kafka's ``KStreamImpl#processValues`` with a ``FixedKeyProcessor`` (KIP-820): the processor sees each record
+    with its store, forwards ``record.withValue(...)``, and the stream keeps its partitioning, so
+    ``groupByKey().count()`` reads it in the same sub-topology (no repartition topic)."""
+    builder = StreamsBuilder()
+    builder.add_state_store("totals", key_serde=S, value_serde=L)
+    totals = builder.stream("amounts", key_serde=S, value_serde=L, name="amounts").process_values(
+        fn.RunningTotal, stores=["totals"], name="running-total"
+    )
+    totals.to("running-totals", name="out")
+    totals.group_by_key(name="by-key").count(name="count", store="count-store").to_stream(name="changes").to(
+        "counts", name="counts-out"
+    )
+    inputs = [("amounts", "a", 1, 10), ("amounts", "b", 5, 20), ("amounts", "a", 2, 30), ("amounts", "a", 4, 40)]
+
+    out = engine.run(builder, inputs, ["running-totals", "counts"], partitions={"amounts": 2})
+
+    assert sorted(out["running-totals"], key=lambda r: r[2]) == [("a", 1, 10), ("b", 5, 20), ("a", 3, 30), ("a", 7, 40)]
+    assert final_values(out["counts"]) == {"a": 3, "b": 1}
+    assert len(builder.build().subtopologies()) == 1, "process_values keeps keys: the count needs no repartition"
+
+
+def test_a_process_values_processor_cannot_forward_another_key() -> None:
+    """Kafka's ``FixedKeyProcessorContext.forward`` takes only a ``FixedKeyRecord`` (made from an input record, it
+    has no ``withKey``): forwarding a plain ``Record`` with another key fails the record, naming the node."""
+    builder = StreamsBuilder()
+    builder.stream("events", key_serde=S, value_serde=L, name="events").process_values(
+        fn.ForwardsANewKey, name="rekey"
+    ).to("out", name="out")
+    with TopologyTestDriver(builder, {"application.id": "fixed-key"}) as driver:
+        events = driver.create_input_topic("events")
+        with pytest.raises(Exception, match="node 'rekey': a FixedKeyProcessor forwards FixedKeyRecord objects"):
+            events.pipe_input("e", 1, 1)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conformance import dsl_functions as fn
 from streamapp import StreamsBuilder
-from streamapp.topology import TopologyError
+from streamapp.topology import TopologyDescription, TopologyError
 from streamapp.topology.timestamps import TimestampExtractorSpec
 
 F = "conformance.dsl_functions"
@@ -145,6 +145,43 @@ def test_process_records_the_processor_class_and_its_stores() -> None:
     assert desc.node("dedupe").functions() == {"processor": f"{F}:Dedupe"}
     assert desc.node("dedupe").stores() == ["seen"]
     assert desc.store("seen").value_serde == "long"
+
+
+def test_process_values_records_a_fixed_key_processor_and_a_grouping_after_it_does_not_repartition() -> None:
+    builder = StreamsBuilder()
+    builder.add_state_store("totals", key_serde="string", value_serde="long")
+    (
+        builder.stream("in", key_serde="string", value_serde="long", name="in")
+        .process_values(fn.RunningTotal, stores=["totals"], name="total")
+        .group_by_key(name="by-key")
+        .count(name="count", store="counts")
+        .to_stream(name="changes")
+        .to("out", name="out")
+    )
+
+    desc = builder.build()
+
+    assert desc.node("total").type == "process_values"
+    assert desc.node("total").functions() == {"processor": f"{F}:RunningTotal"}
+    assert desc.node("total").stores() == ["totals"]
+    assert [n.type for n in desc.nodes if n.type == "repartition"] == []
+    assert TopologyDescription.from_dict(desc.to_dict()).to_dict() == desc.to_dict()  # what `topology export` writes
+
+
+def test_to_table_materializes_the_stream_and_repartitions_a_rekeyed_one_after_its_store() -> None:
+    builder = StreamsBuilder()
+    stream = builder.stream("in", key_serde="string", value_serde="long", name="in")
+    stream.to_table(name="latest").to_stream(name="a").to("x", name="x")
+    stream.map(fn.swap, name="swapped").to_table("by-value").to_stream(name="b").to("y", name="y")
+
+    desc = builder.build()
+
+    assert desc.node("latest").type == "to_table" and desc.node("latest").stores() == ["latest-store"]
+    (rekeyed,) = [n for n in desc.nodes if n.type == "to_table" and n.name != "latest"]
+    assert rekeyed.name.startswith("KSTREAM-TOTABLE-") and rekeyed.stores() == ["by-value"]
+    assert desc.node("by-value").type == "repartition" and rekeyed.input == "by-value"
+    assert desc.output_kinds()["latest"] == "table"
+    assert TopologyDescription.from_dict(desc.to_dict()).to_dict() == desc.to_dict()  # what `topology export` writes
 
 
 def test_table_materializes_its_topic_in_a_named_or_kafka_named_store() -> None:

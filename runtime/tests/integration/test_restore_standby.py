@@ -39,13 +39,10 @@ def _standbys(instance: StreamAppInstance) -> dict[str, dict[str, int]]:
     return standbys
 
 
-def test_restore_after_failover_to_a_standby_replays_only_the_tail(
-    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
-) -> None:
-    app, source, output = unique("standby"), unique("events"), unique("counts")
-    changelog = f"{app}-counts-changelog"
-    kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
-    topology = count_by_color_topology([source], output)
+def two_instances(
+    kafka: KafkaTestClient, workdir: Path, app: str, topology: dict[str, Any]
+) -> tuple[StreamAppInstance, StreamAppInstance]:
+    """Instances ``a`` and ``b`` of ``app`` (not started), one stream thread each, ``num.standby.replicas`` 1."""
     config: dict[str, Any] = {
         "application.id": app,
         "bootstrap.servers": kafka.bootstrap,
@@ -55,8 +52,22 @@ def test_restore_after_failover_to_a_standby_replays_only_the_tail(
         "consumer.session.timeout.ms": 6000,
         "consumer.heartbeat.interval.ms": 1000,
     }
-    a = StreamAppInstance(workdir / "a", topology, {**config, "state.dir": str(workdir / "a-state")}, f"{app}-a")
-    b = StreamAppInstance(workdir / "b", topology, {**config, "state.dir": str(workdir / "b-state")}, f"{app}-b")
+
+    def instance(name: str) -> StreamAppInstance:
+        state = {**config, "state.dir": str(workdir / f"{name}-state")}
+        return StreamAppInstance(workdir / name, topology, state, f"{app}-{name}")
+
+    return instance("a"), instance("b")
+
+
+def test_restore_after_failover_to_a_standby_replays_only_the_tail(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    app, source, output = unique("standby"), unique("events"), unique("counts")
+    changelog = f"{app}-counts-changelog"
+    kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
+    topology = count_by_color_topology([source], output)
+    a, b = two_instances(kafka, workdir, app, topology)
     instances.extend([a.start(), b.start()])
     a.wait_ready()
     b.wait_ready()
@@ -91,3 +102,47 @@ def test_restore_after_failover_to_a_standby_replays_only_the_tail(
     taken = sorted(owned_by_a)
     print(f"standby failover: {taken} taken over, restored {restored}, {records_of_a} records in their changelogs")
     assert b.stop() == 0
+
+
+def test_an_instance_losing_tasks_to_a_joining_instance_keeps_their_open_stores_as_standbys(
+    kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
+) -> None:
+    """Kafka Streams recycles a ``StreamTask`` it loses into a ``StandbyTask`` on the same ``ProcessorStateManager``
+    (``TaskManager`` with ``ProcessorStateManager#transitionTaskType``): the tasks ``b`` takes from ``a`` stay open on
+    ``a`` as standbys (never closed and opened again), and when ``b`` dies ``a`` takes them back restoring nothing."""
+    app, source, output = unique("recycle"), unique("events"), unique("counts")
+    kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
+    topology = count_by_color_topology([source], output)
+    a, b = two_instances(kafka, workdir, app, topology)
+    instances.append(a.start())
+    a.wait_ready()
+    first = color_events(0, 8000, colors=500)
+    kafka.produce(source, first)
+    wait_for(lambda: kafka.latest_longs(output) == expected_color_counts(first), 90, "the first counts", 1.0)
+    wait_for(lambda: len(_tasks(a)) == PARTITIONS, 60, "a to own every count task")
+
+    instances.append(b.start())
+    b.wait_ready()
+    wait_for(lambda: _tasks(a) and _tasks(b), 90, "b to take some count tasks from a")
+    moved = set(_tasks(b))
+    wait_for(lambda: set(_standbys(a)) == moved, 60, f"a to hold standbys of {sorted(moved)}", 1.0)
+
+    log = a.log_file.read_text(errors="replace")
+    for task in sorted(moved):
+        assert f"Standby task {task} recycled from the active task" in log, f"{task}'s state moved to a standby"
+        assert f"Created standby task {task}" not in log, f"{task}'s stores were reopened for the standby"
+
+    second = color_events(8000, 2000, colors=500)
+    kafka.produce(source, second)
+    wait_for(lambda: kafka.latest_longs(output) == expected_color_counts(first + second), 90, "the counts", 1.0)
+    b.kill()
+    wait_for(lambda: set(_tasks(a)) >= moved and a.ready(), 90, "a to take its tasks back", 1.0)
+    back = _tasks(a)
+    wait_for(lambda: set(_standbys(a)).isdisjoint(moved), 30, "a's standbys to become active")
+    restored = {t: _tasks(a)[t]["restored_records"] for t in moved}
+    assert restored == dict.fromkeys(moved, 0), f"the standbys followed b's changelog: nothing to restore ({back})"
+    third = color_events(10_000, 1000, colors=500)
+    kafka.produce(source, third)
+    everything = first + second + third
+    wait_for(lambda: kafka.latest_longs(output) == expected_color_counts(everything), 90, "exact counts", 1.0)
+    assert a.stop() == 0

@@ -14,9 +14,9 @@ from typing import Any
 from kafka_fakes import FakeCluster, FakeConsumer, FakeProducer, FakeRestoreConsumer
 from streamapp.config import StreamsConfig
 from streamapp.kafka.types import TopicPartition
+from streamapp.processing.state_manager import StoreFactory
 from streamapp.processing.status import WorkerStatus
 from streamapp.processing.stream_thread import StreamThread
-from streamapp.processing.task import StoreFactory
 from streamapp.serdes import serde_for
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 from streamapp.topology import TopologyDescription

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from kafka_fakes import FakeCluster, FakeProducer, FakeRestoreConsumer
 from streamapp.kafka.types import ConsumerRecord, TopicPartition
-from streamapp.processing import task as task_module
+from streamapp.processing import state_manager as state_manager_module
 from streamapp.processing.standby import StandbyTask
+from streamapp.processing.state_manager import StateManager
 from streamapp.processing.task import StreamTask, TaskId
 from streamapp.serdes import serde_for
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -105,7 +106,7 @@ def write_previous_release_state(task_dir: Path, cluster: FakeCluster, monkeypat
     plain longs without the format marker, its ``.checkpoint`` offset 2 and its changelog the plain counts at
     the timestamps of the records that wrote them. Closed dirty, as a killed instance leaves it."""
     with monkeypatch.context() as previous_release:
-        previous_release.setattr(task_module, "timestamped_stores", lambda nodes, stores: frozenset())
+        previous_release.setattr(state_manager_module, "timestamped_stores", lambda nodes, stores: frozenset())
         task, producer = new_task(task_dir, cluster)
         task.initialize()
         task.mark_running()
@@ -179,7 +180,7 @@ def test_a_standby_upgrades_a_plain_count_store_to_the_layout_the_active_task_op
     previous_release: tuple[Path, FakeCluster],
 ) -> None:
     task_dir, cluster = previous_release
-    standby = StandbyTask(TASK, SUBTOPOLOGY, DESCRIPTION, APP, task_dir, open_rocksdb)
+    standby = StandbyTask(StateManager(TASK, task_dir, open_rocksdb, DESCRIPTION, SUBTOPOLOGY, APP))
     standby.open()
     assert standby.stores[STORE].timestamped
     assert standby.changelog_offsets() == {CHANGELOG: 2}

@@ -10,6 +10,7 @@ from pathlib import Path
 from kafka_fakes import FakeCluster, FakeProducer
 from streamapp.kafka.types import ConsumerRecord, TopicPartition
 from streamapp.processing.standby import StandbyTask
+from streamapp.processing.state_manager import StateManager
 from streamapp.processing.task import StreamTask, TaskId
 from streamapp.serdes import serde_for
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
@@ -124,7 +125,7 @@ def test_a_standby_migrates_a_pre_segments_window_store_to_the_layout_the_active
     description = TopologyDescription.from_dict(TOPOLOGY)
     (subtopology,) = description.subtopologies()
     standby = StandbyTask(
-        TASK, subtopology, description, APP, task_dir, lambda name, path: RocksDBStore(name, path, MEMORY)
+        StateManager(TASK, task_dir, lambda name, path: RocksDBStore(name, path, MEMORY), description, subtopology, APP)
     )
     standby.open()
     migrated = standby.stores[STORE].inner

@@ -218,17 +218,30 @@ def test_foreach_has_no_output() -> None:
         TopologyDescription.from_dict(d)
 
 
+def stateful_after(step: dict[str, Any], stateful: dict[str, Any]) -> dict[str, Any]:
+    """A description ``in`` -> ``step`` -> ``stateful``, whose node uses store ``s``."""
+    return doc(src(), {"input": "in", **step}, {"input": step["name"], "store": "s", **stateful}, stores=("s",))
+
+
 def test_a_process_node_re_keys_and_its_stores_must_be_declared() -> None:
     undeclared = doc(
         src(), {"name": "p", "type": "process", "input": "in", "processor": f"{F}:Dedupe", "stores": ["x"]}
     )
     with pytest.raises(TopologyError, match="node 'p': store 'x' is not declared in stores"):
         TopologyDescription.from_dict(undeclared)
-    counted = doc(
-        src(),
-        {"name": "p", "type": "process", "input": "in", "processor": f"{F}:KeyByValue"},
-        {"name": "n", "type": "count", "input": "p", "store": "s"},
-        stores=("s",),
+    counted = stateful_after(
+        {"name": "p", "type": "process", "processor": f"{F}:KeyByValue"}, {"name": "n", "type": "count"}
     )
     with pytest.raises(TopologyError, match="node 'n': its input is keyed by process node 'p'"):
         TopologyDescription.from_dict(counted)
+
+
+def test_a_to_table_node_needs_its_input_partitioned_by_its_key_and_a_process_values_node_keeps_it() -> None:
+    """Kafka's ``KStream#toTable`` repartitions a re-keyed stream first (a table must see every record of a key in
+    one task); ``KStream#processValues`` (KIP-820) keeps keys, so a table right after it is valid."""
+    table = {"name": "t", "type": "to_table"}
+    rekeyed = stateful_after({"name": "m", "type": "map", "mapper": f"{F}:swap"}, table)
+    with pytest.raises(TopologyError, match="node 't': its input is keyed by map node 'm'"):
+        TopologyDescription.from_dict(rekeyed)
+    kept = stateful_after({"name": "p", "type": "process_values", "processor": f"{F}:RunningTotal"}, table)
+    assert TopologyDescription.from_dict(kept).output_kinds()["t"] == "table"

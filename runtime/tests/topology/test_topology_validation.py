@@ -31,8 +31,8 @@ INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "unknown_type",
         _set("departed", type="fiter"),
-        "node 'departed': unknown type 'fiter'; allowed types: source, table, sink, repartition, global_table, "
-        "filter, filter_not, map, map_values",
+        "node 'departed': unknown type 'fiter'; allowed types: source, table, to_table, sink, repartition, "
+        "global_table, filter, filter_not, map, map_values",
     ),
     ("missing_type", _drop_field("departed", "type"), "node 'departed': 'type' is required"),
     ("missing_input_node", _set("count", input="x"), "node 'count': input 'x' does not exist"),

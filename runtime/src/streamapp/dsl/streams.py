@@ -138,10 +138,50 @@ class KStream:
         """Run a Processor API processor (a ``streamapp.processor.Processor`` subclass, module-level) on each
         record, with the state stores named in ``stores`` (declare them with ``builder.add_state_store``).
         Its output counts as re-keyed (Kafka's ``KStream.process``)."""
-        node = self._builder._add(
-            "process", name, "KSTREAM-PROCESSOR-", input=self.node, processor=processor, stores=list(stores)
-        )
+        node = self._processor_node("process", "KSTREAM-PROCESSOR-", processor, stores, name)
         return self._next(node, key_serde=key_serde, value_serde=value_serde, key_changed=True)
+
+    def to_table(self, store: str | None = None, *, name: str | None = None, value_serde: str | None = None) -> KTable:
+        """This stream as a KTable (Kafka's ``KStream.toTable``, KIP-523): each record upserts its key, a null value
+        deletes it, a null key is dropped. Materialized in key-value store ``store`` (default ``<name>-store``, else
+        ``KSTREAM-TOTABLE-STATE-STORE-<n>``) with its own changelog, like ``StreamsBuilder.table``.
+
+        A re-keyed stream is repartitioned first, through ``<applicationId>-<store>-repartition`` (Kafka names that
+        topic after the toTable processor; streamapp after the store, as for an aggregation)."""
+        builder = self._builder
+        node_name = name if name is not None else builder._new_name("KSTREAM-TOTABLE-")
+        store_name = store or (
+            f"{name}-store" if name is not None else builder._new_name("KSTREAM-TOTABLE-STATE-STORE-")
+        )
+        key_serde, value_serde = self.key_serde, value_serde or self.value_serde
+        source = self.node
+        if self.key_changed:
+            source = builder._add(
+                "repartition", store_name, "", input=self.node, key_serde=key_serde, value_serde=value_serde
+            )
+        builder._claim(node_name)
+        builder._add_store(store_name, key_serde, value_serde)
+        builder._add("to_table", node_name, "", input=source, store=store_name)
+        return KTable(builder, node_name, key_serde=key_serde, value_serde=value_serde)
+
+    def process_values(
+        self,
+        processor: UserFunction,
+        *,
+        stores: Sequence[str] = (),
+        name: str | None = None,
+        value_serde: str | None = None,
+    ) -> KStream:
+        """Run a ``streamapp.processor.FixedKeyProcessor`` (module-level class) on each record, with the state stores
+        named in ``stores`` (Kafka's ``KStream.processValues``, KIP-820): it forwards ``record.with_value(...)``
+        copies and cannot change keys, so the stream keeps its partitioning (no repartition before a grouping)."""
+        node = self._processor_node("process_values", "KSTREAM-PROCESSVALUES-", processor, stores, name)
+        return self._next(node, value_serde=value_serde)
+
+    def _processor_node(
+        self, node_type: str, prefix: str, processor: UserFunction, stores: Sequence[str], name: str | None
+    ) -> str:
+        return self._builder._add(node_type, name, prefix, input=self.node, processor=processor, stores=list(stores))
 
     def map_values(self, mapper: UserFunction, *, name: str | None = None, value_serde: str | None = None) -> KStream:
         """Replace each value by ``mapper(value)``; keeps the key, so no repartition is needed."""

@@ -14,10 +14,19 @@ computes the same placement from the consumer group's description (docs/adr/0004
   use on this instance) and the thread's changelog reader keeps them updated (``read_committed`` under EOS).
   A task the plan leaves unowned (the group is between assignments) keeps its standby.
 
-When this instance later becomes the task's active owner, the active task opens the same folder and restores
-only the changelog records after the standby's offset. A standby of a task that becomes active in this very
-thread is closed first (``release``); one held by another thread of the instance is closed by that thread's
-next refresh (the active retries the store lock meanwhile).
+A standby and the active task of one task share one ``StateManager`` (``streamapp.processing.state_manager``,
+Kafka's ``ProcessorStateManager``), so a thread moves a task's state between the two kinds without reopening or
+copying a store (Kafka's task recycling):
+
+- a standby of a task that becomes active in this very thread hands its open state to the new active task
+  (``take``), which restores only the changelog records after the standby's offsets;
+- an active task this thread loses at a revocation is closed cleanly and its open state becomes a standby here
+  (``adopt``) until the next refresh decides: kept if the plan places the task's standby on this thread, closed
+  otherwise (e.g. the task moved to another thread of this instance, which retries the folder lock meanwhile).
+
+A standby held by another thread of the instance (a separate worker process) is closed by that thread's next
+refresh; the new active opens the same folder then and restores only the changelog records after the standby's
+offsets.
 """
 
 from __future__ import annotations
@@ -30,17 +39,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamapp.kafka.types import GroupDescription, KafkaClientError, TopicPartition, parse_client_id
-from streamapp.processing.task import StoreFactory, TaskId, open_task_stores
+from streamapp.processing.state_manager import StateManager, StoreFactory, no_record_timestamp
+from streamapp.processing.task_id import TaskId
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
-from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
-from streamapp.state.directory import StateDirectory, TaskDirectoryLock, TaskDirectoryLockedError
+from streamapp.state.directory import TaskDirectoryLockedError
 from streamapp.state.restore import ChangelogReader
 from streamapp.state.stores import StoreLockedError
-from streamapp.topology import Subtopology, TopologyDescription
+from streamapp.topology import TopologyDescription
 
 __all__ = ["MemberRef", "StandbyManager", "StandbyTask", "plan_standbys"]
 
 log = logging.getLogger(__name__)
+
+_ADOPTED_RETRY_S = 0.2
+"""How soon a refresh that found the group rebalancing is retried while an adopted standby awaits the plan."""
 
 GroupDescriber = Callable[[], GroupDescription]
 """Describes the application's consumer group (``TopicAdmin.describe_group(application.id)``)."""
@@ -88,58 +100,31 @@ def plan_standbys(
 
 
 class StandbyTask:
-    """A standby copy of one task's stores (see the module docstring). Raises StoreLockedError from
-    ``open`` while another owner (an active task, another thread's standby) holds a store."""
+    """A standby copy of one task's stores (see the module docstring), kept in the task's ``StateManager``."""
 
-    def __init__(
-        self,
-        task_id: TaskId,
-        subtopology: Subtopology,
-        description: TopologyDescription,
-        application_id: str,
-        task_dir: Path,
-        store_factory: StoreFactory,
-    ) -> None:
-        self.id = task_id
-        self.task_dir = task_dir
-        self.stores: dict[str, ChangeLoggingKeyValueStore] = {}
-        self._subtopology = subtopology
-        self._description = description
-        self._application_id = application_id
-        self._factory = store_factory
-        self._checkpoint = OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME)
-        self._lock: TaskDirectoryLock | None = None
+    def __init__(self, state: StateManager) -> None:
+        self.id = state.task_id
+        self.task_dir = state.task_dir
+        self.state_manager = state
+        self.stores: dict[str, ChangeLoggingKeyValueStore] = state.stores
 
     def open(self) -> None:
-        self._lock = TaskDirectoryLock(self.task_dir)
-        try:
-            self.stores.update(
-                open_task_stores(
-                    self._description,
-                    self._subtopology,
-                    self._application_id,
-                    self.id,
-                    self.task_dir,
-                    self._factory,
-                    lambda: -1,
-                )
-            )
-        except Exception:
-            self.close()
-            raise
+        """Open the task's state (a no-op but for the write timestamp when it is open already: recycled from the
+        active task). Raises StoreLockedError or TaskDirectoryLockedError while another owner (an active task, another
+        thread's standby) holds the folder or a store; nothing stays open then."""
+        self.state_manager.open(no_record_timestamp)
 
     def changelog_offsets(self) -> dict[TopicPartition, int]:
         """Offset of the last changelog record applied, per store that has one."""
-        offsets: dict[TopicPartition, int] = {}
-        for store in self.stores.values():
-            offset = store.changelog_offset()
-            if offset is not None:
-                offsets[store.changelog] = offset
-        return offsets
+        return self.state_manager.changelog_offsets()
 
     def checkpoint(self) -> None:
-        if self.stores:
-            self._checkpoint.write(self.changelog_offsets())
+        self.state_manager.checkpoint()
+
+    def recycle(self) -> StateManager:
+        """Write the checkpoint and hand the open state over (to the active task of this thread)."""
+        self.checkpoint()
+        return self.state_manager
 
     def close(self) -> None:
         """Write the checkpoint and release the stores. Idempotent."""
@@ -147,15 +132,7 @@ class StandbyTask:
             self.checkpoint()
         except Exception:
             log.exception("Failed to checkpoint standby task %s", self.id)
-        for store in self.stores.values():
-            try:
-                store.close()
-            except Exception:
-                log.exception("Failed to close store %s of standby task %s", store.name, self.id)
-        self.stores.clear()
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        self.state_manager.close(checkpoint=False)
 
 
 class StandbyManager:
@@ -191,6 +168,8 @@ class StandbyManager:
         self._interval_s = refresh_interval_s
         self._next_refresh = 0.0
         self._warned_alone = False
+        self._adopted = False
+        """Whether a standby was adopted since the last refresh that placed the standbys (``adopt``)."""
 
     @property
     def enabled(self) -> bool:
@@ -209,11 +188,14 @@ class StandbyManager:
             log.info("Cannot describe the group to place standby tasks: %s", exc)
             return
         if group.state != "stable":
+            if self._adopted:  # an adopted standby may hold a folder another thread of this instance waits for
+                self._next_refresh = now + min(self._interval_s, _ADOPTED_RETRY_S)
             return
+        self._adopted = False
         self.apply(self.wanted(group))
         for task in self.tasks.values():
             task.checkpoint()
-            StateDirectory.touch(task.task_dir)
+            task.state_manager.touch()
 
     def wanted(self, group: GroupDescription) -> set[TaskId]:
         """The standby tasks the plan gives this thread, plus current standbys of tasks left unowned."""
@@ -246,30 +228,66 @@ class StandbyManager:
             self.release(task_id)
         for task_id in sorted(wanted - set(self.tasks)):
             task = StandbyTask(
-                task_id,
-                self._subtopologies[task_id.subtopology],
-                self._description,
-                self._application_id,
-                self._state_dir / str(task_id),
-                self._factory,
+                StateManager(
+                    task_id,
+                    self._state_dir / str(task_id),
+                    self._factory,
+                    self._description,
+                    self._subtopologies[task_id.subtopology],
+                    self._application_id,
+                )
             )
             try:
                 task.open()
             except (StoreLockedError, TaskDirectoryLockedError) as exc:
                 log.info("Standby task %s waits for its state to be released: %s", task_id, exc)
                 continue
-            self.tasks[task_id] = task
-            self._reader.register_standby(str(task_id), list(task.stores.values()))
+            self._add(task)
             log.info("Created standby task %s", task_id)
 
+    def adopt(self, state: StateManager) -> bool:
+        """Keep the open state of an active task this thread just closed cleanly as a standby of that task, until the
+        next refresh decides (see the module docstring); the next refresh is due at once. False (the caller closes
+        the state) when standbys are off or the task is stateless."""
+        task_id = state.task_id
+        if not self.enabled or task_id.subtopology not in self._stateful or task_id in self.tasks:
+            return False
+        task = StandbyTask(state)
+        task.open()  # open already: binds the standby's write timestamp
+        self._add(task)
+        self._next_refresh = 0.0
+        self._adopted = True
+        log.info("Standby task %s recycled from the active task", task_id)
+        return True
+
+    def take(self, task_id: TaskId) -> StateManager | None:
+        """The open state of this thread's standby of ``task_id``, handed over to the active task this thread creates
+        for it (no longer a standby here), or ``None`` without one."""
+        task = self.tasks.pop(task_id, None)
+        if task is None:
+            return None
+        self._reader.unregister(str(task_id))
+        try:
+            state = task.recycle()
+        except Exception:
+            log.exception("Failed to checkpoint standby task %s; closing it instead of recycling it", task_id)
+            task.close()
+            return None
+        log.info("Standby task %s recycled into the active task", task_id)
+        return state
+
     def release(self, task_id: TaskId) -> None:
-        """Close the standby of ``task_id`` if there is one (it becomes active here, or moved away)."""
+        """Close the standby of ``task_id`` if there is one (it moved away, or became active on another thread)."""
         task = self.tasks.pop(task_id, None)
         if task is None:
             return
         self._reader.unregister(str(task_id))
         task.close()
         log.info("Closed standby task %s", task_id)
+
+    def _add(self, task: StandbyTask) -> None:
+        self._reader.register_standby(str(task.id), list(task.stores.values()))
+        self.tasks[task.id] = task
 
     def close_all(self) -> None:
         for task_id in list(self.tasks):

@@ -53,6 +53,7 @@ from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import GlobalConsumerClient, build_global_thread
 from streamapp.processing.purge import CommittedRecordsPurger, RecordsDeleter, purge_due, repartition_topics
 from streamapp.processing.standby import GroupDescriber, MemberRef, StandbyManager
+from streamapp.processing.state_manager import StateManager, StoreFactory
 from streamapp.processing.status import (
     StoreRestoreStatus,
     TaskStatus,
@@ -61,7 +62,7 @@ from streamapp.processing.status import (
     task_drop_status,
 )
 from streamapp.processing.streams_producer import StreamsProducer
-from streamapp.processing.task import StoreFactory, StreamTask, TaskId, TaskState
+from streamapp.processing.task import StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
 from streamapp.skips import flush_due_skip_logs
 from streamapp.state.directory import StateCleaner, StateDirectory
@@ -187,7 +188,7 @@ class StreamThread:
         record_cache = ThreadCache(cache_bytes) if cache_bytes else None
         self._write_buffer_bytes = write_buffer_bytes(cache_bytes)
 
-        def create_task(task_id: TaskId) -> StreamTask:
+        def create_task(task_id: TaskId, state: StateManager | None) -> StreamTask:
             return StreamTask(
                 task_id,
                 description,
@@ -202,6 +203,7 @@ class StreamThread:
                 max_task_idle_ms=config.max_task_idle_ms,
                 global_tables=global_tables,
                 record_cache=record_cache,
+                state_manager=state,
             )
 
         self._reader = ChangelogReader(restore_consumer)
@@ -232,7 +234,8 @@ class StreamThread:
                 describe_group,
                 active_tasks=lambda: self.tasks.tasks.keys(),
             )
-            self.tasks.on_task_created = self.standbys.release
+            self.tasks.on_task_created = self.standbys.take
+            self.tasks.adopt_state = self.standbys.adopt
         self._cleaner = StateCleaner(StateDirectory(state_dir), config.state_cleanup_delay_ms, self._owned_task_ids)
         self.metrics = metrics if metrics is not None else ThreadMetrics()
         self.state = "starting"

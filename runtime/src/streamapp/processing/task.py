@@ -2,7 +2,9 @@
 
 Task ``<subtopology>_<p>`` reads partition ``p`` of every source topic of its sub-topology, owns one
 instance of each of the sub-topology's stores (folder ``<state.dir>/<application.id>/<taskId>/rocksdb/
-<store>``, changelog partition ``p``) and keeps its stream time (the largest record timestamp processed).
+<store>``, changelog partition ``p``) through its ``StateManager`` (``streamapp.processing.state_manager``, which
+a standby of the task on the same thread hands over open, and takes back) and keeps its stream time (the largest
+record timestamp processed).
 
 Input (Kafka's ``StreamTask.addRecords`` / ``process``): consumed records are buffered per input partition
 (``add_record``); ``process_ready`` takes them in timestamp order across partitions, waiting for empty
@@ -12,9 +14,10 @@ head of its queue. Failures go to the thread's exception handlers (``streamapp.p
 deserialization error, a processor raising, a sink that cannot serialize or send. A handler that continues
 skips the record (its offset is still committed); one that fails raises ProcessingError naming the record.
 
-Lifecycle: ``CREATED`` (partitions assigned) → ``initialize()`` opens the stores and builds the processors
-→ ``RESTORING`` (the changelog reader brings the stores up to date) → ``RUNNING`` (processes records) →
-``CLOSED``. Commits are driven from outside (``streamapp.processing.commit``).
+Lifecycle: ``CREATED`` (partitions assigned) → ``initialize()`` opens the stores (or takes over a recycled
+standby's open ones) and builds the processors → ``RESTORING`` (the changelog reader brings the stores up to date)
+→ ``RUNNING`` (processes records) → ``CLOSED`` (``close``; ``close_and_recycle_state`` keeps the stores open for a
+standby). Commits are driven from outside (``streamapp.processing.commit``).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from streamapp.drop_reasons import DESERIALIZATION_ERROR, INVALID_TIMESTAMP, PROCESSING_ERROR
 from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
 from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
+from streamapp.processing.state_manager import StateManager, StoreFactory
 from streamapp.processing.table_value_getters import JoinTableView, join_tables, table_value_getter
+from streamapp.processing.task_id import TaskId
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
 from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
 from streamapp.processors.base import RecordContext
@@ -41,41 +46,19 @@ from streamapp.serdes import Serde, serde_for
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
-from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
-from streamapp.state.directory import TaskDirectoryLock
 from streamapp.state.record_cache import CachingKeyValueStore, ThreadCache
-from streamapp.state.segments import segmented_store
-from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
-from streamapp.state.timestamped import logged_store
+from streamapp.state.stores import TypedKeyValueStore
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 from streamapp.topology.nodes.windowed import WindowedAggregationNode
-from streamapp.topology.stores import cached_stores, timestamped_stores
+from streamapp.topology.stores import cached_stores
 
-__all__ = ["UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState", "open_task_stores"]
+__all__ = ["UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
 
 log = logging.getLogger(__name__)
 
 UNBOUNDED = sys.maxsize
 """``max_records`` of a ``process_ready`` call that takes everything ready."""
-
-StoreFactory = Callable[[str, Path], PersistentKeyValueStore]
-"""Opens the persistent store called ``name`` in folder ``path`` (may raise StoreLockedError)."""
-
-
-class TaskId(NamedTuple):
-    """``<subtopology>_<partition>``, Kafka Streams' TaskId."""
-
-    subtopology: int
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.subtopology}_{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> TaskId:
-        subtopology, _, partition = text.partition("_")
-        return cls(int(subtopology), int(partition))
 
 
 class TaskState(enum.Enum):
@@ -121,46 +104,6 @@ def _only_buffered(group: PartitionGroup) -> RecordQueue | None:
 
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-def open_task_stores(
-    description: TopologyDescription,
-    subtopology: Subtopology,
-    application_id: str,
-    task_id: TaskId,
-    task_dir: Path,
-    store_factory: StoreFactory,
-    timestamp: Callable[[], int],
-) -> dict[str, ChangeLoggingKeyValueStore]:
-    """Open every store of ``subtopology`` for task ``task_id`` in ``<task_dir>/rocksdb/<store>``, each in the
-    layout every opener of a task folder shares (active and standby tasks alike):
-
-    - the persistent store from ``store_factory``, under a ``SegmentedBytesStore`` for ``window`` and ``session``
-      stores (Kafka's segmented bytes store; a store folder written before segments is migrated on open,
-      ``streamapp.state.segments``);
-    - the changelogging layer (changelog partition ``<application.id>-<store>-changelog``-``task_id.partition``),
-      timestamped for the DSL's key-value stores (KIP-258; a plain-value store is upgraded on open).
-
-    ``timestamp`` gives the timestamp (epoch ms) of the record being processed (changelog record timestamps).
-    Raises StoreLockedError while another owner holds a store; the stores opened before it are closed again.
-    """
-    timestamped = timestamped_stores(description.nodes, description.stores)
-    stores: dict[str, ChangeLoggingKeyValueStore] = {}
-    try:
-        for name in subtopology.stores:
-            changelog = TopicPartition(description.changelog_topic(application_id, name), task_id.partition)
-            persistent = store_factory(name, task_dir / "rocksdb" / name)
-            try:
-                inner = segmented_store(description.store(name), persistent)
-                stores[name] = logged_store(name in timestamped, inner, changelog, timestamp)
-            except Exception:
-                persistent.close()
-                raise
-    except Exception:
-        for store in stores.values():
-            store.close()
-        raise
-    return stores
 
 
 def cached_window_stores(description: TopologyDescription) -> dict[str, bool]:
@@ -218,7 +161,10 @@ class StreamTask:
         max_task_idle_ms: int = 0,
         global_tables: Callable[[str], TypedKeyValueStore] | None = None,
         record_cache: ThreadCache | None = None,
+        state_manager: StateManager | None = None,
     ) -> None:
+        """``state_manager``: the task's state handed over open by this thread's standby of the task (recycled, not
+        reopened); ``None`` creates a closed one that ``initialize`` opens."""
         self.id = task_id
         self.record_cache = record_cache
         """The stream thread's record cache (``statestore.cache.max.bytes`` > 0), or ``None``: caching off. Set
@@ -235,7 +181,11 @@ class StreamTask:
         self.task_dir = task_dir
         self.state = TaskState.CREATED
         self.input_partitions: set[TopicPartition] = set()
-        self.stores: dict[str, ChangeLoggingKeyValueStore] = {}
+        if state_manager is None:
+            state_manager = StateManager(task_id, task_dir, store_factory, description, subtopology, application_id)
+        self.state_manager = state_manager
+        """The task's stores, changelog partitions and checkpoint (``streamapp.processing.state_manager``)."""
+        self.stores: dict[str, ChangeLoggingKeyValueStore] = state_manager.stores
         self.windowed_state = WindowedStateAccess(description, self.stores)
         """Typed views of the window / session / suppression stores (rebuilt by ``initialize``)."""
         self.records_processed = 0
@@ -245,14 +195,12 @@ class StreamTask:
         self.committed_offsets: dict[TopicPartition, int] = {}
         self._producer = producer
         self._functions = functions
-        self._store_factory = store_factory
         self._global_tables = global_tables
         self._sources: dict[str, Processor] = {}
         self._extractors: dict[str, TimestampExtractor] = {}
         self._routes: dict[str, _Route] = {}
         """Per source topic, the bound methods a record goes through (built with the processors)."""
         self._timestamp = -1
-        self._checkpoint = OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME)
         self._handlers = handlers
         self._clock_ms = clock_ms
         self.input = PartitionGroup(max_task_idle_ms)
@@ -260,7 +208,6 @@ class StreamTask:
             str(task_id), application_id, lambda: self.stream_time, clock_ms, self._set_punctuation_timestamp
         )
         """Processor API state: process nodes' init/close and the punctuation queues (``processors.api``)."""
-        self._dir_lock: TaskDirectoryLock | None = None
         self._current: ConsumerRecord | None = None
         """The source record being processed (what error handlers and dead letters refer to)."""
         self.record_context = RecordContext()
@@ -273,26 +220,15 @@ class StreamTask:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def initialize(self) -> None:
-        """Open the stores from local state and build the processor graph.
+        """Open the stores from local state (or take over the open stores of a recycled standby) and build the
+        processor graph.
 
         Raises StoreLockedError (from the store factory) or TaskDirectoryLockedError while a previous owner
         (another stream thread of this instance, a standby) still holds the task's state; the task stays
         CREATED and may try again. Stores opened before the failure are closed again.
         """
-        if self._dir_lock is None:
-            self._dir_lock = TaskDirectoryLock(self.task_dir)
         try:
-            self.stores.update(
-                open_task_stores(
-                    self.description,
-                    self.subtopology,
-                    self.application_id,
-                    self.id,
-                    self.task_dir,
-                    self._store_factory,
-                    self._current_timestamp,
-                )
-            )
+            self.state_manager.open(self._current_timestamp)
             if self.record_cache is not None:
                 self._join_tables = join_tables(self.description, self.subtopology.nodes)
                 cached = cached_stores(self.description.nodes, self.description.stores)
@@ -304,7 +240,6 @@ class StreamTask:
         except Exception:
             self._close_stores()
             raise
-        self._log_checkpoint_mismatch()
         self.windowed_state = WindowedStateAccess(self.description, self.stores)
         if self.record_cache is not None:
             for name, range_reads in cached_window_stores(self.description).items():
@@ -376,11 +311,26 @@ class StreamTask:
         self.discard_input()
         if clean and self.has_pending_writes():
             raise RuntimeError(f"task {self.id}: clean close with uncommitted store writes")
-        if clean and self.stores:
-            self.write_checkpoint()
+        if clean:
+            self.state_manager.checkpoint()
         self._close_stores()
         self.state = TaskState.CLOSED
         log.info("Closed task %s (%s)", self.id, "clean" if clean else "dirty")
+
+    def close_and_recycle_state(self) -> StateManager:
+        """Close the task cleanly (it was just committed) but keep its state open, and return it for a standby of
+        the task on this thread (Kafka's ``StreamTask.prepareRecycle`` / ``closeCleanAndRecycleState``): the
+        record cache's entries of the task are evicted, the checkpoint is written, the stores and the folder lock
+        stay held by the returned manager. Raises RuntimeError when the task has uncommitted store writes."""
+        self.processor_hooks.close_processors()
+        self.discard_input()
+        if self.has_pending_writes():
+            raise RuntimeError(f"task {self.id}: recycled with uncommitted store writes")
+        self.state_manager.checkpoint()
+        self._close_caches()
+        self.state = TaskState.CLOSED
+        log.info("Closed task %s (clean), its state recycled", self.id)
+        return self.state_manager
 
     # -- processing --------------------------------------------------------------------------------
 
@@ -598,9 +548,7 @@ class StreamTask:
         return self.consumed_offsets != self.committed_offsets or self.has_pending_writes()
 
     def has_pending_writes(self) -> bool:
-        return any(store.has_pending for store in self.stores.values()) or any(
-            caching.has_dirty for caching in self._caching.values()
-        )
+        return self.state_manager.has_pending or any(caching.has_dirty for caching in self._caching.values())
 
     def flush_cache(self) -> None:
         """Commit step 0: flush the record cache's dirty entries of this task's stores, which forwards them
@@ -614,12 +562,11 @@ class StreamTask:
 
     @property
     def pending_bytes(self) -> int:
-        return sum(store.pending_bytes for store in self.stores.values())
+        return self.state_manager.pending_bytes
 
     def send_changelog(self) -> None:
         """Commit step 1: queue the buffered store writes to the changelog partitions."""
-        for store in self.stores.values():
-            store.send_changelog(self._producer)
+        self.state_manager.send_changelog(self._producer)
 
     def offsets_to_commit(self) -> dict[TopicPartition, int]:
         """Commit step 2: the consumed offsets not committed yet."""
@@ -627,31 +574,19 @@ class StreamTask:
 
     def complete_commit(self) -> None:
         """Commit step 3, after the offsets were committed: apply store batches, write the checkpoint."""
-        for store in self.stores.values():
-            store.apply()
-        if self.stores:
-            self.write_checkpoint()
+        self.state_manager.apply()
         self.committed_offsets = dict(self.consumed_offsets)
 
     def discard_pending(self) -> None:
         """Drop cached and buffered store writes and uncommitted progress (the commit failed)."""
         for caching in self._caching.values():
             caching.discard()
-        for store in self.stores.values():
-            store.discard()
+        self.state_manager.discard()
         self.consumed_offsets = dict(self.committed_offsets)
 
     def changelog_offsets(self) -> dict[TopicPartition, int]:
         """Offset of the last changelog record in each store (stores with none are left out)."""
-        offsets: dict[TopicPartition, int] = {}
-        for store in self.stores.values():
-            offset = store.changelog_offset()
-            if offset is not None:
-                offsets[store.changelog] = offset
-        return offsets
-
-    def write_checkpoint(self) -> None:
-        self._checkpoint.write(self.changelog_offsets())
+        return self.state_manager.changelog_offsets()
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -681,31 +616,11 @@ class StreamTask:
         spec, topic = self.description.store(name), self.stores[name].changelog.topic
         return serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
 
-    def _close_stores(self) -> None:
+    def _close_caches(self) -> None:
         for caching in self._caching.values():
             caching.close()
         self._caching.clear()
-        for store in self.stores.values():
-            try:
-                store.close()
-            except Exception:
-                log.exception("Failed to close store %s of task %s", store.name, self.id)
-        self.stores.clear()
-        if self._dir_lock is not None:
-            self._dir_lock.release()
-            self._dir_lock = None
 
-    def _log_checkpoint_mismatch(self) -> None:
-        try:
-            checkpointed: Mapping[TopicPartition, int] = self._checkpoint.read()
-        except ValueError as exc:
-            log.warning("Ignored unreadable checkpoint of task %s: %s", self.id, exc)
-            return
-        held = self.changelog_offsets()
-        if checkpointed and checkpointed != held:
-            log.info(
-                "Task %s: stores hold changelog offsets %s, checkpoint file said %s; the stores win",
-                self.id,
-                held,
-                checkpointed,
-            )
+    def _close_stores(self) -> None:
+        self._close_caches()
+        self.state_manager.close(checkpoint=False)

@@ -14,7 +14,10 @@
   backlog before the next one's); an input partition with ``buffered.records.per.partition`` records buffered is
   paused until its task caught up.
 - Revocation commits every running task (one commit, as Kafka Streams does), then closes the tasks that
-  lost all their partitions. Lost partitions (the member was fenced) close their tasks without a commit.
+  lost all their partitions; with standbys on, the open state of such a task is offered to the thread's standbys
+  (``adopt_state``) instead of being closed, and a task created where the thread holds a standby takes over the
+  standby's open state (``on_task_created``): Kafka's task recycling, ``streamapp.processing.state_manager``.
+  Lost partitions (the member was fenced) close their tasks without a commit.
   A failed commit (group moved on, aborted transaction, fenced producer) closes every task without commit and
   revives the tasks still assigned from their stores and committed offsets; ``producer_fenced`` then tells the
   stream thread to replace its producer.
@@ -42,6 +45,7 @@ from streamapp.kafka.types import (
 from streamapp.processing.commit import CommitResult, commit_tasks
 from streamapp.processing.partition_group import RecordQueue
 from streamapp.processing.purge import CommittedRecordsPurger, purgeable_offsets
+from streamapp.processing.state_manager import StateManager
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import UNBOUNDED, StreamTask, TaskId, TaskState
 from streamapp.state.directory import TaskDirectoryLockedError
@@ -52,7 +56,8 @@ __all__ = ["TaskManager"]
 
 log = logging.getLogger(__name__)
 
-TaskFactory = Callable[[TaskId], StreamTask]
+TaskFactory = Callable[[TaskId, StateManager | None], StreamTask]
+"""Creates the active task of a task id, on the open state recycled from a standby when one is given."""
 
 _LOCK_RETRY_S = 0.5
 
@@ -105,8 +110,12 @@ class TaskManager:
         self.dropped_records_closed: dict[str, int] = {}
         """Records dropped by tasks closed since the thread started, by reason (keeps the thread's counters
         monotonic)."""
-        self.on_task_created: Callable[[TaskId], None] | None = None
-        """Called before an active task is created (the thread closes its standby of that task first)."""
+        self.on_task_created: Callable[[TaskId], StateManager | None] | None = None
+        """Called before an active task is created: the open state of the thread's standby of that task, which the
+        new task takes over, or ``None``."""
+        self.adopt_state: Callable[[StateManager], bool] | None = None
+        """Offered the open state of a task closed cleanly at a revocation: True when the thread keeps it (as a
+        standby), False to close it."""
         self.producer_fenced = False
         """Set when a commit inside a rebalance callback found the producer fenced (the thread resets it)."""
         self._max_buffered = buffered_records_per_partition
@@ -137,9 +146,8 @@ class TaskManager:
             task_id = TaskId(subtopology, tp.partition)
             task = self.tasks.get(task_id)
             if task is None:
-                if self.on_task_created is not None:
-                    self.on_task_created(task_id)
-                task = self._task_factory(task_id)
+                state = self.on_task_created(task_id) if self.on_task_created is not None else None
+                task = self._task_factory(task_id, state)
                 self.tasks[task_id] = task
                 self._pending[task_id] = _Pending()
                 log.info("Created task %s", task_id)
@@ -447,7 +455,7 @@ class TaskManager:
                 task.remove_input_partition(tp)
         for task in tasks:
             if not task.input_partitions:
-                self._close(task, clean=True)
+                self._close(task, clean=True, recycle=True)
 
     def _close_dirty_and_revive(self, still_assigned: list[TopicPartition]) -> None:
         """Close every task without commit; recreate tasks for ``still_assigned`` partitions, rewound to
@@ -462,7 +470,8 @@ class TaskManager:
             self._consumer.seek(tp, offset if offset is not None else OFFSET_BEGINNING)
         self.on_partitions_assigned(still_assigned)
 
-    def _close(self, task: StreamTask, clean: bool) -> None:
+    def _close(self, task: StreamTask, clean: bool, recycle: bool = False) -> None:
+        """Close ``task``; ``recycle`` (a clean close at a revocation) offers its open state to ``adopt_state``."""
         for tp in list(task.input_partitions):
             self._by_partition.pop(tp, None)
             self._full.discard(tp)
@@ -471,7 +480,20 @@ class TaskManager:
         self._pending.pop(task.id, None)
         if not clean:
             task.discard_pending()
-        task.close(clean=clean and task.state is not TaskState.CREATED)
+        if recycle and self.adopt_state is not None and task.state is not TaskState.CREATED and task.stores:
+            self._recycle(task, self.adopt_state)
+        else:
+            task.close(clean=clean and task.state is not TaskState.CREATED)
         for reason, count in task.metrics.dropped.items():
             self.dropped_records_closed[reason] = self.dropped_records_closed.get(reason, 0) + count
         del self.tasks[task.id]
+
+    def _recycle(self, task: StreamTask, adopt: Callable[[StateManager], bool]) -> None:
+        state = task.close_and_recycle_state()
+        try:
+            adopted = adopt(state)
+        except Exception:
+            log.exception("Failed to keep the state of task %s as a standby; closing it", task.id)
+            adopted = False
+        if not adopted:
+            state.close(checkpoint=False)  # the checkpoint was just written

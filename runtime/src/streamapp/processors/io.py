@@ -1,7 +1,8 @@
 """The ``io`` family's processors: where records enter and leave a task.
 
 - ``source``: deserializes consumed records; ``table``: also materializes them in the table's store and
-  forwards ``Change(new, old)`` (Kafka's ``KTableSource``).
+  forwards ``Change(new, old)`` (Kafka's ``KTableSource``); ``to_table``: the same on a stream's typed records
+  (Kafka's ``KStream.toTable``).
 - ``sink``: serializes and sends to the node's topic, or to the topic its ``topicExtractor`` picks per record.
 - ``repartition`` plays two roles (``streamapp.topology.subtopologies``): in the sub-topology that writes it,
   it is a sink to ``<applicationId>-<name>-repartition`` keyed by the new key (the producer's murmur2
@@ -30,7 +31,14 @@ from streamapp.processors.base import (
 )
 from streamapp.serdes import Serde, SerdeError, serde_for
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology.nodes.io import GlobalTableNode, RepartitionNode, SinkNode, SourceNode, TableSourceNode
+from streamapp.topology.nodes.io import (
+    GlobalTableNode,
+    RepartitionNode,
+    SinkNode,
+    SourceNode,
+    TableSourceNode,
+    ToTableNode,
+)
 
 __all__ = [
     "BUILDERS",
@@ -39,6 +47,7 @@ __all__ = [
     "RecordSerializationError",
     "SinkProcessor",
     "SourceProcessor",
+    "StreamToTableProcessor",
     "TableSourceProcessor",
     "TopicExtractorSinkProcessor",
 ]
@@ -205,6 +214,14 @@ class TableSourceProcessor(SourceProcessor):
             child.process(key, change, timestamp)
 
 
+class StreamToTableProcessor(TableSourceProcessor):
+    """A stream materialized as a table (Kafka's ``KStream.toTable``, KIP-523, which puts a ``KTableSource`` on the
+    stream): ``TableSourceProcessor.forward`` on records that arrive typed from the stream's last node, so there is
+    nothing to deserialize (the serdes it is built with are never used)."""
+
+    process = TableSourceProcessor.forward
+
+
 class ChangeSerde:
     """Serializes a ``Change`` in Kafka's ``ChangedSerializer`` layout, around an inner value serde:
 
@@ -280,6 +297,12 @@ def build_table_source(node: TableSourceNode, children: Sequence[Processor], ctx
     topic = node.topics[0]
     key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
     return TableSourceProcessor(key_serde, value_serde, ctx.store(node.store), children, ctx.metrics, node.name)
+
+
+@BUILDERS.builds(ToTableNode)
+def build_to_table(node: ToTableNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    typed = serde_for("bytes")  # the records arrive typed: nothing is deserialized
+    return StreamToTableProcessor(typed, typed, ctx.store(node.store), children, ctx.metrics, node.name)
 
 
 @BUILDERS.builds(SinkNode)

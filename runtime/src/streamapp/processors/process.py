@@ -1,5 +1,5 @@
 """The ``process`` family's processor: the runtime side of the Processor API (``streamapp.processor``),
-process nodes, their contexts, and the punctuation queues of a task.
+process and process_values nodes, their contexts, and the punctuation queues of a task.
 
 A task owns one ``ProcessorHooks``: it creates the process nodes' contexts, calls the user processors'
 ``init`` when the task starts running and ``close`` when it closes, and keeps two punctuation queues
@@ -19,6 +19,9 @@ from typing import Any
 from streamapp.kafka.types import Headers
 from streamapp.processor import (
     Cancellable,
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyRecord,
     KeyValueStore,
     ProcessorContext,
     PunctuationType,
@@ -33,10 +36,11 @@ from streamapp.processor import (
 )
 from streamapp.processors.base import BuildContext, FamilyBuilders, Processor, RecordContext
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology.nodes.process import ProcessNode
+from streamapp.topology.nodes.process import ProcessNode, ProcessValuesNode
 
 __all__ = [
     "BUILDERS",
+    "NodeFixedKeyProcessorContext",
     "NodeProcessorContext",
     "ProcessNodeProcessor",
     "ProcessorHooks",
@@ -58,7 +62,7 @@ class _Schedule:
 
     __slots__ = ("cancelled", "context", "interval", "punctuator", "timestamp")
 
-    def __init__(self, context: NodeProcessorContext, timestamp: int, interval: int, punctuator: Punctuator) -> None:
+    def __init__(self, context: _NodeContext, timestamp: int, interval: int, punctuator: Punctuator) -> None:
         self.context = context
         self.timestamp = timestamp
         self.interval = interval
@@ -230,8 +234,9 @@ class _StoreView:
         return previous
 
 
-class NodeProcessorContext(ProcessorContext):
-    """The ``ProcessorContext`` of one process node in one task."""
+class _NodeContext:
+    """What the contexts of a process node and of a process_values node share (Kafka's ``ProcessingContext``
+    part of ``ProcessorContextImpl``): the stores, schedules, times, and running the user code."""
 
     def __init__(
         self,
@@ -258,25 +263,15 @@ class NodeProcessorContext(ProcessorContext):
     def task_id(self) -> str:
         return self._hooks.task_id
 
-    def forward(self, record: Record | Any, value: Any = ..., *, timestamp: int | None = None) -> None:
-        if value is ...:
-            if not isinstance(record, Record):
-                raise TypeError("forward(record) needs a Record; use forward(key, value) for a key and a value")
-            context = self.record_context
-            current, context.headers = context.headers, _kafka_headers(record.headers)
-            try:
-                for child in self._children:
-                    child.process(record.key, record.value, record.timestamp)
-            finally:
-                context.headers = current
-            return
-        if self._timestamp is None:
-            raise RuntimeError(
-                f"node '{self.node}': forward is only allowed in process or a punctuator, not in init or close"
-            )
-        ts = self._timestamp if timestamp is None else timestamp
-        for child in self._children:
-            child.process(record, value, ts)
+    def _forward_record(self, record: Record | FixedKeyRecord) -> None:
+        """Send ``record`` to the children with its headers as the record context's."""
+        context = self.record_context
+        current, context.headers = context.headers, _kafka_headers(record.headers)
+        try:
+            for child in self._children:
+                child.process(record.key, record.value, record.timestamp)
+        finally:
+            context.headers = current
 
     def get_state_store(self, name: str) -> KeyValueStore:
         try:
@@ -302,10 +297,11 @@ class NodeProcessorContext(ProcessorContext):
     def current_system_time_ms(self) -> int:
         return self._hooks.clock_ms()
 
-    def run_processor(self, processor: UserProcessor, record: Record) -> None:
+    def run_processor(self, process: Callable[[Any], None], record: Record | FixedKeyRecord) -> None:
+        """``process(record)``: the user processor's ``process``, with ``record``'s time as the current time."""
         self._timestamp = record.timestamp
         try:
-            processor.process(record)
+            process(record)
         finally:
             self._timestamp = None
 
@@ -322,53 +318,94 @@ class NodeProcessorContext(ProcessorContext):
             self._timestamp = None
 
 
+class NodeProcessorContext(_NodeContext, ProcessorContext):
+    """The ``ProcessorContext`` of one process node in one task."""
+
+    def forward(self, record: Record | Any, value: Any = ..., *, timestamp: int | None = None) -> None:
+        if value is ...:
+            if not isinstance(record, Record):
+                raise TypeError("forward(record) needs a Record; use forward(key, value) for a key and a value")
+            self._forward_record(record)
+            return
+        if self._timestamp is None:
+            raise RuntimeError(
+                f"node '{self.node}': forward is only allowed in process or a punctuator, not in init or close"
+            )
+        ts = self._timestamp if timestamp is None else timestamp
+        for child in self._children:
+            child.process(record, value, ts)
+
+
+class NodeFixedKeyProcessorContext(_NodeContext, FixedKeyProcessorContext):
+    """The ``FixedKeyProcessorContext`` of one process_values node in one task: it forwards ``FixedKeyRecord``
+    objects only, so the key of every forwarded record is an input record's (Kafka's KIP-820)."""
+
+    def forward(self, record: FixedKeyRecord) -> None:
+        if not isinstance(record, FixedKeyRecord):
+            raise TypeError(
+                f"node '{self.node}': a FixedKeyProcessor forwards FixedKeyRecord objects "
+                f"(record.with_value(...)), not {type(record).__name__}: it cannot change keys"
+            )
+        self._forward_record(record)
+
+
 def _kafka_headers(headers: RecordHeaders) -> Headers | None:
     """A ``Record``'s headers as the task's record context keeps them (``None`` for none)."""
     return [(name, value) for name, value in headers] if headers else None  # type: ignore[misc]
 
 
 class ProcessNodeProcessor:
-    """Feeds a process node's records to its user processor as ``Record`` objects, with the headers of the record
-    being processed (Kafka's ``Record.headers()``)."""
+    """Feeds a process node's records to its user processor as ``Record`` objects (a process_values node's as
+    ``FixedKeyRecord`` objects), with the headers of the record being processed (Kafka's ``Record.headers()``)."""
 
-    def __init__(self, processor: UserProcessor, context: NodeProcessorContext) -> None:
+    def __init__(
+        self,
+        processor: UserProcessor | FixedKeyProcessor,
+        context: NodeProcessorContext | NodeFixedKeyProcessorContext,
+        record_type: type[Record] | type[FixedKeyRecord] = Record,
+    ) -> None:
         self.processor = processor
         self.context = context
+        self._record_type = record_type
 
     def init(self) -> None:
-        self.processor.init(self.context)
+        self.processor.init(self.context)  # type: ignore[arg-type]  # each processor kind gets its context kind
 
     def close(self) -> None:
         self.processor.close()
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
         headers = self.context.record_context.headers
-        record = Record(key, value, timestamp, tuple(headers)) if headers else Record(key, value, timestamp)
-        self.context.run_processor(self.processor, record)
+        make = self._record_type
+        record = make(key, value, timestamp, tuple(headers)) if headers else make(key, value, timestamp)
+        self.context.run_processor(self.processor.process, record)
 
 
-@BUILDERS.builds(ProcessNode)
+@BUILDERS.builds(ProcessNode, ProcessValuesNode)
 def build_process(node: ProcessNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
-    """A process node: one user processor instance for this task.
+    """A process node (a ``Processor``) or a process_values node (a ``FixedKeyProcessor``): one user processor
+    instance for this task.
 
     With ``ctx.processor_hooks`` (a task), ``init`` runs when the task starts running; without (a bare
-    processor graph), it runs now. Raises TypeError when the class does not build a Processor.
+    processor graph), it runs now. Raises TypeError when the class does not build the node's processor kind.
     """
+    fixed_key = isinstance(node, ProcessValuesNode)
+    kind: type[UserProcessor] | type[FixedKeyProcessor] = FixedKeyProcessor if fixed_key else UserProcessor
     factory = ctx.function(node.name, "processor")
     processor = factory()
-    if not isinstance(processor, UserProcessor):
+    if not isinstance(processor, kind):
         raise TypeError(
             f"node '{node.name}': {node.processor} made a {type(processor).__name__}, "
-            "not a streamapp.processor.Processor"
+            f"not a streamapp.processor.{kind.__name__}"
         )
     hooks = ctx.processor_hooks
     standalone = hooks is None
     if hooks is None:
         hooks = ProcessorHooks(f"?_{ctx.partition}", ctx.application_id, lambda: -1)
     stores = {name: ctx.store(name) for name in node.stores()}
-    adapter = ProcessNodeProcessor(
-        processor, NodeProcessorContext(node.name, hooks, stores, children, ctx.record_context)
-    )
+    context_type = NodeFixedKeyProcessorContext if fixed_key else NodeProcessorContext
+    context = context_type(node.name, hooks, stores, children, ctx.record_context)
+    adapter = ProcessNodeProcessor(processor, context, FixedKeyRecord if fixed_key else Record)
     if standalone:
         adapter.init()
     else:

@@ -65,6 +65,11 @@ class ChangeLoggingKeyValueStore:
         """The timestamp (epoch ms) of the record being processed: what ``put`` logs a write at."""
         return self._timestamp()
 
+    def bind_record_timestamp(self, timestamp: Callable[[], int]) -> None:
+        """Log later writes at ``timestamp()`` (the store changes owner: a standby's store becomes an active
+        task's, ``streamapp.processing.state_manager``)."""
+        self._timestamp = timestamp
+
     def put_at(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Buffer a write whose changelog record gets ``timestamp`` (epoch ms; a timestamped store logs a value
         at its own timestamp). ``put`` uses the timestamp of the record being processed; the record cache

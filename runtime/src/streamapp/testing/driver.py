@@ -36,9 +36,10 @@ from streamapp.dsl import StreamsBuilder
 from streamapp.dsl.builder import with_default_serdes
 from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import ConsumerRecord, Headers
+from streamapp.processing.state_manager import StoreFactory
 from streamapp.processing.status import ThreadMetrics
 from streamapp.processing.stream_thread import StreamThread, source_topic_subtopologies
-from streamapp.processing.task import StoreFactory, StreamTask
+from streamapp.processing.task import StreamTask
 from streamapp.processors import source_node_names
 from streamapp.serdes import Serde, serde_for
 from streamapp.state.checkpoint import release_scratch_state_dir, scratch_state_dir

@@ -12,7 +12,9 @@ from streamapp.topology.document import DescriptionModel, SerdeName, check_serde
 
 __all__ = ["CACHED_NODE_TYPES", "TIMESTAMPED_NODE_TYPES", "StoreSpec", "cached_stores", "timestamped_stores"]
 
-TIMESTAMPED_NODE_TYPES = frozenset({"table", "count", "reduce", "aggregate", "stream_table_join", "table_table_join"})
+TIMESTAMPED_NODE_TYPES = frozenset(
+    {"table", "to_table", "count", "reduce", "aggregate", "stream_table_join", "table_table_join"}
+)
 """Node types whose ``key_value`` stores keep each value's timestamp (Kafka's DSL materializes KTables and
 aggregations in timestamped key-value stores, KIP-258)."""
 
@@ -54,7 +56,7 @@ class StoreSpec(DescriptionModel):
         return self
 
 
-CACHED_NODE_TYPES = frozenset({"table", "count", "reduce", "aggregate"})
+CACHED_NODE_TYPES = frozenset({"table", "to_table", "count", "reduce", "aggregate"})
 """Node types whose ``key_value`` stores go through the record cache when it is on (Kafka's materialized KTables
 and aggregations are cached by default; join and Processor API stores are not)."""
 

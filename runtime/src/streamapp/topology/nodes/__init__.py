@@ -8,13 +8,13 @@ in documents are camelCase (``keySerde``); attributes are snake_case (``key_serd
 ==========  ===========================================================================================
 family      node types (each module's docstring gives their parameters and Kafka Streams classes)
 ==========  ===========================================================================================
-io          source, table, sink, repartition, global_table
+io          source, table, to_table, sink, repartition, global_table
 stateless   filter, filter_not, map, map_values, select_key, flat_map, flat_map_values, peek, foreach,
             merge, to_stream, split, branch
 aggregate   group_by, count, reduce, aggregate
 windowed    windowed_count, windowed_reduce, windowed_aggregate, suppress
 joins       stream_global_join, stream_table_join, table_table_join, stream_stream_join
-process     process
+process     process, process_values
 ==========  ===========================================================================================
 
 Nothing here is a hand-kept list of node types: ``NODE_TYPES``, ``NODE_FAMILIES`` and the ``Node`` union are

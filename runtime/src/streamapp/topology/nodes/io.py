@@ -5,6 +5,8 @@ type           parameters                                             semantics 
 =============  =====================================================  ======================================
 source         topics, keySerde, valueSerde, timestampExtractor       records of the topics (SourceNode)
 table          topics: [t], store, keySerde, valueSerde               KTable from a topic (KTableSource)
+to_table       input (a stream), store                                KTable from a stream (KStream.toTable,
+                                                                      KIP-523; KTableSource)
 sink           input, topic | topicExtractor, keySerde, valueSerde    writes to an external topic (SinkNode)
 repartition    input, keySerde, valueSerde, partitions (optional),    through topic
                dropNullKeys (optional)                                ``<applicationId>-<name>-repartition``
@@ -41,6 +43,7 @@ __all__ = [
     "SinkNode",
     "SourceNode",
     "TableSourceNode",
+    "ToTableNode",
 ]
 
 
@@ -70,6 +73,23 @@ class TableSourceNode(SourceNode):
     type: Literal["table"] = "table"  # type: ignore[assignment]
     topics: list[str] = Field(min_length=1, max_length=1)
     store: str
+    output: ClassVar[str | None] = "table"
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+
+class ToTableNode(NodeBase):
+    """A KTable of a stream (Kafka's ``KStream.toTable``, KIP-523: a ``KTableSource`` on the stream), materialized in
+    key-value store ``store``. Per record, as ``table``: a null key is dropped (dropped-records metric); a null value
+    deletes the key; forwards ``Change(new, old)`` with the store's previous value. Its input must be partitioned by
+    its key: the DSL puts a ``repartition`` in front of a re-keyed stream (``KStream.to_table``)."""
+
+    type: Literal["to_table"] = "to_table"
+    input: str
+    store: str
+    requires_copartitioned_input: ClassVar[bool] = True
+    accepts: ClassVar[frozenset[str]] = frozenset({"stream"})
     output: ClassVar[str | None] = "table"
 
     def stores(self) -> list[str]:
