@@ -141,19 +141,32 @@ class StreamsBuilder:
         value_serde: str = DEFAULT_VALUE_SERDE,
         name: str | None = None,
         timestamp_extractor: TimestampExtractorArg | None = None,
+        history_retention_ms: int | None = None,
     ) -> KTable:
         """A KTable of ``topic`` (Kafka's ``StreamsBuilder.table``), materialized in key-value store ``store``
         (default ``<name>-store``, else Kafka's ``<topic>-STATE-STORE-<n>``) with its own changelog topic.
 
         The latest value per key; a null value (tombstone) deletes the key; null keys are dropped.
         ``timestamp_extractor`` as for ``stream``.
+
+        ``history_retention_ms`` (ms, >= 0) makes it a **versioned table** (Kafka's ``Materialized.as(
+        Stores.persistentVersionedKeyValueStore(store, historyRetention))``, KIP-889/914): ``store`` is a
+        ``versioned`` store keeping every value within the retention by timestamp, so a stream-table join reads
+        the value as of each stream record's timestamp and may wait ``grace_ms`` for late table updates
+        (``KStream.join``). A versioned table feeds only ``to_stream`` and stream-table joins
+        (``streamapp.topology.nodes.io.TableSourceNode``).
         """
         from streamapp.dsl.tables import KTable
 
         node_name = name if name is not None else self._new_name("KTABLE-SOURCE-")
         store_name = store or (f"{name}-store" if name is not None else self._new_name(f"{topic}-STATE-STORE-"))
         self._claim(node_name)
-        self._add_store(store_name, key_serde, value_serde)
+        if history_retention_ms is None:
+            self._add_store(store_name, key_serde, value_serde)
+        else:
+            self._add_store(
+                store_name, key_serde, value_serde, type="versioned", history_retention_ms=history_retention_ms
+            )
         self._add(
             "table",
             node_name,
@@ -164,7 +177,9 @@ class StreamsBuilder:
             value_serde=value_serde,
             timestamp_extractor=_extractor_dict(timestamp_extractor),
         )
-        return KTable(self, node_name, key_serde=key_serde, value_serde=value_serde)
+        table = KTable(self, node_name, key_serde=key_serde, value_serde=value_serde)
+        table.history_retention_ms = history_retention_ms
+        return table
 
     def add_state_store(
         self, name: str, *, key_serde: str = DEFAULT_KEY_SERDE, value_serde: str = DEFAULT_VALUE_SERDE
@@ -204,11 +219,14 @@ class StreamsBuilder:
         self._steps.append(_Step(type=node_type, name=node_name, params=params))
         return node_name
 
-    def _add_store(self, name: str, key_serde: str, value_serde: str) -> None:
+    def _add_store(self, name: str, key_serde: str, value_serde: str, **spec: Any) -> None:
+        """Declare store ``name`` (``spec``: more ``StoreSpec`` fields, e.g. ``type``, snake_case)."""
         check_name("store", name)
         if any(store["name"] == name for store in self._stores):
             raise TopologyError(f"store '{name}': store name is already used in this topology")
-        self._stores.append({"name": name, "type": "key_value", "key_serde": key_serde, "value_serde": value_serde})
+        self._stores.append(
+            {"name": name, "type": "key_value", "key_serde": key_serde, "value_serde": value_serde, **spec}
+        )
 
     def _new_name(self, prefix: str) -> str:
         name = f"{prefix}{self._index:010d}"

@@ -7,7 +7,10 @@ operand is picks the join:
 
 - ``stream.join(other_stream, joiner, windows)``: windowed stream-stream join (``JoinWindows`` from
   ``streamapp.dsl.windows``); inner, left or outer;
-- ``stream.join(table, joiner)``: stream-table join, inner or left;
+- ``stream.join(table, joiner)``: stream-table join, inner or left; against a versioned table
+  (``StreamsBuilder.table(history_retention_ms=...)``) it joins the table value as of each stream record's
+  timestamp, and ``grace_ms=`` (Kafka's ``Joined.withGracePeriod``, KIP-923) buffers stream records that long
+  (store ``<name>-Buffer``) so later table updates still join them;
 - ``stream.join(global_table, key_selector, joiner)``: stream-GlobalKTable join, inner or left;
 - ``table.join(other_table, joiner)``: table-table join, inner, left or outer.
 
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamapp.dsl.builder import DEFAULT_KEY_SERDE, DEFAULT_VALUE_SERDE, StreamsBuilder, UserFunction
 from streamapp.topology import TopologyError
+from streamapp.topology.nodes.joins import VERSIONED_GRACE_ERROR
 
 if TYPE_CHECKING:
     from streamapp.dsl.streams import KStream
@@ -85,15 +89,20 @@ def stream_join(
     store: str | None = None,
     value_serde: str | None = None,
     other_value_serde: str | None = None,
+    grace_ms: int | None = None,
 ) -> KStream:
-    """``stream.<join>(other, ...)``: dispatch on ``other`` (see the module docstring)."""
+    """``stream.<join>(other, ...)``: dispatch on ``other`` (see the module docstring). ``grace_ms`` (KIP-923,
+    Kafka's ``Joined.withGracePeriod``) applies to a join with a versioned KTable only: TopologyError with Kafka's
+    message for another table, TypeError for another operand."""
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.tables import KTable
 
+    if grace_ms is not None and not isinstance(other, KTable):
+        raise TypeError("grace_ms (Joined.withGracePeriod) applies only to a KStream-KTable join")
     if isinstance(other, GlobalKTable):
         return _stream_global(stream, other, join, args, name, value_serde)
     if isinstance(other, KTable):
-        return _stream_table(stream, other, join, args, name, store, value_serde)
+        return _stream_table(stream, other, join, args, name, store, value_serde, grace_ms)
     if isinstance(other, KStream):
         return _stream_stream(stream, other, join, args, name, store, value_serde, other_value_serde)
     raise TypeError(f"cannot join a KStream with {type(other).__name__}; expected a KStream, KTable or GlobalKTable")
@@ -162,16 +171,32 @@ def _stream_table(
     name: str | None,
     store: str | None,
     value_serde: str | None,
+    grace_ms: int | None = None,
 ) -> KStream:
     if join == "outer":
         raise TypeError("a KStream-KTable join is inner or left, not outer")
     if len(args) != 1:
         raise TypeError("stream.join(table, joiner) takes one joiner")
+    if grace_ms is not None and table.history_retention_ms is None:
+        raise TopologyError(VERSIONED_GRACE_ERROR)
     builder = stream._builder
     node_name = _name(builder, name, _PREFIXES[join])
     left = _repartitioned(stream, f"{node_name}-left")
     store_name = store if store is not None else f"{node_name}-store"
-    builder._add_store(store_name, table.key_serde, table.value_serde)
+    if table.history_retention_ms is None:
+        builder._add_store(store_name, table.key_serde, table.value_serde)
+    else:  # the join's copy of a versioned table is versioned alike
+        builder._add_store(
+            store_name,
+            table.key_serde,
+            table.value_serde,
+            type="versioned",
+            history_retention_ms=table.history_retention_ms,
+        )
+    buffer_store = None
+    if grace_ms is not None:  # Kafka's RocksDBTimeOrderedKeyValueBuffer "<name>-Buffer" of the stream records
+        buffer_store = f"{node_name}-Buffer"
+        builder._add_store(buffer_store, stream.key_serde, stream.value_serde)
     builder._add(
         "stream_table_join",
         node_name,
@@ -180,6 +205,8 @@ def _stream_table(
         joiner=args[0],
         join=join,
         store=store_name,
+        grace_ms=grace_ms,
+        buffer_store=buffer_store,
     )
     return stream._next(node_name, value_serde=value_serde, key_changed=False)
 

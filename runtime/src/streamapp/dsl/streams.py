@@ -238,13 +238,17 @@ class KStream:
         name: str | None = None,
         store: str | None = None,
         value_serde: str | None = None,
+        grace_ms: int | None = None,
     ) -> KStream:
         """Inner join (``streamapp.dsl.joins``): with a KStream ``join(other, joiner, windows)`` (JoinWindows),
         with a KTable ``join(table, joiner)``, with a GlobalKTable ``join(global_table, key_selector, joiner)``.
-        ``joiner(left value, right value)``; a re-keyed stream is repartitioned first."""
+        ``joiner(left value, right value)``; a re-keyed stream is repartitioned first. ``grace_ms``: Kafka's
+        ``Joined.withGracePeriod`` (KIP-923) for a join with a versioned KTable."""
         from streamapp.dsl.joins import stream_join
 
-        return stream_join(self, other, "inner", *args, name=name, store=store, value_serde=value_serde)
+        return stream_join(
+            self, other, "inner", *args, name=name, store=store, value_serde=value_serde, grace_ms=grace_ms
+        )
 
     def left_join(
         self,
@@ -253,11 +257,14 @@ class KStream:
         name: str | None = None,
         store: str | None = None,
         value_serde: str | None = None,
+        grace_ms: int | None = None,
     ) -> KStream:
         """Left join: like ``join``, and every record of this stream without a partner is joined with ``None``."""
         from streamapp.dsl.joins import stream_join
 
-        return stream_join(self, other, "left", *args, name=name, store=store, value_serde=value_serde)
+        return stream_join(
+            self, other, "left", *args, name=name, store=store, value_serde=value_serde, grace_ms=grace_ms
+        )
 
     def outer_join(
         self,

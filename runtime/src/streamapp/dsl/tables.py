@@ -26,6 +26,9 @@ class KTable:
         self.node = node
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self.history_retention_ms: int | None = None
+        """The history retention (ms) of a versioned table (``StreamsBuilder.table(history_retention_ms=...)``),
+        else ``None``."""
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Only the final result of each window of this windowed table, once its window closes

@@ -35,6 +35,7 @@ from streamapp.state.directory import StateDirectory, TaskDirectoryLock
 from streamapp.state.segments import segmented_store
 from streamapp.state.stores import PersistentKeyValueStore
 from streamapp.state.timestamped import logged_store
+from streamapp.state.versioned import VersionedChangeLoggingStore
 from streamapp.topology import Subtopology, TopologyDescription
 from streamapp.topology.stores import timestamped_stores
 
@@ -67,7 +68,8 @@ def open_task_stores(
       stores (Kafka's segmented bytes store; a store folder written before segments is migrated on open,
       ``streamapp.state.segments``);
     - the changelogging layer (changelog partition ``<application.id>-<store>-changelog``-``task_id.partition``),
-      timestamped for the DSL's key-value stores (KIP-258; a plain-value store is upgraded on open).
+      timestamped for the DSL's key-value stores (KIP-258; a plain-value store is upgraded on open), versioned for
+      ``versioned`` stores (``streamapp.state.versioned``: one changelog record per put).
 
     ``timestamp`` gives the timestamp (epoch ms) of the record being processed (changelog record timestamps).
     Raises StoreLockedError while another owner holds a store; the stores opened before it are closed again.
@@ -79,8 +81,12 @@ def open_task_stores(
             changelog = TopicPartition(description.changelog_topic(application_id, name), task_id.partition)
             persistent = store_factory(name, task_dir / "rocksdb" / name)
             try:
-                inner = segmented_store(description.store(name), persistent)
-                stores[name] = logged_store(name in timestamped, inner, changelog, timestamp)
+                spec = description.store(name)
+                inner = segmented_store(spec, persistent)
+                if spec.type == "versioned" and spec.history_retention_ms is not None:
+                    stores[name] = VersionedChangeLoggingStore(inner, changelog, timestamp, spec.history_retention_ms)
+                else:
+                    stores[name] = logged_store(name in timestamped, inner, changelog, timestamp)
             except Exception:
                 persistent.close()
                 raise

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from streamapp.kafka.types import ConsumerRecord, Headers
 from streamapp.processors.drops import ProcessorMetrics
+from streamapp.serdes import Serde
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.session_store import SessionStore
 from streamapp.state.stores import StoreSerializationError, TypedKeyValueStore, store_mismatch
 from streamapp.state.suppression_buffer import SuppressionBuffer
+from streamapp.state.versioned import VersionedKeyValueStore
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.state.windowed_access import WindowedStateAccess
 from streamapp.topology import FAMILIES, NodeBase
@@ -169,6 +171,18 @@ class BuildContext:
     def suppression_buffer(self, name: str) -> SuppressionBuffer:
         """The suppression buffer kept in the task's ``key_value`` store ``name``."""
         return self._windowed().suppression_buffer(name)
+
+    def store_serdes(self, name: str) -> tuple[Serde, Serde]:
+        """The key and value serdes of the task's store ``name``, bound to its changelog topic."""
+        return self._windowed().store_serdes(name)
+
+    def store_type(self, name: str) -> str:
+        """The type of the task's store ``name`` (``StoreSpec.type``: ``key_value``, ``versioned``, ...)."""
+        return "key_value" if self.windowed is None else self.windowed.store_type(name)
+
+    def versioned_store(self, name: str) -> VersionedKeyValueStore:
+        """The task's ``versioned`` store ``name`` (``streamapp.state.versioned``); KeyError when the task has none."""
+        return self._windowed().versioned_store(name)
 
     def logged_store(self, name: str) -> LoggedBytesStore:
         """The task's buffered, changelogged bytes store ``name`` (custom layouts, e.g. join buffers)."""

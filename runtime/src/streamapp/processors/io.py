@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.drop_reasons import NULL_KEY_OR_VALUE
+from streamapp.drop_reasons import LATE, NULL_KEY_OR_VALUE
 from streamapp.processors.base import (
     BuildContext,
     Change,
@@ -31,6 +31,7 @@ from streamapp.processors.base import (
 )
 from streamapp.serdes import Serde, SerdeError, serde_for
 from streamapp.state.stores import TypedKeyValueStore
+from streamapp.state.versioned import PUT_RETURN_CODE_NOT_PUT, VersionedKeyValueStore
 from streamapp.topology.nodes.io import (
     GlobalTableNode,
     RepartitionNode,
@@ -214,6 +215,42 @@ class TableSourceProcessor(SourceProcessor):
             child.process(key, change, timestamp)
 
 
+class VersionedTableSourceProcessor(SourceProcessor):
+    """A table materialized in a ``versioned`` store (Kafka's ``KTableSource`` over a ``VersionedKeyValueStore``,
+    KIP-914).
+
+    A null key is dropped; otherwise the record is put as the version at its timestamp (a null value: a tombstone
+    version) and ``Change(new, latest value before the put)`` is forwarded, an out-of-order update too (Kafka
+    forwards it with ``isLatest`` false; the only nodes a versioned table feeds here, ``to_stream`` and the
+    stream-table join, treat both alike). A record older than the history retention is not put and not forwarded
+    (Kafka's ``PUT_RETURN_CODE_NOT_PUT``), counted as dropped (reason ``late``, Kafka's store records its
+    dropped-records sensor). Never cached (Kafka's versioned stores have no caching layer).
+    """
+
+    def __init__(
+        self, serdes: tuple[Serde, Serde], store: VersionedKeyValueStore, children: Sequence[Processor], **drops: Any
+    ) -> None:
+        """``serdes``: the topic's key and value serdes; ``drops``: ``metrics`` (``ProcessorMetrics``) and
+        ``node`` (this node's name), which count and name dropped records."""
+        super().__init__(*serdes, children)
+        self._store = store
+        self._metrics: ProcessorMetrics = drops["metrics"]
+        self._node: str = drops.get("node") or store.name
+
+    def forward(self, key: Any, value: Any, timestamp: int) -> None:
+        store = f"store=[{self._store.name}]"
+        if key is None:
+            self._metrics.drop(NULL_KEY_OR_VALUE, self._node, "Skipping record due to null key", store)
+            return
+        latest = self._store.get(key)
+        if self._store.put(key, value, timestamp) == PUT_RETURN_CODE_NOT_PUT:
+            self._metrics.drop(LATE, self._node, "Skipping record for expired put", store)
+            return
+        change = Change(value, None if latest is None else latest.value)
+        for child in self._children:
+            child.process(key, change, timestamp)
+
+
 class StreamToTableProcessor(TableSourceProcessor):
     """A stream materialized as a table (Kafka's ``KStream.toTable``, KIP-523, which puts a ``KTableSource`` on the
     stream): ``TableSourceProcessor.forward`` on records that arrive typed from the stream's last node, so there is
@@ -296,6 +333,11 @@ def build_source(node: SourceNode, children: Sequence[Processor], ctx: BuildCont
 def build_table_source(node: TableSourceNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
     topic = node.topics[0]
     key_serde, value_serde = serde_for(node.key_serde, topic, is_key=True), serde_for(node.value_serde, topic)
+    if ctx.store_type(node.store) == "versioned":
+        versioned = ctx.versioned_store(node.store)
+        return VersionedTableSourceProcessor(
+            (key_serde, value_serde), versioned, children, metrics=ctx.metrics, node=node.name
+        )
     return TableSourceProcessor(key_serde, value_serde, ctx.store(node.store), children, ctx.metrics, node.name)
 
 

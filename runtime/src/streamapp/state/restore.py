@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from streamapp.kafka.types import OFFSET_BEGINNING, RestoreConsumerClient, TopicPartition
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.restore_rate import RecentRate
+from streamapp.state.versioned import VersionedChangeLoggingStore
 
 __all__ = ["ChangelogReader", "RestoreProgress", "StoreRestoreProgress"]
 
@@ -213,6 +214,7 @@ class ChangelogReader:
             return []
         records, reached_end = self._consumer.poll(self._batch_size, timeout_s)
         batches: dict[TopicPartition, dict[bytes, tuple[bytes | None, int]]] = {}
+        every_record: dict[TopicPartition, list[tuple[bytes, bytes | None, int]]] = {}
         last_offsets: dict[TopicPartition, int] = {}
         counts: dict[TopicPartition, int] = {}
         for record in records:
@@ -220,12 +222,19 @@ class ChangelogReader:
             entry = self._restoring.get(tp)
             if entry is None or record.offset < entry.next_offset or record.key is None:
                 continue
-            batches.setdefault(tp, {})[record.key] = (record.value, record.timestamp)
+            if isinstance(entry.store, VersionedChangeLoggingStore):  # every version is a record
+                every_record.setdefault(tp, []).append((record.key, record.value, record.timestamp))
+                batches.setdefault(tp, {})
+            else:
+                batches.setdefault(tp, {})[record.key] = (record.value, record.timestamp)
             last_offsets[tp] = record.offset
             counts[tp] = counts.get(tp, 0) + 1
         for tp, batch in batches.items():
             entry = self._restoring[tp]
-            entry.store.restore(batch, last_offsets[tp])
+            if isinstance(entry.store, VersionedChangeLoggingStore):
+                entry.store.restore_records(every_record.get(tp, []), last_offsets[tp])
+            else:
+                entry.store.restore(batch, last_offsets[tp])
             entry.next_offset = last_offsets[tp] + 1
             entry.restored += counts[tp]
             if entry.standby:

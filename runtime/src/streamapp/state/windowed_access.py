@@ -17,6 +17,7 @@ from streamapp.state.caching_window_store import CachingSlidingWindowStore, Cach
 from streamapp.state.record_cache import HeadersContext, ThreadCache
 from streamapp.state.session_store import SessionStore
 from streamapp.state.suppression_buffer import SuppressionBuffer
+from streamapp.state.versioned import VersionedChangeLoggingStore, VersionedKeyValueStore
 from streamapp.state.window_store import LoggedBytesStore, WindowStore
 from streamapp.topology import TopologyDescription
 from streamapp.topology.nodes.windowed import suppression_grace_ms
@@ -112,6 +113,26 @@ class WindowedStateAccess:
             view = SuppressionBuffer(self.logged_store(name), *self._serdes(name, spec))
             self._views[name] = view
         assert isinstance(view, SuppressionBuffer)
+        return view
+
+    def store_serdes(self, name: str) -> tuple[Serde, Serde]:
+        """The key and value serdes of store ``name``, bound to its changelog topic."""
+        return self._serdes(name, self._description.store(name))
+
+    def store_type(self, name: str) -> str:
+        """The ``StoreSpec.type`` of store ``name``; KeyError when the topology has none."""
+        return str(self._description.store(name).type)
+
+    def versioned_store(self, name: str) -> VersionedKeyValueStore:
+        """The typed view of the task's ``versioned`` store ``name`` (``streamapp.state.versioned``)."""
+        view = self._views.get(name)
+        if view is None:
+            spec = self._spec(name, "versioned")
+            logged = self.logged_store(name)
+            if not isinstance(logged, VersionedChangeLoggingStore):
+                raise ValueError(f"store '{name}' was not opened as a versioned store")
+            view = self._views[name] = VersionedKeyValueStore(logged, *self._serdes(name, spec))
+        assert isinstance(view, VersionedKeyValueStore)
         return view
 
     def logged_store(self, name: str) -> LoggedBytesStore:

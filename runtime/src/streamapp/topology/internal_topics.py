@@ -156,9 +156,18 @@ WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
 """Kafka's ``windowstore.changelog.additional.retention.ms`` default: one day on top of the store's retention."""
 
 
+VERSIONED_CHANGELOG_ADDITIONAL_COMPACTION_LAG_MS = 86_400_000
+"""Kafka's ``VersionedChangelogTopicConfig`` lag added to a versioned store's history retention: one day."""
+
+
 def changelog_topic_config(store: StoreSpec) -> dict[str, str]:
     """Topic configs of a store's changelog: ``compact`` for key-value stores; ``compact,delete`` with
-    ``retention.ms`` = retention + 1 day for window and session stores (Kafka's ``WindowedChangelogTopicConfig``)."""
+    ``retention.ms`` = retention + 1 day for window and session stores (Kafka's ``WindowedChangelogTopicConfig``);
+    ``compact`` with ``min.compaction.lag.ms`` = history retention + 1 day for versioned stores (Kafka's
+    ``VersionedChangelogTopicConfig``: older versions stay in the changelog as long as the store may read them)."""
+    if store.type == "versioned" and store.history_retention_ms is not None:
+        lag = store.history_retention_ms + VERSIONED_CHANGELOG_ADDITIONAL_COMPACTION_LAG_MS
+        return {**CHANGELOG_TOPIC_CONFIG, "min.compaction.lag.ms": str(lag)}
     if store.type == "key_value" or store.retention_ms is None:
         return dict(CHANGELOG_TOPIC_CONFIG)
     retention = store.retention_ms + WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS

@@ -29,21 +29,29 @@ class StoreSpec(DescriptionModel):
     ``retentionMs`` (how long windows are kept after the store's stream time passes them, ms); their
     changelogs are ``compact,delete`` with ``retention.ms`` = retention + 1 day. A window store also has
     ``windowSizeMs`` (the ``end - start`` of its windows) and may ``retainDuplicates`` (join buffers).
+
+    A ``versioned`` store (``streamapp.state.versioned``, Kafka's ``VersionedKeyValueStore``, KIP-889) keeps every
+    value of a key within ``historyRetentionMs`` (ms, Kafka's ``history.retention.ms``), by timestamp; its
+    changelog is compacted with ``min.compaction.lag.ms`` = history retention + 1 day (Kafka's
+    ``VersionedChangelogTopicConfig``). It is never cached.
     """
 
     name: str
-    type: Literal["key_value", "window", "session"] = "key_value"
+    type: Literal["key_value", "window", "session", "versioned"] = "key_value"
     key_serde: SerdeName = "bytes"
     value_serde: SerdeName = "bytes"
     retention_ms: int | None = Field(default=None, ge=1)
     window_size_ms: int | None = Field(default=None, ge=0)
     retain_duplicates: bool | None = None
+    history_retention_ms: int | None = Field(default=None, ge=0)
 
     _serdes = field_validator("key_serde", "value_serde")(check_serde)
 
     @model_validator(mode="after")
     def _check_windowed_fields(self) -> StoreSpec:
-        if self.type == "key_value":
+        if (self.type == "versioned") != (self.history_retention_ms is not None):
+            raise ValueError("'historyRetentionMs' applies to, and is needed by, versioned stores only")
+        if self.type in ("key_value", "versioned"):
             extra = [f for f in ("retention_ms", "window_size_ms", "retain_duplicates") if getattr(self, f) is not None]
             if extra:
                 raise ValueError(f"'{to_camel(extra[0])}' applies only to window and session stores")
@@ -69,8 +77,11 @@ def cached_stores(nodes: Iterable[Any], stores: Iterable[StoreSpec]) -> frozense
 def timestamped_stores(nodes: Iterable[Any], stores: Iterable[StoreSpec]) -> frozenset[str]:
     """Names of the ``key_value`` stores kept in the timestamped format (``streamapp.state.timestamped``): those
     of a node in ``TIMESTAMPED_NODE_TYPES``. Other ``key_value`` stores (suppression buffers, join buffers,
-    Processor API stores: Kafka's plain ``KeyValueStore``) keep their own value layout."""
-    return _stores_of(nodes, stores, TIMESTAMPED_NODE_TYPES)
+    Processor API stores: Kafka's plain ``KeyValueStore``; a node's ``plain_layout_stores()``, e.g. the grace buffer
+    of a stream-table join) keep their own value layout."""
+    nodes = list(nodes)
+    plain = {name for node in nodes for name in getattr(node, "plain_layout_stores", list)()}
+    return _stores_of(nodes, stores, TIMESTAMPED_NODE_TYPES) - plain
 
 
 def _stores_of(nodes: Iterable[Any], stores: Iterable[StoreSpec], types: frozenset[str]) -> frozenset[str]:

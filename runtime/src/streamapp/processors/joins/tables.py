@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
 from streamapp.processors.drops import JoinMissLog, short_repr
+from streamapp.state.grace_buffer import GraceBuffer
 from streamapp.state.stores import TypedKeyValueStore
+from streamapp.state.versioned import VersionedKeyValueStore
 from streamapp.topology.nodes.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "StreamGlobalJoinProcessor",
     "StreamTableJoinProcessor",
     "TableTableJoinProcessor",
+    "VersionedStreamTableJoinProcessor",
 ]
 
 log = logging.getLogger(__name__)
@@ -112,7 +115,7 @@ class StreamTableJoinProcessor(JoinProcessor):
         right: str,
         joiner: Joiner,
         left_join: bool,
-        table: TypedKeyValueStore,
+        table: TypedKeyValueStore | VersionedKeyValueStore,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
         name: str = "",
@@ -146,6 +149,48 @@ class StreamTableJoinProcessor(JoinProcessor):
             return
         self._table_times.table_update(timestamp)
         self._table.put(key, _new_value(value), timestamp)
+
+
+class VersionedStreamTableJoinProcessor(StreamTableJoinProcessor):
+    """Kafka's ``KStreamKTableJoinProcessor`` against a versioned table (KIP-914), with the grace buffer of
+    ``Joined.withGracePeriod`` when ``buffer`` is given (KIP-923).
+
+    Right (table ``Change``, out-of-order updates included): the new value is put as the version at the update's
+    timestamp (``None``: a tombstone version). Left (stream): Kafka's null rules first (a null value, or a null key
+    of an inner join, is dropped; a left join joins a null key with ``None`` at once, as it cannot be buffered);
+    without a buffer, or when the buffer refuses the record (older than its stream time - grace), the record joins
+    at once; else it is buffered and every buffered record whose grace has passed is joined, oldest first. A join
+    reads the table value *as of the stream record's timestamp* (``None`` when that version is a tombstone or is
+    older than the history retention and not the latest).
+    """
+
+    def __init__(self, *args: Any, buffer: GraceBuffer | None = None, **kwargs: Any) -> None:
+        """``StreamTableJoinProcessor``'s arguments with a ``VersionedKeyValueStore`` as the table; ``buffer``: the
+        grace buffer (``None``: no grace period)."""
+        super().__init__(*args, **kwargs)
+        self._versions = cast(VersionedKeyValueStore, self._table)
+        self._buffer = buffer
+
+    def process_left(self, key: Any, value: Any, timestamp: int) -> None:
+        if value is None or key is None:
+            if value is None or not self._left_join:
+                self._drop("null key or value")
+                return
+            self._forward(key, self._joiner(value, None), timestamp)
+            return
+        buffer = self._buffer
+        if buffer is None or not buffer.put(key, value, timestamp):
+            self._join(key, value, timestamp)
+            return
+        buffer.evict(self._join)
+
+    def _join(self, key: Any, value: Any, timestamp: int) -> None:
+        found = self._versions.get(key, timestamp)
+        if found is None:
+            self._metrics.join_miss(self.name, f"timestamp=[{timestamp}]: the table has no value as of that time")
+            if not self._left_join:
+                return
+        self._forward(key, self._joiner(value, None if found is None else found.value), timestamp)
 
 
 class StreamGlobalJoinProcessor:
@@ -313,6 +358,16 @@ def _new_value(value: Any) -> Any:
 
 @BUILDERS.builds(StreamTableJoinNode)
 def build_stream_table_join(node: StreamTableJoinNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    if ctx.store_type(node.store) == "versioned":
+        buffer = None
+        if node.buffer_store is not None and node.grace_ms is not None:
+            buffer = GraceBuffer(
+                ctx.logged_store(node.buffer_store), *ctx.store_serdes(node.buffer_store), node.grace_ms
+            )
+        versioned = ctx.versioned_store(node.store)
+        joiner = ctx.function(node.name, "joiner")
+        args = (node.left, node.right, joiner, node.join == "left", versioned, children, ctx.metrics, node.name)
+        return VersionedStreamTableJoinProcessor(*args, buffer=buffer)
     return StreamTableJoinProcessor(
         node.left,
         node.right,

@@ -68,6 +68,13 @@ class TableSourceNode(SourceNode):
     forwards ``Change(new, old)`` with the store's previous value. The store has its own changelog
     ``<applicationId>-<store>-changelog`` (Kafka's behaviour without ``topology.optimization=all``, which would
     reuse the source topic as the changelog; we do not).
+
+    With a ``versioned`` store (KIP-889/914, Kafka's ``Materialized.as(versionedStoreSupplier)``) each record is
+    put as the version at its timestamp, out-of-order updates included, and forwarded unless it is older than
+    the history retention (``streamapp.processors.io.VersionedTableSourceProcessor``). Such a table feeds only
+    ``to_stream`` and ``stream_table_join`` nodes (``VERSIONED_TABLE_CHILDREN``): the versioned semantics of
+    Kafka's table filters, mappers, table joins and re-groupings (``isLatest``) are not implemented, so they are
+    refused rather than run with latest-value semantics.
     """
 
     type: Literal["table"] = "table"  # type: ignore[assignment]
@@ -77,6 +84,24 @@ class TableSourceNode(SourceNode):
 
     def stores(self) -> list[str]:
         return [self.store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        spec = stores.get(self.store)
+        if spec is None or spec.type == "key_value":
+            return None
+        if spec.type != "versioned":
+            return store_type_problem(spec, "key_value")
+        for other in nodes.values():
+            if self.name in other.inputs() and other.type not in VERSIONED_TABLE_CHILDREN:
+                return (
+                    f"{other.type} node '{other.name}' reads versioned table '{self.name}'; a versioned table feeds "
+                    f"only {' and '.join(sorted(VERSIONED_TABLE_CHILDREN))} nodes"
+                )
+        return None
+
+
+VERSIONED_TABLE_CHILDREN = frozenset({"to_stream", "stream_table_join"})
+"""Node types that may read a versioned table (``TableSourceNode``)."""
 
 
 class ToTableNode(NodeBase):

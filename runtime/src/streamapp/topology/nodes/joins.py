@@ -12,7 +12,9 @@ stream_global_join  inputs [stream, global_table], keySelector                  
                     ``fn(key, value) -> global key``, joiner
                     ``fn(value, global value)``, join inner|left
 stream_table_join   inputs [stream, table], joiner ``fn(value, table value)``,   KStreamKTableJoin
-                    join inner|left, store (materializes the table side)
+                    join inner|left, store (materializes the table side;
+                    versioned for a versioned table), graceMs + bufferStore
+                    (versioned tables only: KIP-923 grace buffer)
 table_table_join    inputs [table, table], joiner ``fn(left, right)``,            KTableKTable{Inner,Left,
                     join inner|left|outer, leftStore, rightStore                 Outer}Join
 stream_stream_join  inputs [stream, stream], joiner ``fn(left, right)``,          KStreamKStreamJoin
@@ -38,12 +40,16 @@ from streamapp.topology.nodes.base import GLOBAL_TABLE_KIND, FunctionRef, NodeBa
 from streamapp.topology.windows import JoinWindowsSpec
 
 __all__ = [
+    "VERSIONED_GRACE_ERROR",
     "JoinType",
     "StreamGlobalJoinNode",
     "StreamStreamJoinNode",
     "StreamTableJoinNode",
     "TableTableJoinNode",
 ]
+
+VERSIONED_GRACE_ERROR = "KTable must be versioned to use a grace period in a stream table join."
+"""Kafka's ``KStreamKTableJoinProcessor.init`` error for ``Joined.withGracePeriod`` on a non-versioned table."""
 
 JoinType = Literal["inner", "left", "outer"]
 """``inner``: both sides present; ``left``: every left record, right ``None`` when absent; ``outer``: either."""
@@ -90,21 +96,55 @@ class StreamTableJoinNode(_TwoInputs):
     ``(key, joiner(value, table value))`` at the stream record's timestamp; ``inner`` drops records
     without a table value, ``left`` joins them with ``None``. Null-value stream records are dropped; a
     null-key record is dropped by ``inner`` and joined with ``None`` by ``left``.
+
+    Against a **versioned** table (a ``table`` source whose store is ``versioned``, KIP-914) ``store`` is a
+    ``versioned`` store with the table's ``historyRetentionMs``, and each stream record joins the table value
+    *as of its own timestamp* (Kafka's ``valueGetter.get(key, record.timestamp())``). ``graceMs`` (KIP-923,
+    ``Joined.withGracePeriod``; versioned tables only, else Kafka's error ``VERSIONED_GRACE_ERROR``) holds stream
+    records in ``bufferStore`` (a ``key_value`` store) until the join's stream time passes ``timestamp +
+    graceMs``, so table updates that arrive late still join them; a record already older than that joins at
+    once. Buffered records are joined in timestamp order (Kafka's ``RocksDBTimeOrderedKeyValueBuffer``).
     """
 
     type: Literal["stream_table_join"] = "stream_table_join"
     join: Literal["inner", "left"] = "inner"
     store: str
+    grace_ms: int | None = Field(default=None, ge=0)
+    buffer_store: str | None = None
     requires_copartitioned_input: ClassVar[bool] = True
 
     def accepted_kinds(self, position: int) -> frozenset[str]:
         return frozenset({"stream"}) if position == 0 else frozenset({"table"})
 
     def stores(self) -> list[str]:
-        return [self.store]
+        return [self.store] if self.buffer_store is None else [self.store, self.buffer_store]
+
+    def plain_layout_stores(self) -> list[str]:
+        """Stores in a layout of their own (not KIP-258 timestamped): the grace buffer."""
+        return [] if self.buffer_store is None else [self.buffer_store]
 
     def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
-        return _check_own_stores(self, nodes, stores, {self.store: "key_value"})
+        table = versioned_table_store(nodes, stores, self.right)
+        if self.grace_ms is not None and table is None:
+            return VERSIONED_GRACE_ERROR
+        if (self.grace_ms is None) != (self.buffer_store is None):
+            return "graceMs and bufferStore go together: the grace buffer keeps the stream records"
+        types = {self.store: "key_value" if table is None else "versioned"}
+        if self.buffer_store is not None:
+            types[self.buffer_store] = "key_value"
+        problem = _check_own_stores(self, nodes, stores, types)
+        own = stores.get(self.store)
+        if (
+            problem is None
+            and own is not None
+            and table is not None
+            and own.history_retention_ms != table.history_retention_ms
+        ):
+            return (
+                f"versioned store '{self.store}' keeps {own.history_retention_ms} ms of history but the table's "
+                f"store '{table.name}' keeps {table.history_retention_ms} ms; they must be equal"
+            )
+        return problem
 
 
 class TableTableJoinNode(_TwoInputs):
@@ -192,6 +232,15 @@ class StreamStreamJoinNode(_TwoInputs):
                     f"beforeMs + afterMs + graceMs = {needed} ms"
                 )
         return None
+
+
+def versioned_table_store(nodes: Mapping[str, NodeBase], stores: Mapping[str, Any], table: str) -> Any:
+    """The store spec of table node ``table`` when it is a ``table`` source materialized as ``versioned``, else
+    ``None`` (only a source table is versioned here: Kafka's ``KTableSourceValueGetterSupplier``)."""
+    node = nodes.get(table)
+    store = getattr(node, "store", None) if getattr(node, "type", None) == "table" else None
+    spec = stores.get(store) if isinstance(store, str) else None
+    return spec if getattr(spec, "type", None) == "versioned" else None
 
 
 def _check_own_stores(
