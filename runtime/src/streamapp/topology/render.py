@@ -89,7 +89,8 @@ def _store_lines(desc: TopologyDescription, subs: list[Subtopology], app: str) -
             if store.name in owner
             else "global (a full copy in every worker; its topic is its changelog)"
         )
-        lines.append(f"  {store.name} ({store.type}, {store.key_serde} -> {store.value_serde}), {where}")
+        history = "" if store.history_retention_ms is None else f", history {store.history_retention_ms} ms"
+        lines.append(f"  {store.name} ({store.type}{history}, {store.key_serde} -> {store.value_serde}), {where}")
     if not desc.stores:
         lines.append("  (none)")
     return lines
