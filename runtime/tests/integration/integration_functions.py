@@ -32,3 +32,8 @@ def airline(key: Any, value: dict[str, Any]) -> str:
 
 def country(key: Any, value: dict[str, Any]) -> str:
     return str(value["country"])
+
+
+def pair(left: Any, right: Any) -> list[Any]:
+    """A joiner keeping both sides (``None`` for a missing one)."""
+    return [left, right]
