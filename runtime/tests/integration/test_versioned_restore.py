@@ -64,14 +64,11 @@ def joined(kafka: KafkaTestClient, topic: str) -> list[Any]:
 def test_versions_and_buffered_records_are_restored_in_another_process(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
 ) -> None:
-    app, rates, orders, out = unique("versioned-restore"), unique("rates"), unique("orders"), unique("priced")
-    kafka.create_topics({rates: 1, orders: 1, out: 1})
-    config = {
-        "application.id": app,
-        "bootstrap.servers": kafka.bootstrap,
-        "commit.interval.ms": 200,
-        "state.dir": str(workdir / "state"),
-    }
+    rates, orders, out = (unique(role) for role in ("rates", "orders", "priced"))
+    kafka.create_topics(dict.fromkeys((rates, orders, out), 1))
+    app = unique("versioned-restore")
+    config = {"application.id": app, "bootstrap.servers": kafka.bootstrap, "state.dir": str(workdir / "state")}
+    config["commit.interval.ms"] = 200  # the record cache keeps its default size
     desc = topology(rates, orders, out)
     changelog = f"{app}-rates-store-changelog"
 
