@@ -32,15 +32,17 @@ def example() -> Any:
         sys.path.remove(str(EXAMPLE_SRC))
 
 
-def run_backlog(example: Any, variant: str) -> tuple[list[tuple[str, Any]], int]:
-    """The orders (day 1) and the products (day 2) on their topics before processing starts; returns the joined
-    orders and the join misses counted."""
+def run_backlog(
+    example: Any, variant: str, orders: list[tuple[dict[str, Any], int]] | None = None
+) -> tuple[list[tuple[str, Any]], int]:
+    """The orders (day 1; ``orders``: ``(order, timestamp)`` instead) and the products (day 2) on their topics before
+    processing starts; returns the joined orders and the join misses counted."""
     with TopologyTestDriver(example.build(variant)) as driver:
         for key, product in PRODUCTS.items():
             driver.cluster.append(example.PRODUCTS, 0, key.encode(), json.dumps(product).encode(), 2 * DAY_MS)
-        for n, order in enumerate(ORDERS):
+        for order, timestamp in orders or [(order, DAY_MS + n) for n, order in enumerate(ORDERS)]:
             key = order["product"].encode()
-            driver.cluster.append(example.ORDERS, 0, key, json.dumps(order).encode(), DAY_MS + n)
+            driver.cluster.append(example.ORDERS, 0, key, json.dumps(order).encode(), timestamp)
         driver.advance_wall_clock_time(0)  # process the backlog
         joined = driver.create_output_topic(example.OUTPUT).read_key_values_to_list()
         misses = sum(task.metrics.join_misses.get("enrich", 0) for task in driver.tasks())
@@ -69,3 +71,34 @@ def test_a_global_table_or_a_table_stamped_at_zero_enriches_every_order(example:
         (2, "kettle"),
         (3, "mug"),
     ]
+
+
+def test_a_versioned_table_does_not_enrich_orders_older_than_their_products(example: Any) -> None:
+    """Kafka's ``KStreamKTableJoinProcessor`` reads a versioned table as of the order's timestamp: products stamped a
+    day later have no version yet then, so versioning (and its grace) is no fix for reference data stamped later."""
+    later = {"order": 99, "product": "p1"}  # stamped past the grace of the others: they are joined (and miss)
+    orders = [*((order, DAY_MS + n) for n, order in enumerate(ORDERS)), (later, DAY_MS + example.GRACE_MS + 10)]
+    joined, misses = run_backlog(example, "versioned", orders)
+
+    assert joined == []
+    assert misses == len(ORDERS)
+
+
+def test_a_versioned_table_with_grace_enriches_orders_whose_products_arrive_late_but_stamped_earlier(
+    example: Any,
+) -> None:
+    """KIP-923: orders wait ``GRACE_MS``, so products stamped before them but published after them still join; the
+    plain table join, which looks up at once, misses every order."""
+    results = {}
+    for variant in ("table", "versioned"):
+        with TopologyTestDriver(example.build(variant)) as driver:
+            orders, products = driver.create_input_topic(example.ORDERS), driver.create_input_topic(example.PRODUCTS)
+            for n, order in enumerate(ORDERS):
+                orders.pipe_input(order["product"], order, DAY_MS + n)
+            for key, product in PRODUCTS.items():
+                products.pipe_input(key, product, DAY_MS - 60_000)  # stamped a minute before, published after
+            orders.pipe_input("p1", {"order": 99, "product": "p1"}, DAY_MS + example.GRACE_MS + 10)  # moves time on
+            results[variant] = [
+                value["order"] for value in driver.create_output_topic(example.OUTPUT).read_values_to_list()
+            ]
+    assert results == {"table": [99], "versioned": [0, 1, 2, 3]}
