@@ -102,3 +102,26 @@ def test_a_tombstone_version_leaves_the_key_without_a_value_until_its_next_versi
         ("eur", [{"o": 2}, None], 2_500),
         ("eur", [{"o": 3}, {"r": 3}], 3_500),
     ]
+
+
+def test_a_versioned_table_forwards_out_of_order_updates_and_not_expired_ones(engine: Engine) -> None:
+    """Kafka's ``KTableSource`` over a versioned store forwards every update it puts, an out-of-order one too (with
+    ``isLatest`` false), and nothing for an update older than the history retention (``PUT_RETURN_CODE_NOT_PUT``);
+    ``toStream`` passes them on as they come."""
+    builder = StreamsBuilder()
+    rates = builder.table("rates", key_serde=S, value_serde=J, name="rates", history_retention_ms=1_000)
+    rates.to_stream(name="changes").to("rate-changes", name="out")
+    inputs = [
+        ("rates", "eur", {"r": 1}, 1_000),
+        ("rates", "eur", {"r": 3}, 3_000),
+        ("rates", "eur", {"r": 2}, 2_000),
+        ("rates", "eur", {"r": 0}, 1_999),  # older than 3000 - 1000
+        ("rates", "eur", None, 4_000),
+    ]
+    out = engine.run(builder, inputs, ["rate-changes"], one_at_a_time=True)
+    assert out["rate-changes"] == [
+        ("eur", {"r": 1}, 1_000),
+        ("eur", {"r": 3}, 3_000),
+        ("eur", {"r": 2}, 2_000),
+        ("eur", None, 4_000),
+    ]
