@@ -54,7 +54,7 @@ from streamapp.testing.cluster import (
     InMemoryRestoreConsumer,
 )
 from streamapp.testing.metrics import MetricName, NodeCount, NodeLateness, TaskCounts, driver_metrics
-from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, WindowStoreView
+from streamapp.testing.stores import KeyValueStoreView, SessionStoreView, VersionedStoreView, WindowStoreView
 from streamapp.testing.topics import TestInputTopic, TestOutputTopic
 from streamapp.topology import (
     GlobalTableNode,
@@ -247,6 +247,14 @@ class TopologyTestDriver:
         topic = self.description.changelog_topic(self.application_id, name)
         key_serde, value_serde = serde_for(spec.key_serde, topic, is_key=True), serde_for(spec.value_serde, topic)
         return KeyValueStoreView(name, key_serde, value_serde, instances)
+
+    def get_versioned_store(self, name: str) -> VersionedStoreView:
+        """A read view of versioned store ``name`` across all tasks (``get(key, as_of)``, Kafka's
+        ``VersionedKeyValueStore``). Raises KeyError if unknown or not a versioned store."""
+        self._store_spec(name, "versioned")
+        return VersionedStoreView(
+            name, lambda: [task.windowed_state.versioned_store(name) for task in self.tasks() if name in task.stores]
+        )
 
     def get_window_store(self, name: str) -> WindowStoreView:
         """A read view of window store ``name`` across all tasks. Raises KeyError if unknown or not a window

@@ -13,8 +13,9 @@ from typing import Any
 
 from streamapp.serdes import Serde
 from streamapp.state.stores import PersistentKeyValueStore, decode_timestamped
+from streamapp.state.versioned import VersionedRecord
 
-__all__ = ["KeyValueStoreView", "SessionStoreView", "WindowStoreView"]
+__all__ = ["KeyValueStoreView", "SessionStoreView", "VersionedStoreView", "WindowStoreView"]
 
 
 class KeyValueStoreView:
@@ -69,6 +70,28 @@ class KeyValueStoreView:
 
     def __len__(self) -> int:
         return self.approximate_num_entries()
+
+
+class VersionedStoreView:
+    """A read-only versioned store (Kafka's ``VersionedKeyValueStore``) over the per-task instances of store
+    ``name``: ``instances`` returns, when called, each owning task's typed store
+    (``streamapp.state.versioned.VersionedKeyValueStore``)."""
+
+    def __init__(self, name: str, instances: Callable[[], Sequence[Any]]) -> None:
+        self.name = name
+        self._instances = instances
+
+    def __repr__(self) -> str:
+        return f"VersionedStoreView({self.name!r}, instances={len(self._instances())})"
+
+    def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
+        """The latest version of ``key`` (``as_of`` ``None``) or the one valid at ``as_of`` (epoch ms), as a
+        ``VersionedRecord(value, timestamp)``; ``None`` when there is none or it is a tombstone."""
+        for store in self._instances():
+            found = store.get(key, as_of)
+            if found is not None:
+                return found
+        return None
 
 
 def _plain(read_store: Any, raw: bytes) -> bytes:
