@@ -118,3 +118,25 @@ def test_history_retention_belongs_to_versioned_stores_only() -> None:
     doc["stores"][2]["historyRetentionMs"] = 5
     with pytest.raises(TopologyError, match="historyRetentionMs"):
         TopologyDescription.from_dict(doc)
+
+
+def test_an_upgrade_may_change_history_retention_but_not_make_a_table_versioned() -> None:
+    """A versioned store's history retention only bounds reads (Kafka's ``RocksDBVersionedStore``), so changing it
+    keeps the state; turning a key-value store into a versioned one changes its format."""
+    from streamapp.topology.compatibility import compare
+
+    running = TopologyDescription.from_dict(document())
+    longer = document()
+    for store in longer["stores"]:
+        store["historyRetentionMs"] = 5_000
+    report = compare(running, TopologyDescription.from_dict(longer))
+    assert report.compatible
+    assert {(f.kind, f.name) for f in report.findings} == {
+        ("store_retention_changed", "rs"),
+        ("store_retention_changed", "js"),
+    }
+    plain = document()
+    for store in plain["stores"]:
+        store["type"] = "key_value"
+        del store["historyRetentionMs"]
+    assert not compare(TopologyDescription.from_dict(plain), running).compatible

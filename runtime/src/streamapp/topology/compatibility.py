@@ -240,17 +240,11 @@ def _store_changes(
         for f in ("window_size_ms", "retain_duplicates")
         if getattr(old, f) != getattr(new, f) and not (f == "window_size_ms" and (old_window or new_window))
     ]
-    if old.retention_ms != new.retention_ms:
-        findings.append(
-            Finding(
-                "store_retention_changed",
-                "store",
-                name,
-                _text(old.retention_ms),
-                _text(new.retention_ms),
-                "retention_ms",
-            )
-        )
+    findings += [  # compatible: a versioned store's history retention is read, not stored (KIP-889)
+        Finding("store_retention_changed", "store", name, _text(getattr(old, f)), _text(getattr(new, f)), f)
+        for f in ("retention_ms", "history_retention_ms")
+        if getattr(old, f) != getattr(new, f)
+    ]
     before, after = old_window or {}, new_window or {}
     findings += [
         Finding("window_changed", "store", name, _text(before.get(f)), _text(after.get(f)), _window_field(f))
