@@ -8,12 +8,11 @@ from typing import Any
 
 from streamapp.drop_reasons import LATE, NULL_KEY_OR_VALUE
 from streamapp.kafka.types import TopicPartition
-from streamapp.processors.base import Change, ProcessorMetrics
+from streamapp.processors.base import Change, ProcessorMetrics, RecordContext
 from streamapp.processors.io import VersionedTableSourceProcessor
 from streamapp.processors.joins.tables import VersionedStreamTableJoinProcessor
 from streamapp.serdes import serde_for
-from streamapp.state.changelogging import ChangeLoggingKeyValueStore
-from streamapp.state.grace_buffer import GraceBuffer
+from streamapp.state.grace_buffer import GraceBuffer, GraceBufferStore
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.versioned import VersionedChangeLoggingStore, VersionedKeyValueStore
 
@@ -54,7 +53,7 @@ def grace_join(left_join: bool, grace_ms: int | None) -> tuple[VersionedStreamTa
     out = Collect()
     buffer = None
     if grace_ms is not None:
-        logged = ChangeLoggingKeyValueStore(InMemoryKeyValueStore("b"), CHANGELOG, lambda: 0)
+        logged = GraceBufferStore(InMemoryKeyValueStore("b"), CHANGELOG, lambda: 0)
         buffer = GraceBuffer(logged, serde_for("string"), serde_for("json"), grace_ms)
     args = ("orders", "rates", pair, left_join, versioned(1_000), [out], ProcessorMetrics(), "j")
     return VersionedStreamTableJoinProcessor(*args, buffer=buffer), out
@@ -91,3 +90,23 @@ def test_buffered_records_join_with_table_updates_that_came_within_the_grace() -
     assert out.records == []
     orders.process("k", {"o": 2}, 1_100)
     assert out.records == [("k", [{"o": 1}, {"r": 1}], 1_000)]
+
+
+def test_an_evicted_record_is_joined_with_its_own_headers() -> None:
+    """Kafka's ``KStreamKTableJoinProcessor.emit`` sets the buffered record's context while it joins it."""
+    context, seen = RecordContext(), []
+
+    class Headers:
+        def process(self, key: Any, value: Any, timestamp: int) -> None:
+            seen.append((value[0]["o"], context.headers))
+
+    logged = GraceBufferStore(InMemoryKeyValueStore("b"), CHANGELOG, lambda: 0)
+    buffer = GraceBuffer(logged, serde_for("string"), serde_for("json"), 100)
+    args = ("orders", "rates", pair, True, versioned(1_000), [Headers()], ProcessorMetrics(), "j")
+    join = VersionedStreamTableJoinProcessor(*args, buffer=buffer, record_context=context)
+    context.headers = [("trace", b"1")]
+    join.for_input("orders").process("k", {"o": 1}, 1_000)
+    context.headers = [("trace", b"2")]
+    join.for_input("orders").process("k", {"o": 2}, 1_100)
+    assert seen == [(1, [("trace", b"1")])]
+    assert context.headers == [("trace", b"2")]

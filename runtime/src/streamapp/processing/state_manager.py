@@ -32,12 +32,13 @@ from streamapp.processing.task_id import TaskId
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamapp.state.directory import StateDirectory, TaskDirectoryLock
+from streamapp.state.grace_buffer import GraceBufferStore
 from streamapp.state.segments import segmented_store
 from streamapp.state.stores import PersistentKeyValueStore
 from streamapp.state.timestamped import logged_store
 from streamapp.state.versioned import VersionedChangeLoggingStore
 from streamapp.topology import Subtopology, TopologyDescription
-from streamapp.topology.stores import timestamped_stores
+from streamapp.topology.stores import grace_buffer_stores, timestamped_stores
 
 __all__ = ["StateManager", "StoreFactory", "no_record_timestamp", "open_task_stores"]
 
@@ -69,12 +70,14 @@ def open_task_stores(
       ``streamapp.state.segments``);
     - the changelogging layer (changelog partition ``<application.id>-<store>-changelog``-``task_id.partition``),
       timestamped for the DSL's key-value stores (KIP-258; a plain-value store is upgraded on open), versioned for
-      ``versioned`` stores (``streamapp.state.versioned``: one changelog record per put).
+      ``versioned`` stores (``streamapp.state.versioned``: one changelog record per put), keeping its stream time
+      for grace buffers (``streamapp.state.grace_buffer``).
 
     ``timestamp`` gives the timestamp (epoch ms) of the record being processed (changelog record timestamps).
     Raises StoreLockedError while another owner holds a store; the stores opened before it are closed again.
     """
     timestamped = timestamped_stores(description.nodes, description.stores)
+    buffers = grace_buffer_stores(description.nodes)
     stores: dict[str, ChangeLoggingKeyValueStore] = {}
     try:
         for name in subtopology.stores:
@@ -85,6 +88,8 @@ def open_task_stores(
                 inner = segmented_store(spec, persistent)
                 if spec.type == "versioned" and spec.history_retention_ms is not None:
                     stores[name] = VersionedChangeLoggingStore(inner, changelog, timestamp, spec.history_retention_ms)
+                elif name in buffers:
+                    stores[name] = GraceBufferStore(inner, changelog, timestamp)
                 else:
                     stores[name] = logged_store(name in timestamped, inner, changelog, timestamp)
             except Exception:

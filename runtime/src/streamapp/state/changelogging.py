@@ -13,12 +13,13 @@ task that lost its partitions.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Mapping
 
 from streamapp.kafka.types import ProducerClient, TopicPartition
 from streamapp.state.stores import PersistentKeyValueStore
 
-__all__ = ["ENTRY_OVERHEAD_BYTES", "ChangeLoggingKeyValueStore"]
+__all__ = ["ENTRY_OVERHEAD_BYTES", "ChangeLoggingKeyValueStore", "StreamTimeChangeLoggingStore"]
 
 ENTRY_OVERHEAD_BYTES = 176
 """Python's memory per buffered key beyond the key and value lengths (CPython 3.11, 64-bit, measured with
@@ -155,3 +156,41 @@ class ChangeLoggingKeyValueStore:
     def _delivered(self, partition: TopicPartition, offset: int) -> None:
         if self._sent_offset is None or offset > self._sent_offset:
             self._sent_offset = offset
+
+
+_STREAM_TIME = struct.Struct(">q")
+
+
+class StreamTimeChangeLoggingStore(ChangeLoggingKeyValueStore):
+    """A ``ChangeLoggingKeyValueStore`` that keeps an observed stream time (epoch ms, -1: none) beside its data: in
+    the persistent store's metadata (``STREAM_TIME_KEY``, never logged), written with each applied batch, so a
+    reopened store resumes it; ``discard`` rolls it back to the applied one. Subclasses advance ``stream_time``
+    (the versioned store, ``streamapp.state.versioned``; the grace buffer, ``streamapp.state.grace_buffer``)."""
+
+    STREAM_TIME_KEY = b"observed.stream.time"
+
+    def __init__(self, inner: PersistentKeyValueStore, changelog: TopicPartition, timestamp: Callable[[], int]) -> None:
+        super().__init__(inner, changelog, timestamp)
+        stored = inner.get_metadata(self.STREAM_TIME_KEY)
+        self._applied_stream_time = -1 if stored is None else int(_STREAM_TIME.unpack(stored)[0])
+        self.stream_time = self._applied_stream_time
+        """The observed stream time (ms), applied or not."""
+
+    def apply(self) -> None:
+        """Write the buffer, the stream time and the last acknowledged changelog offset atomically."""
+        if not self._pending:
+            self.discard()
+            return
+        if self._sent_offset is None:
+            raise RuntimeError(f"store '{self.name}': apply() before the changelog records were acknowledged")
+        self._write({key: value for key, (value, _) in self._pending.items()}, self._sent_offset)
+
+    def _write(self, batch: Mapping[bytes, bytes | None], offset: int) -> None:
+        """Write ``batch`` with changelog offset ``offset`` and the stream time, then clear the buffer."""
+        self.inner.write(batch, offset, {self.STREAM_TIME_KEY: _STREAM_TIME.pack(self.stream_time)})
+        self._applied_stream_time = self.stream_time
+        self.discard()
+
+    def discard(self) -> None:
+        super().discard()
+        self.stream_time = self._applied_stream_time

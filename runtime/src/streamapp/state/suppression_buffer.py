@@ -37,7 +37,14 @@ from streamapp.kafka.types import Headers
 from streamapp.serdes import Serde
 from streamapp.state.window_store import LoggedBytesStore
 
-__all__ = ["ENTRY_OVERHEAD_BYTES", "LAYOUT_VERSION", "BufferedUpdate", "SuppressionBuffer"]
+__all__ = [
+    "ENTRY_OVERHEAD_BYTES",
+    "LAYOUT_VERSION",
+    "BufferedUpdate",
+    "SizedReader",
+    "SuppressionBuffer",
+    "append_sized",
+]
 
 ENTRY_OVERHEAD_BYTES = 16
 """Bytes counted per buffered key beyond the key and values: the record timestamp and the buffer time."""
@@ -193,19 +200,20 @@ def _encode(entry: _Entry) -> bytes:
     """The layout-2 stored value of ``entry`` (module docstring)."""
     parts = [_HEADER.pack(entry.timestamp, entry.time)]
     for value in (entry.new, entry.prior):
-        _append_sized(parts, value)
+        append_sized(parts, value)
     parts.append(_LAYOUT_VERSION.pack(LAYOUT_VERSION))
     if entry.headers is None:
         parts.append(_LENGTH.pack(-1))
     else:
         parts.append(_LENGTH.pack(len(entry.headers)))
         for name, value in entry.headers:
-            _append_sized(parts, name.encode())
-            _append_sized(parts, value)
+            append_sized(parts, name.encode())
+            append_sized(parts, value)
     return b"".join(parts)
 
 
-def _append_sized(parts: list[bytes], value: bytes | None) -> None:
+def append_sized(parts: list[bytes], value: bytes | None) -> None:
+    """Append ``value`` as a 4-byte BE length (-1: null) and its bytes (Kafka's buffer value layout)."""
     if value is None:
         parts.append(_LENGTH.pack(-1))
     else:
@@ -215,7 +223,7 @@ def _append_sized(parts: list[bytes], value: bytes | None) -> None:
 
 def _decode(raw: bytes) -> _Entry:
     """A stored value of layout 1 or 2 (module docstring); ValueError when malformed."""
-    reader = _Reader(raw)
+    reader = SizedReader(raw)
     timestamp, time = reader.unpack(_HEADER)
     new, prior = reader.sized(), reader.sized()
     if reader.at_end():
@@ -237,7 +245,7 @@ def _decode(raw: bytes) -> _Entry:
     return _Entry(time, timestamp, new, prior, headers)
 
 
-class _Reader:
+class SizedReader:
     """Reads a stored value front to back."""
 
     def __init__(self, raw: bytes) -> None:

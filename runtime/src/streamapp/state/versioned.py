@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 from streamapp.kafka.types import ProducerClient, TopicPartition
 from streamapp.serdes import Serde
-from streamapp.state.changelogging import ENTRY_OVERHEAD_BYTES, ChangeLoggingKeyValueStore
+from streamapp.state.changelogging import ENTRY_OVERHEAD_BYTES, StreamTimeChangeLoggingStore
 from streamapp.state.stores import PersistentKeyValueStore, TypedKeyValueStore
 
 __all__ = [
@@ -57,12 +57,8 @@ PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1
 PUT_RETURN_CODE_NOT_PUT = -(2**63)
 """``put`` was older than the history retention and changed nothing (Kafka's ``PUT_RETURN_CODE_NOT_PUT``,
 ``Long.MIN_VALUE``)."""
-NO_STREAM_TIME = -1
-"""The observed stream time of a store that has seen no put (Kafka's ``ConsumerRecord.NO_TIMESTAMP``)."""
 
-_STREAM_TIME_KEY = b"versioned.observed.stream.time"
 _HEADER = struct.Struct(">qi")
-_TIME = struct.Struct(">q")
 
 
 class Version(NamedTuple):
@@ -153,11 +149,13 @@ def get_as_of(
     return next((version for version in history if version.valid_from <= as_of), None)
 
 
-class VersionedChangeLoggingStore(ChangeLoggingKeyValueStore):
+class VersionedChangeLoggingStore(StreamTimeChangeLoggingStore):
     """The changelogging layer of a versioned store: ``put_version`` / ``get_version`` over a persistent store of
     encoded histories; every put is a changelog record (see the module docstring). Between commits the written
     keys' histories wait in the buffer, as in ``ChangeLoggingKeyValueStore``; ``discard`` also rolls the observed
     stream time back to the committed one."""
+
+    STREAM_TIME_KEY = b"versioned.observed.stream.time"
 
     def __init__(
         self,
@@ -168,10 +166,6 @@ class VersionedChangeLoggingStore(ChangeLoggingKeyValueStore):
     ) -> None:
         super().__init__(inner, changelog, timestamp)
         self.history_retention_ms = history_retention_ms
-        stored = inner.get_metadata(_STREAM_TIME_KEY)
-        self._committed_stream_time = NO_STREAM_TIME if stored is None else int(_TIME.unpack(stored)[0])
-        self.stream_time = self._committed_stream_time
-        """The observed stream time (ms): the largest timestamp put, committed or not."""
         self._log: list[tuple[bytes, bytes | None, int]] = []
 
     def _history(self, key: bytes) -> list[Version]:
@@ -229,28 +223,9 @@ class VersionedChangeLoggingStore(ChangeLoggingKeyValueStore):
         for index, (key, value, timestamp) in enumerate(self._log):
             producer.send(topic, key, value, timestamp, partition, self._delivered if index == last else None)
 
-    def apply(self) -> None:
-        """Write the buffered histories, the stream time and the last acknowledged changelog offset atomically."""
-        if not self._pending:
-            self.discard()
-            return
-        if self._sent_offset is None:
-            raise RuntimeError(f"store '{self.name}': apply() before the changelog records were acknowledged")
-        self._write_pending(self._sent_offset)
-
-    def _write_pending(self, offset: int) -> None:
-        self.inner.write(
-            {key: value for key, (value, _) in self._pending.items()},
-            offset,
-            {_STREAM_TIME_KEY: _TIME.pack(self.stream_time)},
-        )
-        self._committed_stream_time = self.stream_time
-        self.discard()
-
     def discard(self) -> None:
         super().discard()
         self._log.clear()
-        self.stream_time = self._committed_stream_time
 
     def restore(self, batch: Mapping[bytes, tuple[bytes | None, int]], last_offset: int) -> None:
         """``restore_records`` of one record per key (``{key: (value, record timestamp)}``)."""
@@ -262,7 +237,7 @@ class VersionedChangeLoggingStore(ChangeLoggingKeyValueStore):
         self._pending.clear()
         for key, value, timestamp in records:
             self._apply_put(key, value, timestamp)
-        self._write_pending(last_offset)
+        self._write({key: value for key, (value, _) in self._pending.items()}, last_offset)
 
 
 class VersionedKeyValueStore:

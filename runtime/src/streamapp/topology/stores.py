@@ -10,7 +10,14 @@ from pydantic.alias_generators import to_camel
 
 from streamapp.topology.document import DescriptionModel, SerdeName, check_serde
 
-__all__ = ["CACHED_NODE_TYPES", "TIMESTAMPED_NODE_TYPES", "StoreSpec", "cached_stores", "timestamped_stores"]
+__all__ = [
+    "CACHED_NODE_TYPES",
+    "TIMESTAMPED_NODE_TYPES",
+    "StoreSpec",
+    "cached_stores",
+    "grace_buffer_stores",
+    "timestamped_stores",
+]
 
 TIMESTAMPED_NODE_TYPES = frozenset(
     {"table", "to_table", "count", "reduce", "aggregate", "stream_table_join", "table_table_join"}
@@ -87,3 +94,8 @@ def timestamped_stores(nodes: Iterable[Any], stores: Iterable[StoreSpec]) -> fro
 def _stores_of(nodes: Iterable[Any], stores: Iterable[StoreSpec], types: frozenset[str]) -> frozenset[str]:
     key_value = {spec.name for spec in stores if spec.type == "key_value"}
     return frozenset(name for node in nodes if node.type in types for name in node.stores() if name in key_value)
+
+
+def grace_buffer_stores(nodes: Iterable[Any]) -> frozenset[str]:
+    """Names of the grace buffers of stream-table joins (``bufferStore``, ``streamapp.state.grace_buffer``)."""
+    return frozenset(name for node in nodes if (name := getattr(node, "buffer_store", None)) is not None)

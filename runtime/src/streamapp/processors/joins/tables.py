@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from streamapp.drop_reasons import NULL_KEY_OR_VALUE
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, RecordContext
 from streamapp.processors.drops import JoinMissLog, short_repr
-from streamapp.state.grace_buffer import GraceBuffer
+from streamapp.state.grace_buffer import BufferedRecord, GraceBuffer, GraceBufferStore, RecordOrigin
 from streamapp.state.stores import TypedKeyValueStore
 from streamapp.state.versioned import VersionedKeyValueStore
 from streamapp.topology.nodes.joins import StreamGlobalJoinNode, StreamTableJoinNode, TableTableJoinNode
@@ -164,12 +164,16 @@ class VersionedStreamTableJoinProcessor(StreamTableJoinProcessor):
     older than the history retention and not the latest).
     """
 
-    def __init__(self, *args: Any, buffer: GraceBuffer | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, buffer: GraceBuffer | None = None, record_context: RecordContext | None = None, **kwargs: Any
+    ) -> None:
         """``StreamTableJoinProcessor``'s arguments with a ``VersionedKeyValueStore`` as the table; ``buffer``: the
-        grace buffer (``None``: no grace period)."""
+        grace buffer (``None``: no grace period); ``record_context``: the task's, whose source and headers a
+        buffered record keeps and gets back while it is joined."""
         super().__init__(*args, **kwargs)
         self._versions = cast(VersionedKeyValueStore, self._table)
         self._buffer = buffer
+        self._context = record_context if record_context is not None else RecordContext()
 
     def process_left(self, key: Any, value: Any, timestamp: int) -> None:
         if value is None or key is None:
@@ -179,10 +183,26 @@ class VersionedStreamTableJoinProcessor(StreamTableJoinProcessor):
             self._forward(key, self._joiner(value, None), timestamp)
             return
         buffer = self._buffer
-        if buffer is None or not buffer.put(key, value, timestamp):
+        if buffer is None or not buffer.put(key, value, timestamp, self._origin()):
             self._join(key, value, timestamp)
             return
-        buffer.evict(self._join)
+        buffer.evict(self._join_buffered)
+
+    def _origin(self) -> RecordOrigin:
+        source = self._context.source
+        if source is None:
+            return RecordOrigin(headers=self._context.headers)
+        return RecordOrigin(source.topic, source.partition, source.offset, self._context.headers)
+
+    def _join_buffered(self, record: BufferedRecord) -> None:
+        """Join an evicted record with its own headers (Kafka's ``emit`` sets the buffered record context)."""
+        context = self._context
+        headers = context.headers
+        context.headers = record.origin.headers
+        try:
+            self._join(record.key, record.value, record.timestamp)
+        finally:
+            context.headers = headers
 
     def _join(self, key: Any, value: Any, timestamp: int) -> None:
         found = self._versions.get(key, timestamp)
@@ -361,13 +381,14 @@ def build_stream_table_join(node: StreamTableJoinNode, children: Sequence[Proces
     if ctx.store_type(node.store) == "versioned":
         buffer = None
         if node.buffer_store is not None and node.grace_ms is not None:
-            buffer = GraceBuffer(
-                ctx.logged_store(node.buffer_store), *ctx.store_serdes(node.buffer_store), node.grace_ms
-            )
+            store = ctx.logged_store(node.buffer_store)
+            if not isinstance(store, GraceBufferStore):
+                raise TypeError(f"store '{node.buffer_store}' was not opened as a grace buffer")
+            buffer = GraceBuffer(store, *ctx.store_serdes(node.buffer_store), node.grace_ms)
         versioned = ctx.versioned_store(node.store)
         joiner = ctx.function(node.name, "joiner")
         args = (node.left, node.right, joiner, node.join == "left", versioned, children, ctx.metrics, node.name)
-        return VersionedStreamTableJoinProcessor(*args, buffer=buffer)
+        return VersionedStreamTableJoinProcessor(*args, buffer=buffer, record_context=ctx.record_context)
     return StreamTableJoinProcessor(
         node.left,
         node.right,
