@@ -33,7 +33,7 @@ so a reopened store expires as the closed one did (Kafka recomputes it from the 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from streamapp.kafka.types import ProducerClient, TopicPartition
@@ -49,6 +49,8 @@ __all__ = [
     "VersionedKeyValueStore",
     "VersionedRecord",
     "get_as_of",
+    "iter_history",
+    "put_latest",
     "put_version",
 ]
 
@@ -88,23 +90,48 @@ def encode_history(history: Sequence[Version]) -> bytes:
 
 def decode_history(raw: bytes | None) -> list[Version]:
     """The versions of a stored value (newest first); ValueError for a truncated value."""
-    history: list[Version] = []
+    return list(iter_history(raw))
+
+
+def iter_history(raw: bytes | None) -> Iterator[Version]:
+    """The versions of a stored value, newest first, decoded as they are read (a lookup stops early)."""
     if raw is None:
-        return history
-    offset = 0
-    while offset < len(raw):
-        if offset + _HEADER.size > len(raw):
-            raise ValueError(f"a versioned store value is truncated at byte {offset} of {len(raw)}")
+        return
+    offset, size = 0, len(raw)
+    while offset < size:
+        if offset + _HEADER.size > size:
+            raise ValueError(f"a versioned store value is truncated at byte {offset} of {size}")
         valid_from, length = _HEADER.unpack_from(raw, offset)
         offset += _HEADER.size
         if length < 0:
-            history.append(Version(valid_from, None))
+            yield Version(valid_from, None)
             continue
-        if offset + length > len(raw):
-            raise ValueError(f"a versioned store value is truncated at byte {offset} of {len(raw)}")
-        history.append(Version(valid_from, raw[offset : offset + length]))
+        if offset + length > size:
+            raise ValueError(f"a versioned store value is truncated at byte {offset} of {size}")
+        yield Version(valid_from, raw[offset : offset + length])
         offset += length
-    return history
+
+
+def put_latest(raw: bytes | None, value: bytes | None, timestamp: int, horizon: int) -> bytes | None:
+    """The stored value after putting the newest version ``timestamp`` (later than every version of ``raw``, or
+    the key has none): the entry in front, then the versions of ``raw`` valid after ``horizon`` (ms; the first
+    one at or before it stays: it is valid until the next). ``None`` when ``timestamp`` is not the newest."""
+    if raw:
+        latest = _HEADER.unpack_from(raw)[0]
+        if latest >= timestamp:
+            return None
+    entry = _HEADER.pack(timestamp, -1 if value is None else len(value)) + (value or b"")
+    if not raw:
+        return entry
+    if timestamp <= horizon:  # the previous latest ends at or before the horizon: nothing older is readable
+        return entry
+    offset, size = 0, len(raw)
+    while offset < size:
+        valid_from, length = _HEADER.unpack_from(raw, offset)
+        offset += _HEADER.size + max(length, 0)
+        if valid_from <= horizon:
+            return entry + raw[:offset]
+    return entry + raw
 
 
 def put_version(
@@ -135,18 +162,18 @@ def _expired_dropped(history: list[Version], horizon: int) -> list[Version]:
 
 
 def get_as_of(
-    history: Sequence[Version], as_of: int | None, stream_time: int, history_retention_ms: int
+    history: Iterable[Version], as_of: int | None, stream_time: int, history_retention_ms: int
 ) -> Version | None:
     """Kafka's ``RocksDBVersionedStore.get(key)`` (``as_of`` ``None``) / ``get(key, asOfTimestamp)``: the version
-    valid at ``as_of`` (a tombstone version is returned as such; callers read it as "no value"), or ``None``."""
-    if not history:
-        return None
-    if as_of is None:
-        return history[0]
+    valid at ``as_of`` (a tombstone version is returned as such; callers read it as "no value"), or ``None``.
+    ``history`` (newest first) is read only as far as needed."""
+    versions = iter(history)
+    latest = next(versions, None)
+    if latest is None or as_of is None or latest.valid_from <= as_of:
+        return latest
     if as_of < stream_time - history_retention_ms:
-        latest = history[0]
-        return latest if latest.valid_from <= as_of else None
-    return next((version for version in history if version.valid_from <= as_of), None)
+        return None  # expired, and the latest version (which never expires) is newer than as_of
+    return next((version for version in versions if version.valid_from <= as_of), None)
 
 
 class VersionedChangeLoggingStore(StreamTimeChangeLoggingStore):
@@ -168,9 +195,12 @@ class VersionedChangeLoggingStore(StreamTimeChangeLoggingStore):
         self.history_retention_ms = history_retention_ms
         self._log: list[tuple[bytes, bytes | None, int]] = []
 
-    def _history(self, key: bytes) -> list[Version]:
+    def _raw(self, key: bytes) -> bytes | None:
         pending = self._pending.get(key)
-        return decode_history(pending[0] if pending is not None else self.inner.get(key))
+        return pending[0] if pending is not None else self.inner.get(key)
+
+    def _history(self, key: bytes) -> list[Version]:
+        return decode_history(self._raw(key))
 
     def put(self, key: bytes, value: bytes | None) -> None:
         raise TypeError(f"store '{self.name}' is versioned: write it with put_version(key, value, timestamp)")
@@ -185,8 +215,16 @@ class VersionedChangeLoggingStore(StreamTimeChangeLoggingStore):
         return code
 
     def _apply_put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        raw = self._raw(key)
+        if timestamp >= self.stream_time - self.history_retention_ms:  # else: not put (put_version says so)
+            stream_time = max(self.stream_time, timestamp)
+            latest = put_latest(raw, value, timestamp, stream_time - self.history_retention_ms)
+            if latest is not None:  # the common case, without decoding the history
+                self.stream_time = stream_time
+                self._pending[key] = (latest, timestamp)
+                return PUT_RETURN_CODE_VALID_TO_UNDEFINED
         history, code, self.stream_time = put_version(
-            self._history(key), value, timestamp, self.stream_time, self.history_retention_ms
+            decode_history(raw), value, timestamp, self.stream_time, self.history_retention_ms
         )
         if code != PUT_RETURN_CODE_NOT_PUT:
             self._pending[key] = (encode_history(history) if history else None, timestamp)
@@ -194,7 +232,7 @@ class VersionedChangeLoggingStore(StreamTimeChangeLoggingStore):
 
     def get_version(self, key: bytes, as_of: int | None = None) -> Version | None:
         """The version of ``key`` valid at ``as_of`` (``None``: the latest), tombstones included, or ``None``."""
-        return get_as_of(self._history(key), as_of, self.stream_time, self.history_retention_ms)
+        return get_as_of(iter_history(self._raw(key)), as_of, self.stream_time, self.history_retention_ms)
 
     def get(self, key: bytes) -> bytes | None:
         """The latest value of ``key`` (``None``: none, or a tombstone)."""
