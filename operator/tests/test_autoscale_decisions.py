@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from streamapp_operator.autoscale import (
+from streamapp_operator.streamapps.autoscale import (
     AutoscalingSpec,
     AutoscalingTarget,
     Decision,

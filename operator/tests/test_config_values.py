@@ -12,8 +12,8 @@ from operator_fakes import flights_spec
 from pydantic import ValidationError
 from streamapp.config import StreamsConfig
 from streamapp.kafka.config_check import client_config_problems
-from streamapp_operator import desired
-from streamapp_operator.resources import StreamAppSpec, config_text
+from streamapp_operator.streamapps import desired
+from streamapp_operator.streamapps.resources import StreamAppSpec, config_text
 
 UNQUOTED = """
 commit.interval.ms: 1000

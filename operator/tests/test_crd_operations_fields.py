@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from streamapp_operator.crdgen import structural_schema
-from streamapp_operator.resources import StreamAppSpec, StreamAppStatus
+from streamapp_operator.streamapps.resources import StreamAppSpec, StreamAppStatus
 
 
 def _walk(node: Any) -> Iterator[dict[str, Any]]:

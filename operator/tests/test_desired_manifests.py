@@ -7,8 +7,8 @@ from typing import Any
 import yaml
 from operator_fakes import flights_spec
 from streamapp.config import StreamsConfig
-from streamapp_operator import desired
-from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.streamapps import desired
+from streamapp_operator.streamapps.resources import StreamAppSpec
 
 OWNER = desired.Owner(name="flights-per-carrier", namespace="apps", uid="uid-1")
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from pydantic import ValidationError
-from streamapp_operator import desired
-from streamapp_operator.reconcile import App, Result, World, reconcile
-from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.validate import SPEC_INVALID, parse_spec
+from streamapp_operator.streamapps import desired
+from streamapp_operator.streamapps.reconcile import App, Result, World, reconcile
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamapps.validate import SPEC_INVALID, parse_spec
 
 OWNER = desired.Owner(name="flights-per-carrier", namespace="apps", uid="uid-1")
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
-from streamapp_operator.conditions import Capacity
-from streamapp_operator.reconcile import App, World, reconcile
+from streamapp_operator.streamapps.conditions import Capacity
+from streamapp_operator.streamapps.reconcile import App, World, reconcile
 
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)
 

@@ -8,9 +8,9 @@ import dataclasses
 from typing import Any
 
 from replay_fakes import HANDOVER, NS, REPLAY, SECOND_TOPOLOGY, replay_world
-from streamapp_operator.replay import decisions, handlers
-from streamapp_operator.replay.controller import reconcile_replay
-from streamapp_operator.replay.decisions import ReplayClaim
+from streamapp_operator.streamreplays import decisions, handlers
+from streamapp_operator.streamreplays.decisions import ReplayClaim
+from streamapp_operator.streamreplays.reconcile import reconcile_replay
 
 NOW = "2026-01-01T00:00:10Z"
 ME = ReplayClaim(NS, "second", "uid-2", "2026-01-01T00:00:05Z", f"{NS}/flights", frozenset({"per-key"}), "")

@@ -13,13 +13,13 @@ import pytest
 import yaml
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import GroupMember, KafkaUnavailable
-from streamapp_operator.operations import (
+from streamapp_operator.streamapps.operations import (
     processed_total,
     processing_rate,
     running_application_id,
     with_upgrade_condition,
 )
-from streamapp_operator.reconcile import App, Result, World, reconcile
+from streamapp_operator.streamapps.reconcile import App, Result, World, reconcile
 
 NAME, NAMESPACE = "flights-per-carrier", "apps"
 NOW = "2026-01-01T00:00:00Z"
@@ -365,7 +365,7 @@ def test_a_rate_target_scales_on_the_processing_rate_read_from_the_pods(
         status = {**READY, "podIP": f"10.0.0.{i + 1}"}
         cluster.add_pod(NAMESPACE, f"{NAME}-{i}", dict(LABELS), status)
     clock = iter([1000.0, 1010.0])
-    monkeypatch.setattr("streamapp_operator.reconcile.epoch", lambda: next(clock))
+    monkeypatch.setattr("streamapp_operator.streamapps.reconcile.epoch", lambda: next(clock))
     for processed in (0, 3000):  # per pod: 2 pods x 3000 records in 10 s = 600 records/s
         worker = {"metrics": {"records_processed_total": processed}}
         instances.documents.update({"10.0.0.1": {"workers": [worker]}, "10.0.0.2": {"workers": [worker]}})

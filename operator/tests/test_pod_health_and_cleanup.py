@@ -12,11 +12,11 @@ import kopf
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator import main
-from streamapp_operator.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
 from streamapp_operator.kafka import AdminPool, KafkaConnection
 from streamapp_operator.main import DigestDiffBaseStorage
-from streamapp_operator.reconcile import App, World, cleanup, reconcile
-from streamapp_operator.validate import Peer
+from streamapp_operator.streamapps.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
+from streamapp_operator.streamapps.reconcile import App, World, cleanup, reconcile
+from streamapp_operator.streamapps.validate import Peer
 
 APP = App(name="poisoned", namespace="apps", uid="uid-p", generation=1)
 LABELS = {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "poisoned"}

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 from operator_fakes import FLIGHTS_TOPOLOGY, TestingCluster, TestingInstances, TestingKafka, flights_spec
-from streamapp_operator.reconcile import App, Result, World, reconcile
+from streamapp_operator.streamapps.reconcile import App, Result, World, reconcile
 
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)
 NOW = "2026-01-01T00:00:00Z"

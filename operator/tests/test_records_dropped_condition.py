@@ -20,11 +20,11 @@ from streamapp.monitoring.health import WorkerView
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import ThreadMetrics, WorkerStatus
 from streamapp.testing import TopologyTestDriver
-from streamapp_operator.conditions import RECORDS_DROPPED
-from streamapp_operator.dropped_records import PodDrops, dropped_records, pod_drops
 from streamapp_operator.instances import HttpInstanceReader
-from streamapp_operator.reconcile import App, Result, World, reconcile
-from streamapp_operator.resources import StreamAppStatus
+from streamapp_operator.streamapps.conditions import RECORDS_DROPPED
+from streamapp_operator.streamapps.dropped_records import PodDrops, dropped_records, pod_drops
+from streamapp_operator.streamapps.reconcile import App, Result, World, reconcile
+from streamapp_operator.streamapps.resources import StreamAppStatus
 
 T0 = "2026-01-01T00:00:00Z"
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)

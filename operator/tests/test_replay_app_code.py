@@ -1,7 +1,7 @@
 """The replay runs the app image's own code: what the init container copies, the version check before the replay,
 the Job's pods (init container, PYTHONPATH, failure policy), which image's code runs, and the failure reason.
 
-The in-pod script (``streamapp_operator.replay.app_code_script``) runs here on a site-packages folder the test
+The in-pod script (``streamapp_operator.streamreplays.app_code_script``) runs here on a site-packages folder the test
 lays out (distributions with METADATA and RECORD, as pip installs them), with this interpreter, as a subprocess
 where the pod runs it so.
 """
@@ -17,9 +17,9 @@ import pytest
 import yaml
 from operator_fakes import flights_spec
 from replay_fakes import NS
-from streamapp_operator.replay import app_code, app_code_script, decisions
-from streamapp_operator.replay.models import StreamReplaySpec
-from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamreplays import app_code, app_code_script, decisions
+from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
 SCRIPT = Path(app_code_script.__file__)
 

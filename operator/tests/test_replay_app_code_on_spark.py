@@ -21,8 +21,8 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from replay_fakes import NS
-from streamapp_operator.replay import app_code, app_code_script, decisions
-from streamapp_operator.replay.models import StreamReplaySpec
+from streamapp_operator.streamreplays import app_code, app_code_script, decisions
+from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
 pytestmark = pytest.mark.integration
 

@@ -35,10 +35,10 @@ from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
 from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 from streamapp_operator.k8s import KubernetesUnavailable
-from streamapp_operator.replay import decisions
-from streamapp_operator.replay.controller import ReplayWorld, reconcile_replay
-from streamapp_operator.replay.models import ReplayFrom, ReplayTo, StreamReplaySpec
-from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamreplays import decisions
+from streamapp_operator.streamreplays.reconcile import ReplayWorld, reconcile_replay
+from streamapp_operator.streamreplays.resources import ReplayFrom, ReplayTo, StreamReplaySpec
 
 POSITIONS = decisions.KafkaPositions(earliest=EARLIEST, latest=LATEST)
 
@@ -561,9 +561,9 @@ _EMIT_FINAL_WITHOUT_PYARROW = """
 import json, sys
 for name in ("pyarrow", "numpy", "pyspark"):
     sys.modules[name] = None  # import raises ImportError
-import streamapp_operator.replay.controller
+import streamapp_operator.streamreplays.reconcile
 from streamapp.topology import TopologyDescription
-from streamapp_operator.replay import decisions
+from streamapp_operator.streamreplays import decisions
 config = decisions.replay_config({}, "flights-r")
 refusals = [decisions.emit_final_refusal(TopologyDescription.from_dict(t), config) for t in json.loads(sys.argv[1])]
 print(json.dumps({"refusals": refusals, "native": "streamapp.replay.native" in sys.modules}))

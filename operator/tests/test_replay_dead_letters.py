@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from replay_fakes import HANDOVER, NS, REPLAY, SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
-from streamapp_operator.replay import dead_letters, decisions
-from streamapp_operator.replay.controller import reconcile_replay
+from streamapp_operator.streamreplays import dead_letters, decisions
+from streamapp_operator.streamreplays.reconcile import reconcile_replay
 
 LIVE = "flights-dead-letters"
 DLQ = "flights-flights-v2-dlq"

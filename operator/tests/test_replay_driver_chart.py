@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from operator_helm import CHART, helm_binary, render
-from streamapp_operator.replay import decisions
-from streamapp_operator.replay.models import StreamReplaySpec
+from streamapp_operator.streamreplays import decisions
+from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
 NAMESPACE = "streamapp-system"
 DRIVER_KINDS = {"ServiceAccount", "Role", "RoleBinding"}

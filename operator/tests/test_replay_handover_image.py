@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from replay_fakes import HANDOVER, NS, finish_job, reconcile_step, replay_world
-from streamapp_operator.replay import app_code
+from streamapp_operator.streamreplays import app_code
 
 
 def _handed_over(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -15,8 +15,8 @@ from typing import Any
 import kopf
 import pytest
 from replay_fakes import HANDOVER, NS, REPLAY, SECOND_TOPOLOGY, ReplayCluster, add_job_pod, finish_job, replay_world
-from streamapp_operator.replay import handlers, job_start
-from streamapp_operator.replay.controller import ReplayWorld, reconcile_replay
+from streamapp_operator.streamreplays import handlers, job_start
+from streamapp_operator.streamreplays.reconcile import ReplayWorld, reconcile_replay
 
 JOB = "flights-v2-replay"
 POD = "flights-v2-replay-abc"

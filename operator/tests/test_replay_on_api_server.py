@@ -19,8 +19,8 @@ import yaml
 from kubernetes import config
 from operator_fakes import flights_spec
 from streamapp_operator.k8s import KubernetesCluster
-from streamapp_operator.replay import app_code, decisions
-from streamapp_operator.replay.models import StreamReplaySpec
+from streamapp_operator.streamreplays import app_code, decisions
+from streamapp_operator.streamreplays.resources import StreamReplaySpec
 from test_operator_on_api_server import Kube, chart_kubeconfig, env, kube  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.e2e

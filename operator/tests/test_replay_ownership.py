@@ -16,11 +16,11 @@ import kopf
 import pytest
 from operator_fakes import flights_spec
 from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, reconcile_step, replay_world
-from streamapp_operator.desired import owned_by
 from streamapp_operator.kafka import GroupMember
-from streamapp_operator.replay import decisions, handlers
-from streamapp_operator.replay.controller import Replay, reconcile_replay
-from streamapp_operator.validate import Peer
+from streamapp_operator.streamapps.desired import owned_by
+from streamapp_operator.streamapps.validate import Peer
+from streamapp_operator.streamreplays import decisions, handlers
+from streamapp_operator.streamreplays.reconcile import Replay, reconcile_replay
 
 
 def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:

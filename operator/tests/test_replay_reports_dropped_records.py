@@ -8,8 +8,8 @@ import json
 
 from replay_fakes import SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
 from streamapp.replay.engine import ReplayResult
-from streamapp_operator.replay import decisions
-from streamapp_operator.replay.models import StreamReplayStatus
+from streamapp_operator.streamreplays import decisions
+from streamapp_operator.streamreplays.resources import StreamReplayStatus
 
 
 def test_the_replay_status_has_the_jobs_dropped_records_by_reason() -> None:

@@ -14,8 +14,8 @@ import yaml
 from operator_fakes import flights_spec
 from replay_fakes import NS, REPLAY, SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
 from streamapp_operator.kafka import GroupLag, GroupMember
-from streamapp_operator.replay import takeover
-from streamapp_operator.replay.controller import reconcile_replay
+from streamapp_operator.streamreplays import takeover
+from streamapp_operator.streamreplays.reconcile import reconcile_replay
 
 SHARED = "departures-per-carrier"  # what the running app writes
 

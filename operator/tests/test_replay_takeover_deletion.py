@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from replay_fakes import NS, replay_world
-from streamapp_operator.replay import handlers
+from streamapp_operator.streamreplays import handlers
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ import yaml
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from streamapp import StreamsBuilder
-from streamapp_operator.replay import decisions, takeover
+from streamapp_operator.streamreplays import decisions, takeover
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 from streamapp.kafka.reset_plan import ToDatetime, ToEarliest, ToOffsets
 from streamapp.kafka.types import TopicPartition
-from streamapp_operator.reset import RESET_STEPS, ResetObserved, ResetSpec, ResetStatus, Step, next_step
+from streamapp_operator.streamapps.reset import RESET_STEPS, ResetObserved, ResetSpec, ResetStatus, Step, next_step
 
 SPEC = ResetSpec(nonce="n1", to="earliest")
 RUNNING = ResetObserved(replicas=3, pods=3, group_members=3, state_volumes=3)

@@ -4,11 +4,11 @@ time left; pods of an older runtime that report per task only still get an entry
 from __future__ import annotations
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
-from streamapp_operator.conditions import RestoreView, RestoringStore, RestoringTask, restore_view
 from streamapp_operator.crdgen import structural_schema
-from streamapp_operator.reconcile import App, World, reconcile
-from streamapp_operator.resources import MAX_RESTORE_ENTRIES, StreamAppStatus
-from streamapp_operator.restore_progress import restore_progress, summary
+from streamapp_operator.streamapps.conditions import RestoreView, RestoringStore, RestoringTask, restore_view
+from streamapp_operator.streamapps.reconcile import App, World, reconcile
+from streamapp_operator.streamapps.resources import MAX_RESTORE_ENTRIES, StreamAppStatus
+from streamapp_operator.streamapps.restore_progress import restore_progress, summary
 
 STORES = {0: [], 1: ["departures-per-carrier-store"]}
 

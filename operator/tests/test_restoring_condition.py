@@ -15,7 +15,8 @@ from operator_fakes import TestingCluster, TestingInstances, TestingKafka, fligh
 from prometheus_client import CollectorRegistry
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import TaskStatus, WorkerStatus
-from streamapp_operator.conditions import (
+from streamapp_operator.instances import HttpInstanceReader, InstanceUnavailable
+from streamapp_operator.streamapps.conditions import (
     RESTORE_UNOBSERVED,
     RESTORING,
     RestoreView,
@@ -25,8 +26,7 @@ from streamapp_operator.conditions import (
     restore_view,
     unready_pods,
 )
-from streamapp_operator.instances import HttpInstanceReader, InstanceUnavailable
-from streamapp_operator.reconcile import App, World, reconcile
+from streamapp_operator.streamapps.reconcile import App, World, reconcile
 
 T0 = "2026-01-01T00:00:00Z"
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)

@@ -10,8 +10,8 @@ from typing import Any
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator import main
-from streamapp_operator.reconcile import App, World, reconcile
-from streamapp_operator.rollout import (
+from streamapp_operator.streamapps.reconcile import App, World, reconcile
+from streamapp_operator.streamapps.rollout import (
     ROLLOUT_INTERVAL,
     PodState,
     RolloutPlan,

@@ -13,9 +13,9 @@ import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import GroupMember
 from streamapp_operator.main import application_ids
-from streamapp_operator.reconcile import STEPS, App, Result, World, kafka_connection, reconcile
-from streamapp_operator.resources import KafkaSpec
-from streamapp_operator.validate import Peer, identity_conflicts
+from streamapp_operator.streamapps.reconcile import STEPS, App, Result, World, kafka_connection, reconcile
+from streamapp_operator.streamapps.resources import KafkaSpec
+from streamapp_operator.streamapps.validate import Peer, identity_conflicts
 
 APP = App(name="victim", namespace="team-x", uid="uid-victim", generation=1, created="2026-01-02T00:00:00Z")
 NOW = "2026-01-03T00:00:00Z"

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import ConfluentKafkaAdmin, GroupMember
 from streamapp_operator.kafka_wire import leave_group_request, parse_leave_group_response
-from streamapp_operator.reconcile import App, World, reconcile
-from streamapp_operator.rollout import PodState, departed_members
+from streamapp_operator.streamapps.reconcile import App, World, reconcile
+from streamapp_operator.streamapps.rollout import PodState, departed_members
 
 BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp_operator.conditions import (
+from streamapp_operator.streamapps.conditions import (
     CONDITION_TYPES,
     Event,
     Rollout,
@@ -13,7 +13,7 @@ from streamapp_operator.conditions import (
     failing_pods,
     rollout,
 )
-from streamapp_operator.validate import Problem
+from streamapp_operator.streamapps.validate import Problem
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"
 

@@ -9,7 +9,7 @@ import pytest
 from streamapp.dsl import StreamsBuilder
 from streamapp.topology import TopologyDescription
 from streamapp.topology.compatibility import compare
-from streamapp_operator.upgrade import UpgradePolicy, decide_upgrade, new_application_id
+from streamapp_operator.streamapps.upgrade import UpgradePolicy, decide_upgrade, new_application_id
 
 
 def color(key: Any, value: Any) -> Any:

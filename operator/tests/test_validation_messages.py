@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 from operator_fakes import FLIGHTS_TOPOLOGY, flights_spec
-from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.validate import (
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamapps.validate import (
     INTERNAL_TOPIC_MISMATCH,
     SOURCE_TOPIC_MISSING,
     SPEC_INVALID,

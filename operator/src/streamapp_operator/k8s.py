@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from streamapp_operator.resources import GROUP, PLURAL, VERSION
+from streamapp_operator.streamapps.resources import GROUP, PLURAL, VERSION
 
 FIELD_MANAGER = "streamapp-operator"
 #: The operator's own kinds, served as custom objects: kind -> plural.

@@ -1,10 +1,10 @@
 """kopf registration of the StreamApp operator; run with ``kopf run --standalone -m streamapp_operator.main``.
 
-Only wiring lives here: one level-based :func:`streamapp_operator.reconcile.reconcile` is registered for
+Only wiring lives here: one level-based :func:`streamapp_operator.streamapps.reconcile.reconcile` is registered for
 create, update, resume and a timer (every ``RECONCILE_INTERVAL`` s, and every ``rollout.ROLLOUT_INTERVAL`` s
 while a rollout is in progress, so the next pod goes soon after the previous one is back), and its result
 is written back through kopf (status patch, events);
-:func:`streamapp_operator.reconcile.cleanup` runs on deletion behind kopf's finalizer
+:func:`streamapp_operator.streamapps.reconcile.cleanup` runs on deletion behind kopf's finalizer
 (``kopf.zalando.org/KopfFinalizerMarker``, added to every StreamApp; see docs/operator.md "Deletion").
 An index of every StreamApp's ``application.id`` feeds the identity check. kopf's record of the last
 handled spec is a digest (:class:`DigestDiffBaseStorage`), so a large spec never pushes the StreamApp's
@@ -26,14 +26,15 @@ from typing import Any
 
 import kopf
 
-from streamapp_operator import metrics, reconcile, rollout
-from streamapp_operator.conditions import Event
+from streamapp_operator import metrics
 from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool, KafkaUnavailable
-from streamapp_operator.replay import handlers as replay_handlers  # registers the StreamReplay handlers too
-from streamapp_operator.resources import GROUP, PLURAL, VERSION
-from streamapp_operator.validate import Peer
+from streamapp_operator.streamapps import reconcile, rollout
+from streamapp_operator.streamapps.conditions import Event
+from streamapp_operator.streamapps.resources import GROUP, PLURAL, VERSION
+from streamapp_operator.streamapps.validate import Peer
+from streamapp_operator.streamreplays import handlers as replay_handlers  # registers the StreamReplay handlers too
 
 #: Seconds between two level-based reconciles of an unchanged StreamApp (status, lag, recovery).
 RECONCILE_INTERVAL = 10.0

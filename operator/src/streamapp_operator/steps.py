@@ -6,7 +6,7 @@ everything first (observe, validate, build every desired object), then runs a ``
 plain function ``(context) -> StepOutcome``: a pure decision on the context plus at most one kind of action
 through a seam (``k8s.Cluster``, ``kafka.KafkaAdmin``), returning the events it caused and the status
 fields it owns. :func:`run_steps` runs them in order and stops at the first one that fails, reporting the
-failure as a :class:`~streamapp_operator.validate.Problem` (``Degraded``), never raising: an API-server
+failure as a :class:`~streamapp_operator.streamapps.validate.Problem` (``Degraded``), never raising: an API-server
 rejection (4xx, or a 500 that does not heal), an API server that fails, Kafka unreachable, or Kafka refusing
 a topic. The timer reconciles again later, so a failure is retried at the timer's pace and always visible.
 """
@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from streamapp_operator.conditions import Event, announce_rollout
 from streamapp_operator.k8s import ApplyRejected, Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaUnavailable, TopicCreationFailed
-from streamapp_operator.validate import Problem
+from streamapp_operator.streamapps.conditions import Event, announce_rollout
+from streamapp_operator.streamapps.validate import Problem
 
 KAFKA_UNAVAILABLE = "KafkaUnavailable"
 TOPIC_CREATION_FAILED = "TopicCreationFailed"

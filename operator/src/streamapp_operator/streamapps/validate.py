@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from streamapp.config import ConfigError, StreamsConfig
 from streamapp.topology import InternalTopic, TopologyDescription, TopologyError
 
-from streamapp_operator.desired import DERIVED_CONFIG_KEYS, SECURITY_CONFIG_KEYS, owned_by, streams_config
-from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.streamapps.desired import DERIVED_CONFIG_KEYS, SECURITY_CONFIG_KEYS, owned_by, streams_config
+from streamapp_operator.streamapps.resources import StreamAppSpec
 
 SPEC_INVALID = "SpecInvalid"
 CONFIG_INVALID = "ConfigInvalid"

@@ -21,9 +21,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.alias_generators import to_camel
 from streamapp.config import StreamsConfig
 
-from streamapp_operator.autoscale import AutoscalingSpec
-from streamapp_operator.reset import ResetSpec, ResetStatus
-from streamapp_operator.upgrade import UpgradePolicy
+from streamapp_operator.streamapps.autoscale import AutoscalingSpec
+from streamapp_operator.streamapps.reset import ResetSpec, ResetStatus
+from streamapp_operator.streamapps.upgrade import UpgradePolicy
 
 GROUP = "streamapp.io"
 VERSION = "v1alpha1"
@@ -97,7 +97,7 @@ MAX_THREADS = next(m.le for m in StreamsConfig.model_fields["num_stream_threads"
 #: tasks idle, and a typo (``100000``) must not ask the scheduler for that many pods.
 MAX_REPLICAS = 256
 #: The most entries ``status.restore`` lists (many pods x tasks x stores would make the object large); the
-#: last one then sums up the rest (``streamapp_operator.restore_progress``).
+#: last one then sums up the rest (``streamapp_operator.streamapps.restore_progress``).
 MAX_RESTORE_ENTRIES = 20
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
-from streamapp_operator.resources import (
+from streamapp_operator.streamapps.resources import (
     GROUP,
     KAFKA_NAME_PATTERN,
     MAX_REPLICAS,
@@ -163,7 +163,8 @@ class OldVersionPolicy(StrEnum):
 
 class OutputsPolicy(StrEnum):
     """Where the new version of a handover writes: ``New`` output topics (a topic the app writes is refused,
-    OutputInUse), or ``TakeOver`` the old version's, from where it stopped (``streamapp_operator.replay.takeover``)."""
+    OutputInUse), or ``TakeOver`` the old version's, from where it stopped
+    (``streamapp_operator.streamreplays.takeover``)."""
 
     NEW = "New"
     TAKE_OVER = "TakeOver"

@@ -16,8 +16,11 @@ from typing import Any
 
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator import volumes
-from streamapp_operator.conditions import (
+from streamapp_operator.instances import InstanceReader, read_statuses
+from streamapp_operator.k8s import Cluster, KubernetesUnavailable
+from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
+from streamapp_operator.streamapps import volumes
+from streamapp_operator.streamapps.conditions import (
     RestoreView,
     failing_threads,
     pod_creation_failures,
@@ -25,11 +28,8 @@ from streamapp_operator.conditions import (
     restore_view,
     started_pods,
 )
-from streamapp_operator.desired import HTTP_PORT, config_map_name, selector
-from streamapp_operator.dropped_records import PodDrops, pod_drops
-from streamapp_operator.instances import InstanceReader, read_statuses
-from streamapp_operator.k8s import Cluster, KubernetesUnavailable
-from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
+from streamapp_operator.streamapps.desired import HTTP_PORT, config_map_name, selector
+from streamapp_operator.streamapps.dropped_records import PodDrops, pod_drops
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from streamapp_operator.resources import (
+from streamapp_operator.streamapps.resources import (
     API_VERSION,
     DEFAULT_MAX_UNAVAILABLE,
     KIND,

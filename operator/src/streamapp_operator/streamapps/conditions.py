@@ -21,7 +21,7 @@ the ``observedGeneration`` it was computed for.
   ``Unknown`` while the task count is not known.
 - ``RecordsDropped``: ``True`` when the records the pods dropped (late, null key or value, invalid timestamp,
   deserialization or processing errors skipped by a handler) grew since the previous observation; the message
-  names the reasons with their growth and totals (``streamapp_operator.dropped_records``).
+  names the reasons with their growth and totals (``streamapp_operator.streamapps.dropped_records``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from streamapp_operator.validate import Problem
+from streamapp_operator.streamapps.validate import Problem
 
 READY = "Ready"
 PROGRESSING = "Progressing"

@@ -1,7 +1,8 @@
 """Runs in the pods of a replay Job, not in the operator: the app image's code into the replay's Python path.
 
-The operator ships this file's text in the replay's ConfigMap (``app_code.py``, ``streamapp_operator.replay.app_code``)
-and runs it with the Python of each image, so it imports the standard library only.
+The operator ships this file's text in the replay's ConfigMap (``app_code.py``,
+``streamapp_operator.streamreplays.app_code``) and runs it with the Python of each image, so it imports the
+standard library only.
 
 - ``python app_code.py copy DEST`` (the init container ``app-code``, in the app's image): copies the user's
   installed code into ``DEST/site-packages`` (an emptyDir) and writes ``DEST/streamapp-app-code.json`` with the

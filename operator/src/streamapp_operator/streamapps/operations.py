@@ -32,17 +32,17 @@ from streamapp.kafka.reset_plan import is_internal_topic
 from streamapp.topology import TopologyDescription, TopologyError
 from streamapp.topology.compatibility import compare
 
-from streamapp_operator import desired
-from streamapp_operator.autoscale import Decision, Observed, ScalingHistory, decide
-from streamapp_operator.conditions import Event, condition_order, started_pods
 from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin
-from streamapp_operator.observe import Observation, topology_topics
-from streamapp_operator.reset import ResetObserved, ResetSpec, ResetStatus, Step, next_step
-from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.upgrade import UPGRADE_COMPATIBLE, decide_upgrade
-from streamapp_operator.validate import Problem
+from streamapp_operator.streamapps import desired
+from streamapp_operator.streamapps.autoscale import Decision, Observed, ScalingHistory, decide
+from streamapp_operator.streamapps.conditions import Event, condition_order, started_pods
+from streamapp_operator.streamapps.observe import Observation, topology_topics
+from streamapp_operator.streamapps.reset import ResetObserved, ResetSpec, ResetStatus, Step, next_step
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamapps.upgrade import UPGRADE_COMPATIBLE, decide_upgrade
+from streamapp_operator.streamapps.validate import Problem
 
 INCOMPATIBLE_TOPOLOGY_CHANGE = "IncompatibleTopologyChange"
 STATE_CLAIM = "state"

@@ -11,7 +11,7 @@ under a new ``application.id``):
 - ``newApplicationId``: the new topology runs as ``<spec.applicationId>-g<generation>``: a new consumer group
   and new internal topics, so it starts without state and reads its input from ``auto.offset.reset``
   (earliest); the old group and internal topics are left for the operator (or a person) to delete;
-- ``reset``: the declarative reset (``streamapp_operator.reset``) runs with nonce ``upgrade-<generation>`` to
+- ``reset``: the declarative reset (``streamapp_operator.streamapps.reset``) runs with nonce ``upgrade-<generation>`` to
   ``earliest``, then the new topology starts on the same ``application.id``.
 """
 
@@ -23,7 +23,7 @@ from typing import Literal
 
 from streamapp.topology.compatibility import CompatibilityReport
 
-from streamapp_operator.reset import ResetSpec
+from streamapp_operator.streamapps.reset import ResetSpec
 
 __all__ = ["UPGRADE_COMPATIBLE", "UpgradeDecision", "UpgradePolicy", "decide_upgrade", "new_application_id"]
 

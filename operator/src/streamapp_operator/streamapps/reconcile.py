@@ -47,8 +47,21 @@ from streamapp.config import StreamsConfig
 from streamapp.kafka.config_check import client_config_problems
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator import desired
-from streamapp_operator.conditions import (
+from streamapp_operator.instances import InstanceReader
+from streamapp_operator.k8s import Cluster
+from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
+from streamapp_operator.steps import (
+    KAFKA_UNAVAILABLE,
+    Intent,
+    StepOutcome,
+    StepsRun,
+    announce,
+    apply_child,
+    dry_run,
+    run_steps,
+)
+from streamapp_operator.streamapps import desired
+from streamapp_operator.streamapps.conditions import (
     PROGRESSING,
     Capacity,
     Event,
@@ -60,28 +73,21 @@ from streamapp_operator.conditions import (
     ready_text,
     rollout,
 )
-from streamapp_operator.dropped_records import dropped_records
-from streamapp_operator.instances import InstanceReader
-from streamapp_operator.k8s import Cluster
-from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
-from streamapp_operator.observe import Observation, observe
-from streamapp_operator.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
-from streamapp_operator.operations import with_upgrade_condition as _with_upgrade
-from streamapp_operator.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
-from streamapp_operator.restore_progress import restore_progress
-from streamapp_operator.restore_progress import summary as restore_summary
-from streamapp_operator.rollout import RolloutPlan, departed_members, plan_rollout, pod_states, with_partition
-from streamapp_operator.steps import (
-    KAFKA_UNAVAILABLE,
-    Intent,
-    StepOutcome,
-    StepsRun,
-    announce,
-    apply_child,
-    dry_run,
-    run_steps,
+from streamapp_operator.streamapps.dropped_records import dropped_records
+from streamapp_operator.streamapps.observe import Observation, observe
+from streamapp_operator.streamapps.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
+from streamapp_operator.streamapps.operations import with_upgrade_condition as _with_upgrade
+from streamapp_operator.streamapps.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
+from streamapp_operator.streamapps.restore_progress import restore_progress
+from streamapp_operator.streamapps.restore_progress import summary as restore_summary
+from streamapp_operator.streamapps.rollout import (
+    RolloutPlan,
+    departed_members,
+    plan_rollout,
+    pod_states,
+    with_partition,
 )
-from streamapp_operator.validate import (
+from streamapp_operator.streamapps.validate import (
     CONFIG_INVALID,
     Peer,
     Problem,
@@ -94,7 +100,7 @@ from streamapp_operator.validate import (
     parse_topology,
     plan_topics,
 )
-from streamapp_operator.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, parse_duration, plan_claims
+from streamapp_operator.streamapps.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, parse_duration, plan_claims
 
 PAUSED_ANNOTATION = "streamapp.io/paused"
 SECRET_MISSING = "SecretMissing"

@@ -1,6 +1,6 @@
 """kopf registration of the StreamReplay controller (imported by ``streamapp_operator.main``).
 
-One level-based :func:`streamapp_operator.replay.controller.reconcile_replay` for create, resume and a timer
+One level-based :func:`streamapp_operator.streamreplays.reconcile.reconcile_replay` for create, resume and a timer
 (a StreamReplay's spec is immutable, so there is no update); its status goes back through kopf's patch.
 The replay image comes from the operator's environment (``STREAMAPP_REPLAY_IMAGE``, set by the chart).
 """
@@ -19,11 +19,11 @@ import kopf
 
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
-from streamapp_operator.replay.controller import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
-from streamapp_operator.replay.decisions import ReplayClaim, deletion_event, sink_topics_of
-from streamapp_operator.replay.models import GROUP, PLURAL, Phase
-from streamapp_operator.replay.takeover import replicas_to_restore
-from streamapp_operator.resources import VERSION
+from streamapp_operator.streamapps.resources import VERSION
+from streamapp_operator.streamreplays.decisions import ReplayClaim, deletion_event, sink_topics_of
+from streamapp_operator.streamreplays.reconcile import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
+from streamapp_operator.streamreplays.resources import GROUP, PLURAL, Phase
+from streamapp_operator.streamreplays.takeover import replicas_to_restore
 
 #: kopf's index of every StreamApp's ``application.id`` (``streamapp_operator.main.application_ids``).
 PEERS_INDEX = "application_ids"

@@ -29,9 +29,10 @@ from streamapp.replay.progress import ReplayProgress, parse_progress
 from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator import desired, validate
-from streamapp_operator.replay import app_code, dead_letters
-from streamapp_operator.replay.models import (
+from streamapp_operator.streamapps import desired, validate
+from streamapp_operator.streamapps.resources import API_VERSION, SecretKeyRef, StreamAppSpec
+from streamapp_operator.streamreplays import app_code, dead_letters
+from streamapp_operator.streamreplays.resources import (
     KIND,
     EmitMode,
     HandoverStep,
@@ -43,7 +44,6 @@ from streamapp_operator.replay.models import (
     StepState,
     StreamReplaySpec,
 )
-from streamapp_operator.resources import API_VERSION, SecretKeyRef, StreamAppSpec
 
 Offsets = dict[str, dict[int, int]]
 """``{topic: {partition: offset}}``."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from streamapp.drop_reasons import DROP_REASONS, STATUS_KEYS
 
-from streamapp_operator.conditions import DROPS_NOT_OBSERVED, RECORDS_DROPPED
+from streamapp_operator.streamapps.conditions import DROPS_NOT_OBSERVED, RECORDS_DROPPED
 
 __all__ = [
     "MAX_PODS_KEPT",

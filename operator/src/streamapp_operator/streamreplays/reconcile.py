@@ -37,13 +37,22 @@ from streamapp.replay import UnsupportedTopologyError, check_topology
 from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription, TopologyError
 
-from streamapp_operator.conditions import Event
-from streamapp_operator.desired import owned_by, security_config
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
-from streamapp_operator.reconcile import kafka_connection
-from streamapp_operator.replay import app_code, dead_letters, decisions, job_start, takeover
-from streamapp_operator.replay.models import (
+from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
+from streamapp_operator.streamapps.conditions import Event
+from streamapp_operator.streamapps.desired import owned_by, security_config
+from streamapp_operator.streamapps.reconcile import kafka_connection
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamapps.validate import (
+    CONSUMER_GROUP_IN_USE,
+    Peer,
+    Problem,
+    foreign_members,
+    identity_conflicts,
+)
+from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, takeover
+from streamapp_operator.streamreplays.resources import (
     EmitMode,
     OldVersionPolicy,
     OutputsPolicy,
@@ -54,10 +63,7 @@ from streamapp_operator.replay.models import (
     StepState,
     StreamReplaySpec,
 )
-from streamapp_operator.resources import StreamAppSpec
-from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
 from streamapp_operator.times import seconds_between
-from streamapp_operator.validate import CONSUMER_GROUP_IN_USE, Peer, Problem, foreign_members, identity_conflicts
 
 DEFAULT_IMAGE = "localhost/streamapp-replay:dev"
 #: Lines of the Job pod's log read for its last progress report (Spark's own warnings share the log).
@@ -243,7 +249,7 @@ def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
 def stop_old_version(ctx: ReplayContext) -> StepOutcome:
     """``handover.outputs: TakeOver``, before the range is resolved: scale the old version to 0 replicas (its
     replicas recorded first, to be restored on failure) and wait until it has no pod and its group no member
-    (``streamapp_operator.replay.takeover``)."""
+    (``streamapp_operator.streamreplays.takeover``)."""
     if not _taking_over(ctx.spec) or ctx.status.get("resolvedOffsets"):
         return StepOutcome()
     assert ctx.kafka is not None and ctx.app is not None and ctx.app_spec is not None

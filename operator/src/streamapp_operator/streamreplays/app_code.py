@@ -3,7 +3,7 @@
 The replay image (``STREAMAPP_REPLAY_IMAGE``, ``spec.spark.image``) is generic: the runtime, pyspark, Java and
 Spark's Kafka connector. The user's functions are in the app's image (``StreamApp.spec.image``, built ``FROM`` the
 project's image). Each pod of the replay (the Job's, and in ``spark.mode: kubernetes`` each executor) starts with
-the init container ``app-code``, the app's image running :mod:`streamapp_operator.replay.app_code_script`
+the init container ``app-code``, the app's image running :mod:`streamapp_operator.streamreplays.app_code_script`
 (shipped in the replay's ConfigMap as :data:`SCRIPT_FILE`), which copies the image's user code into the emptyDir
 ``app-code`` (:data:`CODE_DIR`). The replay container puts :data:`CODE_SITE` first on ``PYTHONPATH`` (Spark's
 Python workers inherit it) and checks, before ``streamapp replay run``, that the copied code was installed with
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamapp_operator.replay import app_code_script
-from streamapp_operator.replay.models import ReplayMode, StreamReplaySpec
-from streamapp_operator.resources import StreamAppSpec
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamreplays import app_code_script
+from streamapp_operator.streamreplays.resources import ReplayMode, StreamReplaySpec
 
 #: The emptyDir's mount in every container of a replay pod.
 CODE_DIR = "/opt/streamapp/app"
@@ -40,7 +40,7 @@ INIT_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"me
 
 
 def script_text() -> str:
-    """The in-pod script's source (:mod:`streamapp_operator.replay.app_code_script`), for the ConfigMap."""
+    """The in-pod script's source (:mod:`streamapp_operator.streamreplays.app_code_script`), for the ConfigMap."""
     return Path(app_code_script.__file__).read_text(encoding="utf-8")
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streamapp_operator.conditions import RestoreView, RestoringStore, RestoringTask
-from streamapp_operator.resources import MAX_RESTORE_ENTRIES
+from streamapp_operator.streamapps.conditions import RestoreView, RestoringStore, RestoringTask
+from streamapp_operator.streamapps.resources import MAX_RESTORE_ENTRIES
 from streamapp_operator.times import seconds_between
 
 #: ``pod`` and ``task`` of the entry summing up those not listed (required fields, also in older CRDs).
