@@ -7,10 +7,11 @@ from typing import Any
 import yaml
 from operator_fakes import flights_spec
 from streamapp.config import StreamsConfig
+from streamapp_operator.kinds import Owner
 from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.resources import StreamAppSpec
 
-OWNER = desired.Owner(name="flights-per-carrier", namespace="apps", uid="uid-1")
+OWNER = Owner("StreamApp", name="flights-per-carrier", namespace="apps", uid="uid-1")
 
 
 def _stateful_set(**overrides: Any) -> dict[str, Any]:

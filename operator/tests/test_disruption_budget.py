@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from pydantic import ValidationError
+from streamapp_operator.kinds import Owner
 from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.reconcile import App, Result, World, reconcile
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamapps.validate import SPEC_INVALID, parse_spec
 
-OWNER = desired.Owner(name="flights-per-carrier", namespace="apps", uid="uid-1")
+OWNER = Owner("StreamApp", name="flights-per-carrier", namespace="apps", uid="uid-1")
 APP = App(name="flights-per-carrier", namespace="apps", uid="uid-1", generation=1)
 NOW = "2026-01-01T00:00:00Z"
 

@@ -24,7 +24,8 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from stack_env import stack_variable
-from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaConnection
+from streamapp_operator.connection import KafkaConnection
+from streamapp_operator.kafka import ConfluentKafkaAdmin
 from streamapp_operator.kafka_wire import LeaveGroupFailed, WireSecurity, remove_static_members
 
 

@@ -12,11 +12,12 @@ import kopf
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator import main
-from streamapp_operator.kafka import AdminPool, KafkaConnection
+from streamapp_operator.connection import KafkaConnection
+from streamapp_operator.identity import Peer
+from streamapp_operator.kafka import AdminPool
 from streamapp_operator.main import DigestDiffBaseStorage
 from streamapp_operator.streamapps.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
 from streamapp_operator.streamapps.reconcile import App, World, cleanup, reconcile
-from streamapp_operator.streamapps.validate import Peer
 
 APP = App(name="poisoned", namespace="apps", uid="uid-p", generation=1)
 LABELS = {"app.kubernetes.io/name": "streamapp", "app.kubernetes.io/instance": "poisoned"}
@@ -221,8 +222,6 @@ def test_a_deleted_app_waits_seconds_not_a_minute_for_a_timer_caught_mid_reconci
     """kopf keeps its finalizer on a deleted StreamApp until the app's timers stopped, re-checking a timer caught
     running (a reconcile waiting out a 10 s Kafka timeout) every ``cancellation_polling`` seconds: 60 by default,
     which held ``kubectl delete --wait`` for a minute."""
-    monkeypatch.setattr(main, "_world", None)  # configure sets it: restored after the test
-    monkeypatch.setattr(main, "KubernetesCluster", lambda: None)
     monkeypatch.setattr(main.metrics, "serve", lambda: None)
     settings = kopf.OperatorSettings()
     main.configure(settings=settings)

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from operator_fakes import flights_spec
 from replay_fakes import NS
+from streamapp_operator.kinds import Owner
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import app_code, app_code_script, decisions
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
@@ -146,7 +147,7 @@ def test_the_replay_runs_the_code_of_the_new_versions_image_else_its_own_else_th
 
 def _job(spark: dict[str, object] | None = None) -> tuple[dict[str, object], dict[str, object]]:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, **({"spark": spark} if spark else {})})
-    owner = decisions.ReplayOwner("r", NS, "uid-1")
+    owner = Owner("StreamReplay", "r", NS, "uid-1")
     code = app_code.CodeImage("apps/flights:1", "Never")
     manifests = decisions.job_manifests(owner, spec, {"replayId": "r-1"}, "streamapp-replay:1", None, code)
     return manifests[-2], manifests[-1]
@@ -185,7 +186,7 @@ def test_a_kubernetes_mode_replay_checks_in_the_driver_and_copies_the_code_into_
 
 def test_without_a_code_image_the_job_is_the_replay_images_alone() -> None:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}})
-    *_, config_map, job = decisions.job_manifests(decisions.ReplayOwner("r", NS, "u"), spec, {}, "img:1")
+    *_, config_map, job = decisions.job_manifests(Owner("StreamReplay", "r", NS, "u"), spec, {}, "img:1")
     assert app_code.SCRIPT_FILE not in config_map["data"] and "podFailurePolicy" not in job["spec"]
     assert "initContainers" not in job["spec"]["template"]["spec"]
 

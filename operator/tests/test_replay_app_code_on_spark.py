@@ -21,6 +21,7 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from replay_fakes import NS
+from streamapp_operator.kinds import Owner
 from streamapp_operator.streamreplays import app_code, app_code_script, decisions
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
@@ -47,7 +48,7 @@ def _container_command(plan_dir: Path, code_dir: Path) -> list[str]:
     """The Job container's command as the operator writes it, with the pod's paths made the test's."""
     spec = StreamReplaySpec.parse({"appRef": {"name": "app"}})
     code = app_code.CodeImage("apps/app:1")
-    *_, job = decisions.job_manifests(decisions.ReplayOwner("r", NS, "u"), spec, {}, "replay:1", None, code)
+    *_, job = decisions.job_manifests(Owner("StreamReplay", "r", NS, "u"), spec, {}, "replay:1", None, code)
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
     paths = {decisions.PLAN_DIR: str(plan_dir), app_code.CODE_DIR: str(code_dir)}
     out = []

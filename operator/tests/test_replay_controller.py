@@ -35,6 +35,7 @@ from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
 from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 from streamapp_operator.k8s import KubernetesUnavailable
+from streamapp_operator.kinds import Owner
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import decisions
 from streamapp_operator.streamreplays.reconcile import ReplayWorld, reconcile_replay
@@ -99,7 +100,7 @@ def test_the_plan_is_what_the_replay_engine_reads() -> None:
 
 def test_the_job_runs_local_spark_as_a_restricted_pod_without_a_token() -> None:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": {"driver": {"cores": 2, "memory": "2g"}}})
-    owner = decisions.ReplayOwner("r", NS, "uid-1")
+    owner = Owner("StreamReplay", "r", NS, "uid-1")
     account, config_map, job = decisions.job_manifests(owner, spec, _plan(), "img:1")
     assert account["kind"] == "ServiceAccount" and account["automountServiceAccountToken"] is False
     assert "plan.yaml" in config_map["data"]
@@ -118,7 +119,7 @@ def test_the_job_runs_local_spark_as_a_restricted_pod_without_a_token() -> None:
 def test_kubernetes_mode_runs_the_driver_in_the_job_and_executors_from_a_restricted_pod_template() -> None:
     spark = {"mode": "kubernetes", "serviceAccountName": "spark", "executor": {"instances": 2, "memory": "512m"}}
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
-    owner = decisions.ReplayOwner("r", NS, "uid-1")
+    owner = Owner("StreamReplay", "r", NS, "uid-1")
     config_map, job = decisions.job_manifests(owner, spec, _plan(), "img:1")  # the user's ServiceAccount: no other
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "spark" and pod["automountServiceAccountToken"] is True
@@ -450,7 +451,7 @@ def test_a_sasl_tls_app_replays_with_its_credentials_from_secrets_and_no_secret_
 
 
 def test_the_executor_pods_of_a_kubernetes_mode_replay_mount_the_kafka_ca_too() -> None:
-    owner = decisions.ReplayOwner("flights-v2", NS, "uid")
+    owner = Owner("StreamReplay", "flights-v2", NS, "uid")
     spec = StreamReplaySpec.parse(
         {"appRef": {"name": "flights"}, "spark": {"mode": "kubernetes", "serviceAccountName": "spark"}}
     )

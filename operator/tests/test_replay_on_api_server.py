@@ -19,6 +19,7 @@ import yaml
 from kubernetes import config
 from operator_fakes import flights_spec
 from streamapp_operator.k8s import KubernetesCluster
+from streamapp_operator.kinds import Owner
 from streamapp_operator.streamreplays import app_code, decisions
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
 from test_operator_on_api_server import Kube, chart_kubeconfig, env, kube  # noqa: F401  (fixtures)
@@ -108,7 +109,7 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     replays.apply(replay("writes"))
     stored = replays.get("streamreplay", "writes")
     assert stored is not None
-    owner = decisions.ReplayOwner("writes", replays.namespace, stored["metadata"]["uid"])
+    owner = Owner("StreamReplay", "writes", replays.namespace, stored["metadata"]["uid"])
     spec = StreamReplaySpec.parse(stored["spec"])
     plan = {"replayId": "writes-1", "bootstrapServers": "127.0.0.1:9092", "from": {}, "to": {}}
     code = app_code.CodeImage("localhost/streamapp:dev", "Never")  # the init container and the pod failure policy

@@ -16,9 +16,9 @@ import kopf
 import pytest
 from operator_fakes import flights_spec
 from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, reconcile_step, replay_world
+from streamapp_operator.identity import Peer
 from streamapp_operator.kafka import GroupMember
-from streamapp_operator.streamapps.desired import owned_by
-from streamapp_operator.streamapps.validate import Peer
+from streamapp_operator.kinds import owned_by
 from streamapp_operator.streamreplays import decisions, handlers
 from streamapp_operator.streamreplays.reconcile import Replay, reconcile_replay
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
-from streamapp_operator import main
+from streamapp_operator.streamapps import handlers
 from streamapp_operator.streamapps.reconcile import App, World, reconcile
 from streamapp_operator.streamapps.rollout import (
     ROLLOUT_INTERVAL,
@@ -208,6 +208,6 @@ def test_the_rollout_is_reconciled_at_its_own_faster_pace_only_while_it_is_in_pr
     """The next pod goes within ``ROLLOUT_INTERVAL`` of the app being calm again, not up to the 10 s timer later;
     without a rollout only the 10 s timer runs."""
     rolling = {"rollout": {"partition": 2, "replacing": "app-2"}}
-    assert in_progress(rolling) and main.rolling_out(status=rolling)
-    assert not in_progress({}) and not in_progress(None) and not main.rolling_out(status={"rollout": None})
-    assert ROLLOUT_INTERVAL < main.RECONCILE_INTERVAL
+    assert in_progress(rolling) and handlers.rolling_out(status=rolling)
+    assert not in_progress({}) and not in_progress(None) and not handlers.rolling_out(status={"rollout": None})
+    assert ROLLOUT_INTERVAL < handlers.RECONCILE_INTERVAL

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
+from streamapp_operator.connection import KafkaSpec, kafka_connection
+from streamapp_operator.identity import Peer, identity_conflicts
 from streamapp_operator.kafka import GroupMember
-from streamapp_operator.main import application_ids
-from streamapp_operator.streamapps.reconcile import STEPS, App, Result, World, kafka_connection, reconcile
-from streamapp_operator.streamapps.resources import KafkaSpec
-from streamapp_operator.streamapps.validate import Peer, identity_conflicts
+from streamapp_operator.streamapps.handlers import application_ids
+from streamapp_operator.streamapps.reconcile import STEPS, App, Result, World, reconcile
 
 APP = App(name="victim", namespace="team-x", uid="uid-victim", generation=1, created="2026-01-02T00:00:00Z")
 NOW = "2026-01-03T00:00:00Z"

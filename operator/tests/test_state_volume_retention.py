@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
+from streamapp_operator.identity import foreign_claims
 from streamapp_operator.streamapps.reconcile import App, World, cleanup, reconcile
-from streamapp_operator.streamapps.validate import foreign_claims
 from streamapp_operator.streamapps.volumes import (
     SCALED_DOWN_ANNOTATION,
     ClaimAction,

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamapp_operator.outcomes import Event, Problem
 from streamapp_operator.streamapps.conditions import (
     CONDITION_TYPES,
-    Event,
     Rollout,
     condition_events,
     conditions,
     failing_pods,
     rollout,
 )
-from streamapp_operator.streamapps.validate import Problem
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"
 

@@ -20,16 +20,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from streamapp_operator.streamapps.resources import (
-    GROUP,
-    KIND,
-    PLURAL,
-    SHORT_NAMES,
-    SINGULAR,
-    VERSION,
-    StreamAppSpec,
-    StreamAppStatus,
-)
+from streamapp_operator.kinds import GROUP, VERSION
+from streamapp_operator.streamapps.resources import KIND, PLURAL, SHORT_NAMES, SINGULAR, StreamAppSpec, StreamAppStatus
 from streamapp_operator.streamreplays import resources as replay_resources
 
 CRD_FILE = f"{GROUP}_{PLURAL}.yaml"

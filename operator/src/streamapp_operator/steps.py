@@ -13,14 +13,13 @@ a topic. The timer reconciles again later, so a failure is retried at the timer'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from streamapp_operator.k8s import ApplyRejected, Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaUnavailable, TopicCreationFailed
-from streamapp_operator.streamapps.conditions import Event, announce_rollout
-from streamapp_operator.streamapps.validate import Problem
+from streamapp_operator.outcomes import Event, Problem
 
 KAFKA_UNAVAILABLE = "KafkaUnavailable"
 TOPIC_CREATION_FAILED = "TopicCreationFailed"
@@ -104,30 +103,6 @@ def dry_run(cluster: Cluster, manifests: Sequence[dict[str, Any]]) -> StepOutcom
     for manifest in manifests:
         cluster.apply(manifest, dry_run=True)
     return StepOutcome()
-
-
-@dataclass(frozen=True)
-class Intent:
-    """A disruptive action about to happen, written to the resource's status first (``Progressing=True``),
-    so that a crash in between leaves a truthful status behind."""
-
-    namespace: str
-    name: str
-    generation: int
-    message: str
-
-
-def announce(
-    write_status: Callable[[str, str, dict[str, Any]], None],
-    intent: Intent,
-    previous_conditions: Sequence[Mapping[str, Any]],
-    now: str,
-    fields: Mapping[str, Any] | None = None,
-) -> None:
-    """Write ``intent`` to status now (through the Kind's status writer, e.g. ``patch_streamapp_status``),
-    with the step's own status ``fields`` (e.g. ``rollout``) in the same write."""
-    conditions = announce_rollout([dict(c) for c in previous_conditions], intent.generation, intent.message, now)
-    write_status(intent.namespace, intent.name, {**(fields or {}), "conditions": conditions})
 
 
 def _version(obj: dict[str, Any]) -> Any:

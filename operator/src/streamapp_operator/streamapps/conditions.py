@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from streamapp_operator.streamapps.validate import Problem
+from streamapp_operator.outcomes import Event, Problem
 
 READY = "Ready"
 PROGRESSING = "Progressing"
@@ -78,15 +78,6 @@ FAILING_WAIT_REASONS = frozenset(
         "RunContainerError",
     }
 )
-
-
-@dataclass(frozen=True)
-class Event:
-    """A Kubernetes event to post on the StreamApp (``type`` is Normal or Warning)."""
-
-    type: str
-    reason: str
-    message: str
 
 
 def rollout(stateful_set: dict[str, Any] | None, desired: int) -> Rollout | None:

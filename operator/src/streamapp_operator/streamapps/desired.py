@@ -19,13 +19,11 @@ from typing import Any
 
 import yaml
 
+from streamapp_operator.connection import CA_DIR, CA_FILE, credentials_env, security_config
+from streamapp_operator.kinds import CONTAINER_SECURITY, RUN_AS_USER, Owner, owned_by
 from streamapp_operator.streamapps.resources import (
-    API_VERSION,
     DEFAULT_MAX_UNAVAILABLE,
-    KIND,
     CleanupPolicy,
-    KafkaSpec,
-    SecretKeyRef,
     StreamAppSpec,
 )
 
@@ -39,19 +37,9 @@ TEMPLATE_HASH_ANNOTATION = "streamapp.io/template-hash"
 CONTAINER_NAME = "streamapp"
 TERMINATION_GRACE_SECONDS = 60
 TMP_DIR = "/tmp"
-CA_DIR = "/etc/streamapp/kafka-ca"
-CA_FILE = "ca.crt"
-#: The user id the pods run as (non-root, as the ``restricted`` Pod Security Standard requires).
-RUN_AS_USER = 10001
 #: Requests of the application container when ``spec.resources.requests`` does not set them: the scheduler
 #: then reserves something, and namespaces with a ResourceQuota admit the pods.
 DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
-SASL_USERNAME_ENV = "STREAMAPP_KAFKA_SASL_USERNAME"
-SASL_PASSWORD_ENV = "STREAMAPP_KAFKA_SASL_PASSWORD"
-#: The runtime's own key prefixes for one kind of client (``streamapp.config``); a security key set there
-#: would override the one the operator derives.
-_CLIENTS = ("consumer", "producer")
-
 #: Runtime configuration keys the operator derives from first-class spec fields; ``spec.config`` must not
 #: set them (``validate.check_spec`` reports which field to use instead).
 DERIVED_CONFIG_KEYS = {
@@ -62,39 +50,6 @@ DERIVED_CONFIG_KEYS = {
     "state.dir": "(fixed by the operator)",
     "http.port": "(fixed by the operator)",
 }
-
-#: Connection security keys the operator derives from ``spec.kafka.authentication`` and ``spec.kafka.tls``.
-SECURITY_CONFIG_KEYS = tuple(
-    f"{prefix}{key}"
-    for prefix in ("", *(f"{client}." for client in _CLIENTS))
-    for key in ("security.protocol", "sasl.mechanism", "sasl.mechanisms", "ssl.ca.location")
-)
-
-
-@dataclass(frozen=True)
-class Owner:
-    """The StreamApp that owns the children: their owner reference and naming root."""
-
-    name: str
-    namespace: str
-    uid: str
-
-    def reference(self) -> dict[str, Any]:
-        """ownerReference with ``controller: true``: garbage collection deletes children with the app."""
-        return {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "name": self.name,
-            "uid": self.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-
-
-def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    """Whether ``uid`` is among the object's ownerReferences: the only objects the operator applies over or
-    deletes."""
-    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
 
 
 def selector_labels(name: str) -> dict[str, str]:
@@ -129,20 +84,6 @@ def streams_config(spec: StreamAppSpec, application_id: str) -> dict[str, Any]:
     derived.update(security_config(spec.kafka))
     extra = {key: spec.config[key] for key in sorted(spec.config) if key not in derived}
     return {**derived, **extra}
-
-
-def security_config(kafka: KafkaSpec) -> dict[str, str]:
-    """The non-secret connection settings of every Kafka client of the runtime (top-level
-    ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``: ``streamapp.config`` hands them to all
-    its clients); the credentials themselves reach the pods from the Secret (``credentials_env``), never here."""
-    if kafka.authentication is None and kafka.tls is None:
-        return {}
-    settings = {"security.protocol": kafka.security_protocol()}
-    if kafka.authentication is not None:
-        settings["sasl.mechanism"] = kafka.authentication.mechanism.value
-    if kafka.tls is not None and kafka.tls.ca_secret is not None:
-        settings["ssl.ca.location"] = f"{CA_DIR}/{CA_FILE}"
-    return settings
 
 
 def config_map(owner: Owner, topology_yaml: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -358,38 +299,6 @@ def selector_matches(selector: Mapping[str, Any] | None, pod_labels: Mapping[str
     return True
 
 
-def credentials_env(spec: StreamAppSpec) -> list[dict[str, Any]]:
-    """The environment variables that hand the SASL credentials from their Secret to the runtime
-    (``streamapp.config.SECURITY_ENV``: ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` -> ``sasl.username``/
-    ``sasl.password`` of every client): the kubelet reads the Secret, so the values never appear in a
-    ConfigMap, the pod spec, the process arguments or the StreamApp."""
-    auth = spec.kafka.authentication
-    if auth is None:
-        return []
-    if auth.username_secret is not None:
-        username = _secret_env(SASL_USERNAME_ENV, auth.username_secret)
-    else:
-        username = {"name": SASL_USERNAME_ENV, "value": str(auth.username)}
-    return [username, _secret_env(SASL_PASSWORD_ENV, auth.password_secret)]
-
-
-def _secret_env(name: str, ref: SecretKeyRef) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
-
-
-#: The container's securityContext: what the ``restricted`` Pod Security Standard requires, plus a
-#: read-only root file system (the state volume and an emptyDir ``/tmp`` are the only writable paths).
-CONTAINER_SECURITY = {
-    "allowPrivilegeEscalation": False,
-    "readOnlyRootFilesystem": True,
-    "runAsNonRoot": True,
-    "runAsUser": RUN_AS_USER,
-    "runAsGroup": RUN_AS_USER,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-
-
 def _resources(spec: StreamAppSpec) -> dict[str, Any]:
     given = spec.resources.model_dump(mode="json", by_alias=True, exclude_none=True) if spec.resources else {}
     requests = {key: value for key, value in DEFAULT_REQUESTS.items() if key not in (given.get("limits") or {})}
@@ -412,7 +321,7 @@ def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
         "env": [
             {"name": "STREAMAPP_INSTANCE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "STREAMAPP_HTTP_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            *credentials_env(spec),
+            *credentials_env(spec.kafka),
         ],
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": {

@@ -35,14 +35,14 @@ from streamapp.topology.compatibility import compare
 from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin
+from streamapp_operator.outcomes import Event, Problem
 from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.autoscale import Decision, Observed, ScalingHistory, decide
-from streamapp_operator.streamapps.conditions import Event, condition_order, started_pods
+from streamapp_operator.streamapps.conditions import condition_order, started_pods
 from streamapp_operator.streamapps.observe import Observation, topology_topics
 from streamapp_operator.streamapps.reset import ResetObserved, ResetSpec, ResetStatus, Step, next_step
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamapps.upgrade import UPGRADE_COMPATIBLE, decide_upgrade
-from streamapp_operator.streamapps.validate import Problem
 
 INCOMPATIBLE_TOPOLOGY_CHANGE = "IncompatibleTopologyChange"
 STATE_CLAIM = "state"

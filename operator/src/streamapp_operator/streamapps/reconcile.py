@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,15 +47,17 @@ from streamapp.config import StreamsConfig
 from streamapp.kafka.config_check import client_config_problems
 from streamapp.topology import TopologyDescription
 
+from streamapp_operator.connection import KafkaConnection, kafka_connection
+from streamapp_operator.identity import Peer, foreign_children, foreign_claims, foreign_members, identity_conflicts
 from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
-from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
+from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
+from streamapp_operator.kinds import Owner
+from streamapp_operator.outcomes import Event, Problem
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
-    Intent,
     StepOutcome,
     StepsRun,
-    announce,
     apply_child,
     dry_run,
     run_steps,
@@ -64,7 +66,7 @@ from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.conditions import (
     PROGRESSING,
     Capacity,
-    Event,
+    announce_rollout,
     condition_events,
     condition_order,
     conditions,
@@ -77,7 +79,7 @@ from streamapp_operator.streamapps.dropped_records import dropped_records
 from streamapp_operator.streamapps.observe import Observation, observe
 from streamapp_operator.streamapps.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
 from streamapp_operator.streamapps.operations import with_upgrade_condition as _with_upgrade
-from streamapp_operator.streamapps.resources import CleanupPolicy, KafkaSpec, SecretKeyRef, StreamAppSpec
+from streamapp_operator.streamapps.resources import KIND, CleanupPolicy, StreamAppSpec
 from streamapp_operator.streamapps.restore_progress import restore_progress
 from streamapp_operator.streamapps.restore_progress import summary as restore_summary
 from streamapp_operator.streamapps.rollout import (
@@ -87,24 +89,10 @@ from streamapp_operator.streamapps.rollout import (
     pod_states,
     with_partition,
 )
-from streamapp_operator.streamapps.validate import (
-    CONFIG_INVALID,
-    Peer,
-    Problem,
-    TopicPlan,
-    foreign_children,
-    foreign_claims,
-    foreign_members,
-    identity_conflicts,
-    parse_spec,
-    parse_topology,
-    plan_topics,
-)
+from streamapp_operator.streamapps.validate import CONFIG_INVALID, TopicPlan, parse_spec, parse_topology, plan_topics
 from streamapp_operator.streamapps.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, parse_duration, plan_claims
 
 PAUSED_ANNOTATION = "streamapp.io/paused"
-SECRET_MISSING = "SecretMissing"
-SECRET_KEY_MISSING = "SecretKeyMissing"
 
 
 @dataclass(frozen=True)
@@ -119,8 +107,8 @@ class App:
     annotations: dict[str, str] = field(default_factory=dict)
 
     @property
-    def owner(self) -> desired.Owner:
-        return desired.Owner(name=self.name, namespace=self.namespace, uid=self.uid)
+    def owner(self) -> Owner:
+        return Owner(KIND, self.name, self.namespace, self.uid)
 
     @property
     def paused(self) -> bool:
@@ -171,6 +159,30 @@ class StreamAppContext:
     def children(self) -> list[dict[str, Any]]:
         budget = [self.budget.manifest] if self.budget.manifest is not None else []
         return [self.config_map, self.service, self.stateful_set, *budget]
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A disruptive action about to happen, written to the resource's status first (``Progressing=True``),
+    so that a crash in between leaves a truthful status behind."""
+
+    namespace: str
+    name: str
+    generation: int
+    message: str
+
+
+def announce(
+    write_status: Callable[[str, str, dict[str, Any]], None],
+    intent: Intent,
+    previous_conditions: Sequence[Mapping[str, Any]],
+    now: str,
+    fields: Mapping[str, Any] | None = None,
+) -> None:
+    """Write ``intent`` to status now (through the Kind's status writer, e.g. ``patch_streamapp_status``),
+    with the step's own status ``fields`` (e.g. ``rollout``) in the same write."""
+    conditions = announce_rollout([dict(c) for c in previous_conditions], intent.generation, intent.message, now)
+    write_status(intent.namespace, intent.name, {**(fields or {}), "conditions": conditions})
 
 
 def dry_run_children(ctx: StreamAppContext) -> StepOutcome:
@@ -481,52 +493,6 @@ def _refused_settings(streams_config_json: str) -> tuple[str, ...]:
     """``client_config_problems`` once per distinct ``streams.yaml`` (JSON, sorted keys): the throwaway clients are
     built at the first reconcile of a spec, not at every 10 s timer tick of every app."""
     return tuple(client_config_problems(StreamsConfig.from_mapping(json.loads(streams_config_json))))
-
-
-def kafka_connection(cluster: Cluster, namespace: str, kafka: KafkaSpec) -> tuple[KafkaConnection, list[Problem]]:
-    """The operator's own connection to the app's Kafka: the same security settings as the pods, with the
-    credentials read from their Secrets (through the seam; never logged, never in status).
-
-    A Secret that does not exist (``SecretMissing``), or a key it lacks or holds empty (``SecretKeyMissing``),
-    is a problem naming the field, the Secret and the key: the caller reports it and builds no Kafka client
-    (librdkafka refuses an empty SASL password at construction)."""
-    security = desired.security_config(kafka)
-    problems: list[Problem] = []
-
-    def secret(ref: SecretKeyRef | None, field: str) -> str | None:
-        if ref is None:
-            return None
-        data = cluster.read_secret(namespace, ref.name)
-        problem = secret_problem(data, ref, field)
-        if problem is not None:
-            problems.append(problem)
-            return None
-        return (data or {})[ref.key]
-
-    auth = kafka.authentication
-    if auth is not None:
-        username = auth.username or secret(auth.username_secret, "spec.kafka.authentication.usernameSecret")
-        password = secret(auth.password_secret, "spec.kafka.authentication.passwordSecret")
-        security.update({"sasl.username": username or "", "sasl.password": password or ""})
-    if kafka.tls is not None and kafka.tls.ca_secret is not None:
-        security.pop("ssl.ca.location", None)
-        ca = secret(kafka.tls.ca_secret, "spec.kafka.tls.caSecret")
-        if ca is not None:
-            security["ssl.ca.pem"] = ca
-    return KafkaConnection(kafka.bootstrap_servers, tuple(sorted(security.items()))), problems
-
-
-def secret_problem(data: dict[str, str] | None, ref: SecretKeyRef, field: str) -> Problem | None:
-    """Why Secret ``ref.name`` (its decoded ``data``; None: it does not exist) cannot give ``ref.key`` for ``field``,
-    or None. Names the Secret, the key and the keys it has, never a value."""
-    if data is None:
-        return Problem(SECRET_MISSING, f"{field}: Secret {ref.name} does not exist")
-    if ref.key not in data:
-        keys = ", ".join(sorted(data)) or "none"
-        return Problem(SECRET_KEY_MISSING, f"{field}: Secret {ref.name} has no key {ref.key!r} (its keys: {keys})")
-    if not data[ref.key].strip():
-        return Problem(SECRET_KEY_MISSING, f"{field}: key {ref.key!r} of Secret {ref.name} is empty")
-    return None
 
 
 def _plan(

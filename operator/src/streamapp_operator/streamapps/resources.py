@@ -17,23 +17,20 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from annotated_types import Le
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from streamapp.config import StreamsConfig
 
+from streamapp_operator.connection import KafkaSpec
+from streamapp_operator.kinds import PLURALS, SpecModel
 from streamapp_operator.streamapps.autoscale import AutoscalingSpec
 from streamapp_operator.streamapps.reset import ResetSpec, ResetStatus
 from streamapp_operator.streamapps.upgrade import UpgradePolicy
 
-GROUP = "streamapp.io"
-VERSION = "v1alpha1"
 KIND = "StreamApp"
-PLURAL = "streamapps"
+PLURAL = PLURALS[KIND]
 SINGULAR = "streamapp"
 #: `sa` is the contract's name but kubectl resolves it to ServiceAccounts first; `sapp` is unambiguous.
 SHORT_NAMES = ("sa", "sapp")
-API_VERSION = f"{GROUP}/{VERSION}"
-
 #: Characters Kafka allows in a topic name. Node, store and application names become parts of
 #: internal topic names (``<applicationId>-<store>-changelog``), so they share the rule.
 KAFKA_NAME_PATTERN = r"^[a-zA-Z0-9._-]+$"
@@ -101,12 +98,6 @@ MAX_REPLICAS = 256
 MAX_RESTORE_ENTRIES = 20
 
 
-class _Model(BaseModel):
-    """Base: camelCase on the wire, snake_case in Python, unknown fields rejected."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-
 class ProcessingGuarantee(StrEnum):
     """Kafka Streams ``processing.guarantee``."""
 
@@ -122,77 +113,7 @@ class ImagePullPolicy(StrEnum):
     NEVER = "Never"
 
 
-class SaslMechanism(StrEnum):
-    """SASL mechanisms of ``spec.kafka.authentication``."""
-
-    PLAIN = "PLAIN"
-    SCRAM_SHA_256 = "SCRAM-SHA-256"
-    SCRAM_SHA_512 = "SCRAM-SHA-512"
-
-
-class SecretKeyRef(_Model):
-    """A key of a Secret in the StreamApp's namespace."""
-
-    name: str = Field(min_length=1, description="Name of the Secret (same namespace as the StreamApp).")
-    key: str = Field(min_length=1, description="Key in the Secret's data.")
-
-
-_ONE_USERNAME = "set either username or usernameSecret"
-
-
-class KafkaAuthentication(_Model):
-    """SASL authentication of the pods and of the operator's admin client; the credentials stay in a Secret
-    (mounted into the pods as environment variables, read by the operator; never copied)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {"rule": "has(self.username) != has(self.usernameSecret)", "message": _ONE_USERNAME}
-            ]
-        }
-    )
-
-    mechanism: SaslMechanism = Field(description="SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.")
-    username: str | None = Field(default=None, min_length=1, description="SASL user name (not secret).")
-    username_secret: SecretKeyRef | None = Field(default=None, description="SASL user name from a Secret.")
-    password_secret: SecretKeyRef = Field(description="SASL password from a Secret.")
-
-    @model_validator(mode="after")
-    def _one_username(self) -> KafkaAuthentication:
-        if (self.username is None) == (self.username_secret is None):
-            raise ValueError(_ONE_USERNAME)
-        return self
-
-
-class KafkaTls(_Model):
-    """TLS to the brokers, verified against a CA certificate from a Secret."""
-
-    ca_secret: SecretKeyRef | None = Field(
-        default=None, description="PEM CA certificate(s) from a Secret; the system CAs when unset."
-    )
-
-
-class KafkaSpec(_Model):
-    """How the application reaches its Kafka cluster."""
-
-    bootstrap_servers: str = Field(
-        min_length=1,
-        description="Kafka bootstrap.servers: comma-separated host:port list, used by the pods and the operator.",
-    )
-    authentication: KafkaAuthentication | None = Field(
-        default=None, description="SASL authentication with credentials from a Secret."
-    )
-    tls: KafkaTls | None = Field(default=None, description="TLS to the brokers (SSL or SASL_SSL).")
-
-    def security_protocol(self) -> str:
-        """librdkafka's ``security.protocol`` implied by authentication and TLS."""
-        sasl, tls = self.authentication is not None, self.tls is not None
-        return {(False, False): "PLAINTEXT", (True, False): "SASL_PLAINTEXT", (False, True): "SSL"}.get(
-            (sasl, tls), "SASL_SSL"
-        )
-
-
-class TopologyNode(_Model):
+class TopologyNode(SpecModel):
     """One node of the topology description; per-type fields (``input``, ``topics``...) pass through."""
 
     model_config = ConfigDict(extra="allow")
@@ -201,7 +122,7 @@ class TopologyNode(_Model):
     type: str = Field(min_length=1, description="Core node type (source, filter, map_values, ...).")
 
 
-class TopologyStore(_Model):
+class TopologyStore(SpecModel):
     """One state store of the topology description; per-type fields pass through."""
 
     model_config = ConfigDict(extra="allow")
@@ -210,7 +131,7 @@ class TopologyStore(_Model):
     type: str = Field(min_length=1, description="Store type (key_value, ...).")
 
 
-class TopologySpec(_Model):
+class TopologySpec(SpecModel):
     """The topology description: nodes and stores, validated in depth by ``streamapp.topology``."""
 
     nodes: list[TopologyNode] = Field(min_length=1, description="Source, processor and sink nodes.")
@@ -221,7 +142,7 @@ class TopologySpec(_Model):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class StateSpec(_Model):
+class StateSpec(SpecModel):
     """The per-pod persistent volume that holds the state stores (``state.dir``)."""
 
     size: Quantity = Field(default="1Gi", description="Requested size of each pod's state volume.")
@@ -239,7 +160,7 @@ class StateSpec(_Model):
     )
 
 
-class ResourceRequirements(_Model):
+class ResourceRequirements(SpecModel):
     """Compute resources of the application container (Kubernetes ResourceRequirements)."""
 
     limits: dict[str, Quantity] | None = Field(default=None, description="Maximum resources, e.g. cpu, memory.")
@@ -258,7 +179,7 @@ DEFAULT_MAX_UNAVAILABLE = 1
 _ONE_BOUND = "set either maxUnavailable or minAvailable, not both"
 
 
-class DisruptionBudgetSpec(_Model):
+class DisruptionBudgetSpec(SpecModel):
     """The PodDisruptionBudget ``<name>`` of the app's pods: how many a voluntary disruption (node drain,
     cluster-autoscaler scale-down) may evict at once. Each evicted pod's tasks move and restore their
     state on other pods, so the default lets one pod go at a time (``maxUnavailable: 1``).
@@ -301,7 +222,7 @@ class DisruptionBudgetSpec(_Model):
         return self
 
 
-class StreamAppSpec(_Model):
+class StreamAppSpec(SpecModel):
     """Desired state of a StreamApp: one Kafka Streams application run as a StatefulSet."""
 
     image: str = Field(min_length=1, description="Container image with the runtime and the user functions.")
@@ -374,7 +295,7 @@ class StreamAppSpec(_Model):
         return self.application_id or name
 
 
-class Condition(_Model):
+class Condition(SpecModel):
     """A status condition, after the Kubernetes API conventions (``metav1.Condition``)."""
 
     type: str = Field(description="Ready, Progressing, Degraded, TopologyValid, Restoring or ScalingLimited.")
@@ -389,7 +310,7 @@ class Condition(_Model):
     observed_generation: int | None = Field(default=None, description="metadata.generation it was set for.")
 
 
-class RolloutStatus(_Model):
+class RolloutStatus(SpecModel):
     """A rollout of a new pod template, one pod at a time (``rollout.plan_rollout``); absent when none runs."""
 
     target_revision: str | None = Field(default=None, description="Digest of the pod template rolled out.")
@@ -403,14 +324,14 @@ class RolloutStatus(_Model):
     waiting_for: str | None = Field(default=None, description="Why the next pod is not replaced yet.")
 
 
-class RetainedVolume(_Model):
+class RetainedVolume(SpecModel):
     """A state volume kept after its pod was scaled away."""
 
     name: str = Field(description="The PersistentVolumeClaim.")
     since: str = Field(description="When its pod was scaled away (RFC 3339).")
 
 
-class AutoscalingStatus(_Model):
+class AutoscalingStatus(SpecModel):
     """``status.autoscaling``: the replicas the autoscaler set on the StatefulSet, why, and what it keeps
     between reconciles (``autoscale.ScalingHistory``, the processed-records sample for the rate)."""
 
@@ -427,7 +348,7 @@ class AutoscalingStatus(_Model):
     sampled_at: float | None = Field(default=None, description="When processedTotal was read (epoch seconds).")
 
 
-class UpgradeStatus(_Model):
+class UpgradeStatus(SpecModel):
     """``status.upgrade``: what the operator did about the last topology change that broke state."""
 
     generation: int = Field(description="The metadata.generation of the change.")
@@ -439,7 +360,7 @@ class UpgradeStatus(_Model):
     )
 
 
-class StoreRestore(_Model):
+class StoreRestore(SpecModel):
     """Restore progress of one store of a restoring task (or of the whole task, when its pod reports per task
     only), or, as the last entry of a capped list, the sums of the entries not listed (``omitted``)."""
 
@@ -465,7 +386,7 @@ class StoreRestore(_Model):
     observed_at: str = Field(description="When this was read (RFC 3339).")
 
 
-class DroppedRecords(_Model):
+class DroppedRecords(SpecModel):
     """Records dropped, by reason (``streamapp.drop_reasons``; docs/metrics.md "Dropped records")."""
 
     late: int | None = Field(default=None, description="Records for a window or session that had closed.")
@@ -489,7 +410,7 @@ class PodDroppedRecords(DroppedRecords):
     pod: str = Field(description="The pod.")
 
 
-class StreamAppStatus(_Model):
+class StreamAppStatus(SpecModel):
     """Observed state of a StreamApp, written only by the operator."""
 
     observed_generation: int | None = Field(default=None, description="Last metadata.generation reconciled.")

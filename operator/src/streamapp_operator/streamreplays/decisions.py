@@ -29,8 +29,12 @@ from streamapp.replay.progress import ReplayProgress, parse_progress
 from streamapp.replay.shapes import PATH_TASK, node_paths
 from streamapp.topology import TopologyDescription
 
-from streamapp_operator.streamapps import desired, validate
-from streamapp_operator.streamapps.resources import API_VERSION, SecretKeyRef, StreamAppSpec
+from streamapp_operator import identity
+from streamapp_operator.connection import CA_DIR, CA_FILE, SecretKeyRef, credentials_env
+from streamapp_operator.identity import FOREIGN_OBJECT
+from streamapp_operator.kinds import API_VERSION, CONTAINER_SECURITY, Owner
+from streamapp_operator.outcomes import Problem
+from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import app_code, dead_letters
 from streamapp_operator.streamreplays.resources import (
     KIND,
@@ -175,7 +179,7 @@ def plan_document(
     emit: EmitMode = EmitMode.EVERY_UPDATE,
 ) -> dict[str, Any]:
     """The replay plan (``ReplayPlan.from_document``'s form). ``kafka_settings``: the non-secret client
-    settings (``desired.security_config``: ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``),
+    settings (``connection.security_config``: ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``),
     the plan's ``kafka`` section; the credentials reach the Job's pod as variables from their Secrets.
     ``emit``: the spec's (``every_update`` or ``final``; see :func:`emit_final_refusal`)."""
     plan: dict[str, Any] = {
@@ -223,41 +227,24 @@ def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[st
     return config
 
 
-@dataclass(frozen=True)
-class ReplayOwner:
-    name: str
-    namespace: str
-    uid: str
-
-    def reference(self) -> dict[str, Any]:
-        return {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "name": self.name,
-            "uid": self.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-
-
 def job_name(replay_name: str) -> str:
     return f"{replay_name}-replay"
 
 
 def foreign_children(
-    owner: ReplayOwner, children: Mapping[str, Mapping[str, Any] | None], account: Mapping[str, Any] | None
-) -> list[validate.Problem]:
+    owner: Owner, children: Mapping[str, Mapping[str, Any] | None], account: Mapping[str, Any] | None
+) -> list[Problem]:
     """The replay's children that someone else made (``kind -> object``: the Job and its ConfigMap, which the
     StreamReplay owns), and the shared ServiceAccount ``streamapp-replay`` when the operator did not create it
     (``account``; None: absent or not used, ``spark.mode: kubernetes`` runs as the user's): each is named,
     never applied over or used (the replay's pod would run as someone else's account, its Job's success
     would start a handover)."""
-    problems = validate.foreign_children(owner.uid, children, KIND)
+    problems = identity.foreign_children(owner.uid, children, KIND)
     labels = (account or {}).get("metadata", {}).get("labels") or {}
     if account is not None and labels.get(MANAGED_BY) != _SHARED_LABELS[MANAGED_BY]:
         problems.append(
-            validate.Problem(
-                validate.FOREIGN_OBJECT,
+            Problem(
+                FOREIGN_OBJECT,
                 f"ServiceAccount {SERVICE_ACCOUNT} exists and was not created by the StreamApp operator (no label "
                 f"{MANAGED_BY}={_SHARED_LABELS[MANAGED_BY]}); the replay's pod would run as it: it is left "
                 "untouched: delete it, or run the replay with spark.mode kubernetes and a serviceAccountName",
@@ -266,7 +253,7 @@ def foreign_children(
     return problems
 
 
-def _labels(owner: ReplayOwner) -> dict[str, str]:
+def _labels(owner: Owner) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "streamapp-replay",
         "app.kubernetes.io/instance": owner.name,
@@ -280,7 +267,7 @@ def _memory_mb(spark_memory: str) -> int:
 
 
 def job_manifests(
-    owner: ReplayOwner,
+    owner: Owner,
     spec: StreamReplaySpec,
     plan: Mapping[str, Any],
     image: str,
@@ -364,9 +351,9 @@ def job_manifests(
             {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
             {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
         ]
-    env += desired.credentials_env(app) if app is not None else []
+    env += credentials_env(app.kafka) if app is not None else []
     env += [app_code.python_path_env()] if code is not None else []
-    security_context = dict(desired.CONTAINER_SECURITY)  # uid 10001 too: the same as the app's pods
+    security_context = dict(CONTAINER_SECURITY)  # uid 10001 too: the same as the app's pods
     container = {
         "name": "replay",
         "image": image,
@@ -427,15 +414,13 @@ EXECUTOR_COMMAND = (
 
 
 def _ca_mounts(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
-    return [] if ca is None else [{"name": "kafka-ca", "mountPath": desired.CA_DIR, "readOnly": True}]
+    return [] if ca is None else [{"name": "kafka-ca", "mountPath": CA_DIR, "readOnly": True}]
 
 
 def _ca_volumes(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
     if ca is None:
         return []
-    return [
-        {"name": "kafka-ca", "secret": {"secretName": ca.name, "items": [{"key": ca.key, "path": desired.CA_FILE}]}}
-    ]
+    return [{"name": "kafka-ca", "secret": {"secretName": ca.name, "items": [{"key": ca.key, "path": CA_FILE}]}}]
 
 
 def executor_template(
@@ -480,7 +465,7 @@ def executor_template(
     return {"apiVersion": "v1", "kind": "Pod", "spec": pod}
 
 
-def spark_defaults(owner: ReplayOwner, spec: StreamReplaySpec, image: str) -> str:
+def spark_defaults(owner: Owner, spec: StreamReplaySpec, image: str) -> str:
     """``spark-defaults.conf`` of ``spark.mode: kubernetes``: the executors (count, cores, memory, image, pod
     template, name prefix, labels), the driver's fixed ports (the executors connect back to them), and no
     cleanup of PersistentVolumeClaims or Services the client-mode driver never made (its Role allows neither)."""
@@ -854,7 +839,7 @@ def sink_topics_of(topology: Mapping[str, Any] | None) -> frozenset[str]:
     )
 
 
-def replay_conflicts(me: ReplayClaim, others: Iterable[ReplayClaim]) -> list[validate.Problem]:
+def replay_conflicts(me: ReplayClaim, others: Iterable[ReplayClaim]) -> list[Problem]:
     """Two replays at once must never write the same history twice: an unfinished replay created before ``me``
     (ties: namespace/name) that replays the same app or writes one of ``me``'s output topics refuses ``me``
     (reason ``ReplayInProgress``), naming it. Both would succeed with every record twice in a shared topic, or two
@@ -873,7 +858,7 @@ def replay_conflicts(me: ReplayClaim, others: Iterable[ReplayClaim]) -> list[val
         else:
             continue
         problems.append(
-            validate.Problem(
+            Problem(
                 "ReplayInProgress",
                 f"StreamReplay {other.namespace}/{other.name} ({other.phase or 'Pending'}) {why}: one replay of an "
                 "app, and one writer of an output topic, at a time; delete it or wait until it has finished",

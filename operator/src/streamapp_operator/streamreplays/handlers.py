@@ -10,22 +10,20 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
-import time
-from collections.abc import Collection, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import kopf
 
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
-from streamapp_operator.streamapps.resources import VERSION
+from streamapp_operator.kinds import GROUP, VERSION
 from streamapp_operator.streamreplays.decisions import ReplayClaim, deletion_event, sink_topics_of
-from streamapp_operator.streamreplays.reconcile import DEFAULT_IMAGE, Replay, ReplayWorld, now_text, reconcile_replay
-from streamapp_operator.streamreplays.resources import GROUP, PLURAL, Phase
+from streamapp_operator.streamreplays.reconcile import DEFAULT_IMAGE, Replay, ReplayWorld, reconcile_replay
+from streamapp_operator.streamreplays.resources import PLURAL, Phase
 from streamapp_operator.streamreplays.takeover import replicas_to_restore
+from streamapp_operator.wiring import Locks, now, plain, post, snapshot
 
-#: kopf's index of every StreamApp's ``application.id`` (``streamapp_operator.main.application_ids``).
+#: kopf's index of every StreamApp's ``application.id`` (``streamapp_operator.streamapps.handlers.application_ids``).
 PEERS_INDEX = "application_ids"
 #: kopf's index of the StreamReplays that have not finished (:func:`replay_claims`).
 REPLAYS_INDEX = "replay_claims"
@@ -34,12 +32,10 @@ REPLAY_INTERVAL = 5.0
 #: Phases after which nothing changes: no timer runs for them.
 FINISHED = frozenset({Phase.SUCCEEDED.value, Phase.FAILED.value})
 
-T = TypeVar("T")
 logger = logging.getLogger(__name__)
 _world: ReplayWorld | None = None
 _admins = AdminPool()
-_locks: dict[str, threading.Lock] = {}
-_guard = threading.Lock()
+_locks = Locks()
 
 
 @kopf.on.startup()
@@ -92,15 +88,13 @@ def reconcile_streamreplay(
         peers=lambda: peers,
         replays=lambda: replays,
     )
-    with _lock(replay.uid):
+    with _locks.of(replay.uid):
         try:
-            result = reconcile_replay(replay, dict(spec), {k: status[k] for k in status}, world, now_text())
+            result = reconcile_replay(replay, dict(spec), plain(status), world, now())
         except KubernetesUnavailable as exc:
             raise kopf.TemporaryError(str(exc), delay=REPLAY_INTERVAL) from exc
     patch.status.update(result.status)
-    for event in result.events:
-        (kopf.warn if event.type == "Warning" else kopf.info)(body, reason=event.reason, message=event.message)
-        logger.info("StreamReplay %s/%s: %s %s", replay.namespace, replay.name, event.reason, event.message)
+    post(body, f"StreamReplay {replay.namespace}/{replay.name}", result.events)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
@@ -109,7 +103,7 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
     event says what still runs (``decisions.deletion_event``); forget its admin client. A reconcile in flight
     finishes first (the same lock)."""
     uid = str(meta["uid"])
-    with _lock(uid):
+    with _locks.of(uid):
         app = str((spec.get("appRef") or {}).get("name", ""))
         kind, reason, message = deletion_event(app, status)
         replicas = replicas_to_restore(status)
@@ -122,8 +116,7 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
     (kopf.warn if kind == "Warning" else kopf.info)(body, reason=reason, message=message)
     logger.info("StreamReplay %s/%s deleted: %s %s", meta["namespace"], meta["name"], reason, message)
     _admins.release(uid)
-    with _guard:
-        _locks.pop(uid, None)
+    _locks.forget(uid)
 
 
 @kopf.index(GROUP, VERSION, PLURAL)
@@ -145,19 +138,3 @@ def replay_claims(meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: An
         phase=phase,
     )
     return {claim.uid: claim}
-
-
-def snapshot(index: Mapping[str, Collection[T]]) -> list[T]:
-    """A copy of one of kopf's indices (its watcher changes it from another thread while it is read); an
-    index that keeps changing is retried later rather than read as empty (that would pass every identity check)."""
-    for _ in range(3):
-        try:
-            return [peer for store in list(index.values()) for peer in list(store)]
-        except RuntimeError:
-            time.sleep(0.01)
-    raise kopf.TemporaryError("the index of StreamApps changed while it was read", delay=1)
-
-
-def _lock(uid: str) -> threading.Lock:
-    with _guard:
-        return _locks.setdefault(uid, threading.Lock())

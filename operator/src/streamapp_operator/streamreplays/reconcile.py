@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -37,22 +36,17 @@ from streamapp.replay import UnsupportedTopologyError, check_topology
 from streamapp.replay.progress import ReplayProgress
 from streamapp.topology import TopologyDescription, TopologyError
 
+from streamapp_operator.connection import KafkaConnection, kafka_connection, security_config
+from streamapp_operator.identity import CONSUMER_GROUP_IN_USE, Peer, foreign_members, identity_conflicts
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
-from streamapp_operator.kafka import KafkaAdmin, KafkaConnection, KafkaUnavailable, TopicSpec
+from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
+from streamapp_operator.kinds import Owner, owned_by
+from streamapp_operator.outcomes import Event, Problem
 from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
-from streamapp_operator.streamapps.conditions import Event
-from streamapp_operator.streamapps.desired import owned_by, security_config
-from streamapp_operator.streamapps.reconcile import kafka_connection
 from streamapp_operator.streamapps.resources import StreamAppSpec
-from streamapp_operator.streamapps.validate import (
-    CONSUMER_GROUP_IN_USE,
-    Peer,
-    Problem,
-    foreign_members,
-    identity_conflicts,
-)
 from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, takeover
 from streamapp_operator.streamreplays.resources import (
+    KIND,
     EmitMode,
     OldVersionPolicy,
     OutputsPolicy,
@@ -109,8 +103,8 @@ class Replay:
     """``metadata.creationTimestamp`` (RFC 3339): of two replays in each other's way, the older goes on."""
 
     @property
-    def owner(self) -> decisions.ReplayOwner:
-        return decisions.ReplayOwner(self.name, self.namespace, self.uid)
+    def owner(self) -> Owner:
+        return Owner(KIND, self.name, self.namespace, self.uid)
 
 
 @dataclass(frozen=True)
@@ -921,7 +915,3 @@ def _seconds_since(start: str | None, now: str) -> int | None:
     if not start:
         return None
     return max(0, int(seconds_between(start, now)))
-
-
-def now_text() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -10,12 +10,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field
 from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
+from streamapp_operator.kinds import GROUP, PLURALS, SpecModel
 from streamapp_operator.streamapps.resources import (
-    GROUP,
     KAFKA_NAME_PATTERN,
     MAX_REPLICAS,
     Condition,
@@ -24,7 +23,7 @@ from streamapp_operator.streamapps.resources import (
 )
 
 KIND = "StreamReplay"
-PLURAL = "streamreplays"
+PLURAL = PLURALS[KIND]
 SINGULAR = "streamreplay"
 SHORT_NAMES = ("sr", "replay")
 
@@ -38,16 +37,12 @@ PerPartition = dict[str, dict[str, int]]
 """``{topic: {partition: offset}}`` (partition numbers as strings: JSON object keys)."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-
 def _one_of(*fields: str) -> dict[str, Any]:
     rule = " + ".join(f"(has(self.{name}) ? 1 : 0)" for name in fields) + " == 1"
     return {"x-kubernetes-validations": [{"rule": rule, "message": _ONE_POSITION.format(", ".join(fields))}]}
 
 
-class ReplayFrom(_Model):
+class ReplayFrom(SpecModel):
     """Where the replay starts, in every partition of the app's input topics: exactly one of ``earliest``,
     ``offsets`` (every partition of every input topic) or ``timestamp`` (the first record at or after it)."""
 
@@ -62,7 +57,7 @@ class ReplayFrom(_Model):
     )
 
 
-class ReplayTo(_Model):
+class ReplayTo(SpecModel):
     """Where the replay ends (exclusive): exactly one of ``now`` (the end offsets when the replay is resolved),
     ``offsets`` or ``timestamp`` (the first record at or after it is not read)."""
 
@@ -98,14 +93,14 @@ class SparkMode(StrEnum):
     KUBERNETES = "kubernetes"
 
 
-class SparkDriver(_Model):
+class SparkDriver(SpecModel):
     """The Spark driver: the Job's pod. In local mode its cores are Spark's task slots (``local[cores]``)."""
 
     cores: int = Field(default=1, ge=1, le=16, description="CPU cores (local mode: parallel Spark tasks).")
     memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN, description="JVM heap (spark.driver.memory).")
 
 
-class SparkExecutor(_Model):
+class SparkExecutor(SpecModel):
     """Spark executors (``spark.mode: kubernetes`` only)."""
 
     instances: int = Field(default=2, ge=1, le=64, description="Executor pods.")
@@ -113,7 +108,7 @@ class SparkExecutor(_Model):
     memory: str = Field(default="1g", pattern=SPARK_MEMORY_PATTERN, description="JVM heap per executor.")
 
 
-class SparkSpec(_Model):
+class SparkSpec(SpecModel):
     """How the replay's Spark job runs."""
 
     model_config = ConfigDict(
@@ -170,7 +165,7 @@ class OutputsPolicy(StrEnum):
     TAKE_OVER = "TakeOver"
 
 
-class HandoverSpec(_Model):
+class HandoverSpec(SpecModel):
     """The new version of the app (``mode: handover``)."""
 
     name: str | None = Field(
@@ -213,13 +208,13 @@ class HandoverSpec(_Model):
     )
 
 
-class AppRef(_Model):
+class AppRef(SpecModel):
     """The StreamApp whose input the replay reads (same namespace)."""
 
     name: str = Field(min_length=1, description="Name of the StreamApp.")
 
 
-class StreamReplaySpec(_Model):
+class StreamReplaySpec(SpecModel):
     """A replay of a StreamApp's input history as a Spark batch job."""
 
     model_config = ConfigDict(
@@ -310,7 +305,7 @@ class StepState(StrEnum):
     DONE = "Done"
 
 
-class HandoverStep(_Model):
+class HandoverStep(SpecModel):
     """One handover step, recorded ``Started`` before it acts and ``Done`` after: a restarted operator
     resumes at the first step not done, and every step is idempotent."""
 
@@ -320,14 +315,14 @@ class HandoverStep(_Model):
     message: str | None = None
 
 
-class ResolvedOffsets(_Model):
+class ResolvedOffsets(SpecModel):
     """The replay's range: per input topic and partition, first offset read and offset after the last."""
 
     from_: PerPartition = Field(alias="from")
     to: PerPartition
 
 
-class TakeOverStatus(_Model):
+class TakeOverStatus(SpecModel):
     """The old version's stop of a ``handover.outputs: TakeOver``."""
 
     replicas: int = Field(
@@ -338,7 +333,7 @@ class TakeOverStatus(_Model):
     state: str = Field(description="Stopping, Stopped (its range resolved from its committed offsets) or Restored.")
 
 
-class StreamReplayStatus(_Model):
+class StreamReplayStatus(SpecModel):
     """Observed state of a StreamReplay, written only by the operator."""
 
     phase: Phase | None = None
