@@ -8,22 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_fakes import flights_spec
+from operator_fakes import UNQUOTED, flights_spec
 from pydantic import ValidationError
 from streamapp.config import StreamsConfig
 from streamapp.kafka.config_check import client_config_problems
 from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.resources import StreamAppSpec, config_text
-
-UNQUOTED = """
-commit.interval.ms: 1000
-statestore.cache.max.bytes: 0
-replication.factor: 1
-producer.enable.idempotence: true
-consumer.check.crcs: false
-producer.linger.ms: 0.5
-default.deserialization.exception.handler: log_and_continue
-"""
 
 
 def _spec(config: dict[str, Any]) -> StreamAppSpec:
