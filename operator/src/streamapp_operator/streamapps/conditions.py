@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from streamapp_operator.outcomes import Event, Problem
+from streamapp_operator.outcomes import Condition, Event, Problem, set_condition, transition
 
 READY = "Ready"
 PROGRESSING = "Progressing"
@@ -413,16 +413,7 @@ def conditions(
     before = {c.get("type"): c for c in previous}
 
     def make(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
-        old = before.get(kind)
-        since = old.get("lastTransitionTime") if old and old.get("status") == status else None
-        return {
-            "type": kind,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": since or now,
-            "observedGeneration": generation,
-        }
+        return transition(before.get(kind), Condition(kind, status, reason, message, generation), now)
 
     return [
         make(READY, *_ready(problems, progress, [*failing, *threads])),
@@ -465,19 +456,9 @@ def announce_rollout(
 ) -> list[dict[str, Any]]:
     """``previous`` conditions with Progressing set to True (reason ``RollingOut``): the intent written to
     status before pods are replaced, so that a crash in between leaves a truthful status behind."""
-    intent = {
-        "type": PROGRESSING,
-        "status": "True",
-        "reason": "RollingOut",
-        "message": message,
-        "lastTransitionTime": now,
-        "observedGeneration": generation,
-    }
-    others = [dict(c) for c in previous if c.get("type") != PROGRESSING]
-    old = next((c for c in previous if c.get("type") == PROGRESSING), None)
-    if old is not None and old.get("status") == "True":
-        intent["lastTransitionTime"] = old.get("lastTransitionTime") or now
-    return sorted([*others, intent], key=lambda c: condition_order(str(c.get("type"))))
+    return set_condition(
+        previous, Condition(PROGRESSING, "True", "RollingOut", message, generation), now, condition_order
+    )
 
 
 def condition_order(kind: str) -> int:

@@ -35,7 +35,7 @@ from streamapp.topology.compatibility import compare
 from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin
-from streamapp_operator.outcomes import Event, Problem
+from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.autoscale import Decision, Observed, ScalingHistory, decide
 from streamapp_operator.streamapps.conditions import condition_order, started_pods
@@ -157,15 +157,7 @@ def with_upgrade_condition(
     if condition is None:
         return others + ([old] if old is not None else [])
     status, reason, message = condition
-    since = old.get("lastTransitionTime") if old is not None and old.get("status") == status else None
-    made = {
-        "type": UPGRADE_COMPATIBLE,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": since or now,
-        "observedGeneration": generation,
-    }
+    made = transition(old, Condition(UPGRADE_COMPATIBLE, status, reason, message, generation), now)
     return sorted([*others, made], key=lambda c: condition_order(str(c.get("type"))))
 
 

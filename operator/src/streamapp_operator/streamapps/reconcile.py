@@ -53,7 +53,7 @@ from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
 from streamapp_operator.kinds import Owner
-from streamapp_operator.outcomes import Event, Problem
+from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
     StepOutcome,
@@ -511,14 +511,10 @@ def paused_result(app: App, previous_status: dict[str, Any], now: str) -> Result
     old = next((c for c in previous if c.get("type") == PROGRESSING), {})
     already = old.get("reason") == "Paused"
     message = f"reconciling is paused by the annotation {PAUSED_ANNOTATION}"
-    progressing = {
-        "type": PROGRESSING,
-        "status": "False",
-        "reason": "Paused",
-        "message": message,
-        "lastTransitionTime": (old.get("lastTransitionTime") if already else None) or now,
-        "observedGeneration": app.generation,
-    }
+    # paused since the last transition only while the reason stays Paused (not merely the status False)
+    progressing = transition(
+        old if already else None, Condition(PROGRESSING, "False", "Paused", message, app.generation), now
+    )
     kept = [c for c in previous if c.get("type") != PROGRESSING]
     ordered = sorted([*kept, progressing], key=lambda c: condition_order(str(c.get("type"))))
     events = [] if already else [Event("Normal", "Paused", message)]

@@ -41,7 +41,7 @@ from streamapp_operator.identity import CONSUMER_GROUP_IN_USE, Peer, foreign_mem
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
 from streamapp_operator.kinds import Owner, owned_by
-from streamapp_operator.outcomes import Event, Problem
+from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, takeover
@@ -894,18 +894,8 @@ def _finish(
     old = {c.get("type"): c for c in previous.get("conditions") or []}
     conditions = []
     for kind, (value, reason, message) in wanted.items():
-        before = old.get(kind) or {}
-        since = before.get("lastTransitionTime") if before.get("status") == value else None
-        conditions.append(
-            {
-                "type": kind,
-                "status": value,
-                "reason": reason or ("None" if value == "False" else kind),
-                "message": message,
-                "lastTransitionTime": since or now,
-                "observedGeneration": replay.generation,
-            }
-        )
+        decided = Condition(kind, value, reason or ("None" if value == "False" else kind), message, replay.generation)
+        conditions.append(transition(old.get(kind), decided, now))
     if status.get("progress") is None:
         status["progress"] = waiting or phase.lower()
     return {**status, "conditions": conditions, "observedGeneration": replay.generation}
