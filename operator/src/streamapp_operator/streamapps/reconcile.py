@@ -379,6 +379,7 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
         context = _context(app, spec, world, kafka, observation, topology, plan, application_id, previous_status, now)
         run = run_steps(STEPS, replace(context, operations=operations))
         problems += [run.problem] if run.problem is not None else []
+        problems += [run.halt.problem] if run.halt is not None else []  # no StreamApp step halts today
     stateful_set = run.stored("StatefulSet") or observation.stateful_set
     result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
     stores_of = {sub.id: sub.stores for sub in topology.subtopologies()} if topology is not None else {}

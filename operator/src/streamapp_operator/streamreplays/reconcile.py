@@ -42,7 +42,7 @@ from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
 from streamapp_operator.kinds import Owner, owned_by
 from streamapp_operator.outcomes import Condition, Event, Problem, transition
-from streamapp_operator.steps import KAFKA_UNAVAILABLE, StepOutcome, run_steps
+from streamapp_operator.steps import KAFKA_UNAVAILABLE, Blocked, Failed, StepOutcome, Waiting, run_steps
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, takeover
 from streamapp_operator.streamreplays.resources import (
@@ -126,27 +126,6 @@ class ReplayResult:
     events: list[Event] = field(default_factory=list)
 
 
-class Waiting(Exception):
-    """A step waits for something outside (the Job, the new version): later steps do not run yet."""
-
-
-class Blocked(Exception):
-    """Something in the way that the replay must not touch (a child someone else made): ``Degraded`` names
-    it and the replay waits, retried at every reconcile, until it is gone."""
-
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(problem.message)
-        self.problem = problem
-
-
-class ReplayFailed(Exception):
-    """The replay cannot succeed (an invalid range, a failed Job): phase Failed, the reason in a condition."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
 @dataclass
 class ReplayContext:
     replay: Replay
@@ -183,12 +162,12 @@ def check_identity(ctx: ReplayContext) -> StepOutcome:
     members = [m.client_id for m in ctx.kafka.group_lag(group, []).members]
     strangers = foreign_members(group, members, _new_name(ctx))
     if strangers:
-        raise ReplayFailed(strangers[0].reason, strangers[0].message)
+        raise Failed(strangers[0].reason, strangers[0].message)
     inputs = ctx.kafka.partition_counts(ctx.description.external_source_topics())
     committed = ctx.kafka.committed_offsets(group, inputs)
     if committed:
         where = ", ".join(f"{topic}[{p}]" for topic, parts in sorted(committed.items()) for p in sorted(parts))
-        raise ReplayFailed(
+        raise Failed(
             CONSUMER_GROUP_IN_USE,
             f"consumer group {group!r} has committed offsets ({where}) that this replay did not set: another "
             "application uses that application.id; set spec.applicationId to an unused one",
@@ -218,7 +197,7 @@ def _check_no_app_claims(ctx: ReplayContext) -> None:
     me = Peer(replay.namespace, replay.name, replay.uid, AFTER_EVERY_APP, application_id)
     conflicts = identity_conflicts(me, ctx.world.peers())
     if conflicts:
-        raise ReplayFailed(
+        raise Failed(
             conflicts[0].reason,
             f"the replay's {conflicts[0].message}; a StreamReplay's default is <the app's application.id>-<its name>",
         )
@@ -237,7 +216,7 @@ def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
     )
     conflicts = decisions.replay_conflicts(me, ctx.world.replays())
     if conflicts:
-        raise ReplayFailed(conflicts[0].reason, conflicts[0].message)
+        raise Failed(conflicts[0].reason, conflicts[0].message)
 
 
 def stop_old_version(ctx: ReplayContext) -> StepOutcome:
@@ -251,7 +230,7 @@ def stop_old_version(ctx: ReplayContext) -> StepOutcome:
     if recorded is None:
         why = takeover.refusal(ctx.app.get("spec") or {})
         if why is not None:
-            raise ReplayFailed(takeover.TAKE_OVER_UNSUPPORTED, why)
+            raise Failed(takeover.TAKE_OVER_UNSUPPORTED, why)
         app_id = (ctx.app.get("status") or {}).get("applicationId") or ctx.app_spec.effective_application_id(
             ctx.spec.app_ref.name
         )
@@ -305,7 +284,7 @@ def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
     counts = ctx.kafka.partition_counts(topics)
     missing = [t for t in topics if t not in counts]
     if missing:
-        raise ReplayFailed("TopicMissing", f"input topic(s) {', '.join(missing)} do not exist")
+        raise Failed("TopicMissing", f"input topic(s) {', '.join(missing)} do not exist")
     spec = ctx.spec
     positions = decisions.KafkaPositions(
         earliest=ctx.kafka.list_offsets(counts, "earliest"),
@@ -325,7 +304,7 @@ def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
     try:
         start, end = decisions.resolve_range(spec.from_, end_at, positions)
     except decisions.RangeError as exc:
-        raise ReplayFailed("InvalidRange", str(exc)) from exc
+        raise Failed("InvalidRange", str(exc)) from exc
     read = sum(end[t][p] - o for t, parts in start.items() for p, o in parts.items())
     ctx.events.append(Event("Normal", "OffsetsResolved", f"Replaying {read} records of {', '.join(sorted(start))}"))
     resolved = {"from": decisions.to_wire(start), "to": decisions.to_wire(end)}
@@ -362,7 +341,7 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
         return StepOutcome()
     assert ctx.kafka is not None and ctx.app_spec is not None
     if ctx.status.get("job"):  # recorded but gone: deleted by someone; the replay cannot say what ran
-        raise ReplayFailed("JobMissing", f"the replay's Job {name} was deleted before it finished")
+        raise Failed("JobMissing", f"the replay's Job {name} was deleted before it finished")
     resolved = ctx.status["resolvedOffsets"]
     plan = decisions.plan_document(
         replay_id=ctx.status["replayId"],
@@ -414,7 +393,7 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
     if state.phase == "Failed":
         detail = decisions.failure_detail(log) if log else ""
         reason = app_code.failure_reason(state.reason, state.message, detail)
-        raise ReplayFailed(reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
+        raise Failed(reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
     result = decisions.replay_result(log)
     if result is not None:
         written: int | None = sum((result.get("records_written") or {}).values())
@@ -449,7 +428,7 @@ def _await_start(
     verdict = job_start.start_verdict(problem, seconds, timeout, name, job_start.pending_detail(pods))
     if verdict.failed is not None:
         _delete_job(ctx.world.cluster, ctx.replay, job)
-        raise ReplayFailed(*verdict.failed)
+        raise Failed(*verdict.failed)
     progress = decisions.progress_text("Starting", seconds=seconds, step=problem.reason if problem else None)
     ctx.record(durationSeconds=seconds, progress=progress)
     if verdict.problem is not None:
@@ -497,7 +476,7 @@ def hand_over(ctx: ReplayContext) -> StepOutcome:
 
 def _set_group_offsets(ctx: ReplayContext) -> str:
     if ctx.kafka is None:  # the app (and with it the Kafka connection) is gone before the new version exists
-        raise ReplayFailed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
+        raise Failed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     group = ctx.status["applicationId"]
     end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
     if _our_new_version(ctx) is not None:
@@ -518,7 +497,7 @@ def _create_new_version(ctx: ReplayContext) -> str:
         ctx.record(newVersionUid=existing["metadata"].get("uid"))
         return f"StreamApp {name} exists"
     if ctx.app is None:
-        raise ReplayFailed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
+        raise Failed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
         ctx.app,
         name,
@@ -550,9 +529,7 @@ def _remove_old_version(ctx: ReplayContext) -> str:
             return f"StreamApp {old} kept at 0 replicas (oldVersion: Keep; its outputs are the new version's now)"
         return f"StreamApp {old} kept (oldVersion: Keep)"
     if new is None:  # deleted since it caught up: never leave no version running
-        raise ReplayFailed(
-            "NewVersionMissing", f"the new version {_new_name(ctx)} is gone: StreamApp {old} is kept running"
-        )
+        raise Failed("NewVersionMissing", f"the new version {_new_name(ctx)} is gone: StreamApp {old} is kept running")
     done, message = decisions.caught_up(new, ctx.spec.handover.max_lag)
     if not done:  # checked again as it acts (a restart may resume this step long after awaitCaughtUp)
         raise Waiting(f"StreamApp {old} stays until the new version is caught up: {message}")
@@ -636,26 +613,26 @@ def reconcile_replay(
         return ReplayResult(status={})
     try:
         ctx = _context(replay, spec, current, world, now)
-    except ReplayFailed as exc:
+    except Failed as exc:
         return _failed(replay, previous, current, exc, now, [])
     except Blocked as exc:
         return _blocked(replay, previous, current, exc, now, [])
     if ctx is None:  # waiting for the app
         return ReplayResult(status=_finish(replay, previous, current, now))
-    try:
-        run = run_steps(STEPS, ctx)
-    except Waiting as exc:
-        ctx.status["waiting"] = str(exc)
+    run = run_steps(STEPS, ctx)
+    halt = run.halt
+    if isinstance(halt, Waiting):
+        ctx.status["waiting"] = str(halt)
         return ReplayResult(status=_finish(replay, previous, ctx.status, now), events=ctx.events)
-    except Blocked as exc:
-        return _blocked(replay, previous, ctx.status, exc, now, ctx.events)
-    except ReplayFailed as exc:
+    if isinstance(halt, Blocked):
+        return _blocked(replay, previous, ctx.status, halt, now, ctx.events)
+    if isinstance(halt, Failed):
         with contextlib.suppress(KubernetesUnavailable):  # best effort, as the clean-up: the failure is what counts
             _restore_old_version(ctx)
         if ctx.kafka is not None and ctx.status.get("job") and not _new_version_created(ctx.status):
             with contextlib.suppress(KafkaUnavailable):  # best effort: the failure is what the status must say
                 ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status, ctx.events)
-        return _failed(replay, previous, ctx.status, exc, now, ctx.events)
+        return _failed(replay, previous, ctx.status, halt, now, ctx.events)
     ctx.status.update(run.status)
     ctx.status.pop("waiting", None)
     problem = run.problem
@@ -668,7 +645,7 @@ def _context(
     try:
         parsed = StreamReplaySpec.parse(spec)
     except ValidationError as exc:
-        raise ReplayFailed("InvalidSpec", str(exc)) from exc
+        raise Failed("InvalidSpec", str(exc)) from exc
     app = world.cluster.get("StreamApp", replay.namespace, parsed.app_ref.name)
     if app is None and status.get("phase") == Phase.RUNNING.value:
         _app_deleted_mid_job(world.cluster, replay, parsed, status)
@@ -681,15 +658,15 @@ def _context(
         description = TopologyDescription.from_dict(topology or {})
         description.check_exportable()
     except (TopologyError, ValueError, KeyError) as exc:
-        raise ReplayFailed("InvalidTopology", f"topology: {exc}") from exc
+        raise Failed("InvalidTopology", f"topology: {exc}") from exc
     try:  # before any Job: a node type or sink the replay cannot run is named here, not in a failed Spark run
         check_topology(description)
     except UnsupportedTopologyError as exc:
-        raise ReplayFailed("UnsupportedTopology", f"topology: {exc}") from exc
+        raise Failed("UnsupportedTopology", f"topology: {exc}") from exc
     if app is not None and parsed.mode == ReplayMode.HANDOVER and not status.get("job"):
         shared = decisions.shared_outputs(description.sink_topics(), (app.get("spec") or {}).get("topology") or {})
         if shared and not _taking_over(parsed):
-            raise ReplayFailed(
+            raise Failed(
                 "OutputInUse",
                 f"the replay's topology writes {', '.join(shared)}, which StreamApp {parsed.app_ref.name} writes too: "
                 "the replayed history would duplicate what it wrote there; write the replay's output to a new topic, "
@@ -723,7 +700,7 @@ def _app_deleted_mid_job(
     """The replayed StreamApp is gone while the replay's Job exists (``phase: Running``). A handover has nothing
     left to hand over from, and a Job whose pod never started has done nothing: either fails at once, its Job
     deleted. A running backfill's job is left to end (its output keeps what it commits), then fails: without the
-    app there is no Kafka connection to count or check what it wrote. Raises ReplayFailed, or Blocked while it
+    app there is no Kafka connection to count or check what it wrote. Raises Failed, or Blocked while it
     waits (``Degraded``, reason ``AppMissing``)."""
     app, name = spec.app_ref.name, status.get("job") or decisions.job_name(replay.name)
     job = cluster.get("Job", replay.namespace, name)
@@ -731,13 +708,13 @@ def _app_deleted_mid_job(
     gone = f"StreamApp {app} was deleted while the replay's Spark job ran"
     if state.phase == "Succeeded":
         unchecked = "its output topics hold what it wrote, which the replay did not count or check without the app"
-        raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} completed: {unchecked}")
+        raise Failed(APP_MISSING, f"{gone}; Job {name} completed: {unchecked}")
     if state.phase == "Failed":
-        raise ReplayFailed(APP_MISSING, f"{gone}; Job {name} failed: {state.message}")
+        raise Failed(APP_MISSING, f"{gone}; Job {name} failed: {state.message}")
     if spec.mode == ReplayMode.HANDOVER or not job_start.started(_owned_pods(cluster, replay.namespace, name, job)):
         _delete_job(cluster, replay, job)
         why = "there is no app to hand over from" if spec.mode == ReplayMode.HANDOVER else "its pod had not started"
-        raise ReplayFailed(APP_MISSING, f"{gone}: {why}; Job {name} deleted")
+        raise Failed(APP_MISSING, f"{gone}: {why}; Job {name} deleted")
     status["progress"] = "app deleted: waiting for the Spark job to end"
     then = "its output keeps what it commits; delete the StreamReplay to stop it now"
     raise Blocked(Problem(APP_MISSING, f"{gone}: the replay fails when Job {name} ends ({then})"))
@@ -748,7 +725,7 @@ def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any
     sub-topology (the engine's own shapes, plain Python: the operator's image has no pyarrow)."""
     refusal = decisions.emit_final_refusal(description, config)
     if refusal is not None:
-        raise ReplayFailed(decisions.EMIT_FINAL_UNSUPPORTED, refusal)
+        raise Failed(decisions.EMIT_FINAL_UNSUPPORTED, refusal)
 
 
 def _our_new_version(ctx: ReplayContext) -> dict[str, Any] | None:
@@ -775,7 +752,7 @@ def _new_version_of(
         name, spec.app_ref.name, existing, replay.name, replay.uid, recorded_uid, created_unannotated
     )
     if conflict is not None:
-        raise ReplayFailed(*conflict)
+        raise Failed(*conflict)
     return existing
 
 
@@ -851,7 +828,7 @@ def _markers(ctx: ReplayContext) -> str:
 
 
 def _failed(
-    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: ReplayFailed, now: str, events: list[Event]
+    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: Failed, now: str, events: list[Event]
 ) -> ReplayResult:
     status = {**status, "phase": Phase.FAILED.value, "completionTime": now, "progress": f"failed: {exc.reason}"}
     status.pop("waiting", None)
