@@ -13,8 +13,8 @@ import pytest
 import yaml
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.kafka import GroupMember, KafkaUnavailable
+from streamapp_operator.streamapps.observe import observe_instances
 from streamapp_operator.streamapps.operations import (
-    processed_total,
     processing_rate,
     running_application_id,
     with_upgrade_condition,
@@ -274,7 +274,7 @@ def test_the_processing_rate_comes_from_the_pods_counters() -> None:
     worker = {"metrics": {"records_processed_total": 500}}
     instances.documents["10.0.0.1"] = {"workers": [worker, worker]}
     pods = [{"metadata": {"name": f"{NAME}-0"}, "status": READY}]
-    total = processed_total(pods, instances)
+    total = observe_instances(pods, instances)[3]  # the processed-records total of the one /status read
     assert total == 1000
     assert processing_rate(400, 100.0, total, 110.0) == pytest.approx(60.0)
     assert processing_rate(2000, 100.0, total, 110.0) is None  # a pod restarted: its counter began again
@@ -374,6 +374,22 @@ def test_a_rate_target_scales_on_the_processing_rate_read_from_the_pods(
             assert driver.replicas() == 2  # one sample is no rate: held, not scaled to minReplicas
     assert driver.status["autoscaling"]["recordsPerSecond"] == pytest.approx(600.0)
     assert driver.replicas() == 3  # 600 / 100 = 6 threads, 2 per pod
+
+
+def test_each_pods_status_is_read_once_per_reconcile_when_autoscaling_on_a_rate(
+    cluster: TestingCluster, kafka: TestingKafka
+) -> None:
+    """The autoscaler's processed-records sample comes from the same ``/status`` read as restoration and
+    failing threads: one request per started pod and reconcile, not two."""
+    instances = TestingInstances()
+    driver = Driver(cluster, kafka, instances)
+    for i in range(2):
+        cluster.add_pod(NAMESPACE, f"{NAME}-{i}", dict(LABELS), {**READY, "podIP": f"10.0.0.{i + 1}"})
+    worker = {"metrics": {"records_processed_total": 10}}
+    instances.documents.update({"10.0.0.1": {"workers": [worker]}, "10.0.0.2": {"workers": [worker]}})
+    driver.reconcile(_autoscaled(target={"recordsPerSecondPerThread": 100}))
+    assert sorted(instances.asked) == ["10.0.0.1", "10.0.0.2"]
+    assert driver.status["autoscaling"]["processedTotal"] == 20
 
 
 def test_upgrade_compatible_keeps_its_transition_time_while_its_status_stays() -> None:

@@ -61,25 +61,37 @@ class Observation:
     group: GroupLag | None = None
     kafka_error: str | None = None
     claims: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    processed: int | None = None
+    """Records processed by the started pods' stream threads (``/status``, summed; None: no pod answered or
+    pods not asked): the autoscaler's rate sample, from the same ``/status`` read as ``restore``."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to observe: StreamApp ``namespace/name``, the state claims of its first ``claim_ordinals``
+    ordinals (at least the StatefulSet's replicas) and, given a ``topology`` and ``application_id``, its topics
+    and consumer group."""
+
+    namespace: str
+    name: str
+    topology: TopologyDescription | None = None
+    application_id: str | None = None
+    claim_ordinals: int = 0
 
 
 def observe(
-    namespace: str,
-    name: str,
-    cluster: Cluster,
-    topology: TopologyDescription | None = None,
-    application_id: str | None = None,
-    kafka: KafkaAdmin | None = None,
-    instances: InstanceReader | None = None,
-    claim_ordinals: int = 0,
+    target: Target, cluster: Cluster, kafka: KafkaAdmin | None = None, instances: InstanceReader | None = None
 ) -> Observation:
-    """Read the children and pods of StreamApp ``namespace/name``, given ``instances`` the ``/status`` of
-    its pods that are not ready, the state claims of the first ``claim_ordinals`` ordinals (at least the
-    StatefulSet's replicas) and, given a topology, its topics and group."""
+    """Read the children and pods of ``target``, given ``instances`` the ``/status`` of its started pods
+    (once per reconcile: restoration, failing threads, drops and the processed-records total) and, given
+    ``kafka``, its topics and group."""
+    namespace, name = target.namespace, target.name
     pods = cluster.list_pods(namespace, selector(name))
-    restore, threads, drops = observe_instances(pods, instances) if instances is not None else (None, [], None)
+    restore, threads, drops, processed = (
+        observe_instances(pods, instances) if instances is not None else (None, [], None, None)
+    )
     stateful_set = cluster.get("StatefulSet", namespace, name)
-    ordinals = volumes.claim_ordinals(claim_ordinals, None, stateful_set)
+    ordinals = volumes.claim_ordinals(target.claim_ordinals, None, stateful_set)
     claims = {
         volumes.claim_name(name, n): cluster.get("PersistentVolumeClaim", namespace, volumes.claim_name(name, n))
         for n in range(ordinals)
@@ -96,7 +108,9 @@ def observe(
         drops=drops,
         creation=observe_creation(cluster, stateful_set),
         claims=claims,
+        processed=processed,
     )
+    topology, application_id = target.topology, target.application_id
     if topology is None or application_id is None or kafka is None:
         return children
     all_topics, consumed = topology_topics(topology, application_id)
@@ -124,18 +138,34 @@ def observe_creation(cluster: Cluster, stateful_set: dict[str, Any] | None) -> l
 
 def observe_instances(
     pods: list[dict[str, Any]], instances: InstanceReader
-) -> tuple[RestoreView, list[str], dict[str, PodDrops]]:
+) -> tuple[RestoreView, list[str], dict[str, PodDrops], int | None]:
     """Ask the started pods for their ``/status`` (concurrently, within one overall deadline, those that are
     not ready first: ``instances.read_statuses``); a pod that cannot answer is noted, not raised.
 
     Returns what the pods that are not ready say about restoration, the stream threads failing in any
-    pod (a ready pod may still restart a failing thread), and the records each pod that answered dropped. A
-    ready pod that cannot answer does not make ``Restoring`` unknown: it has restored everything."""
+    pod (a ready pod may still restart a failing thread), the records each pod that answered dropped, and the
+    records all of them processed (:func:`processed_total`). A ready pod that cannot answer does not make
+    ``Restoring`` unknown: it has restored everything."""
     started = started_pods(pods)
     documents = read_statuses(instances, [(name, ip) for name, ip, _ in started], HTTP_PORT)
     unready = {name for name, _, ready in started if not ready}
     restore = restore_view({pod: doc for pod, doc in documents.items() if pod in unready})
-    return restore, failing_threads(documents, time.time()), pod_drops(documents)
+    return restore, failing_threads(documents, time.time()), pod_drops(documents), processed_total(documents)
+
+
+def processed_total(documents: Mapping[str, dict[str, Any] | str]) -> int | None:
+    """Records processed by the pods' stream threads (``/status`` ``workers[].metrics.records_processed_total``,
+    summed over the documents: pod -> ``/status`` or why there is none); None when no pod answered."""
+    total, answered = 0, False
+    for document in documents.values():
+        if not isinstance(document, Mapping):
+            continue
+        answered = True
+        for worker in document.get("workers") or []:
+            metrics = worker.get("metrics") if isinstance(worker, Mapping) else None
+            if isinstance(metrics, Mapping) and isinstance(metrics.get("records_processed_total"), int):
+                total += metrics["records_processed_total"]
+    return total if answered else None
 
 
 def topology_topics(topology: TopologyDescription, application_id: str) -> tuple[list[str], list[str]]:

@@ -32,16 +32,15 @@ from streamapp.kafka.reset_plan import is_internal_topic
 from streamapp.topology import TopologyDescription, TopologyError
 from streamapp.topology.compatibility import compare
 
-from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin
 from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.autoscale import Decision, Observed, ScalingHistory, decide
-from streamapp_operator.streamapps.conditions import condition_order, started_pods
+from streamapp_operator.streamapps.conditions import condition_order
 from streamapp_operator.streamapps.observe import Observation, topology_topics
 from streamapp_operator.streamapps.reset import ResetObserved, ResetSpec, ResetStatus, Step, next_step
-from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamapps.resources import App, StreamAppSpec
 from streamapp_operator.streamapps.upgrade import UPGRADE_COMPATIBLE, decide_upgrade
 
 INCOMPATIBLE_TOPOLOGY_CHANGE = "IncompatibleTopologyChange"
@@ -88,25 +87,24 @@ def running_topology(config_map: Mapping[str, Any] | None, uid: str) -> tuple[To
 
 
 def check_upgrade(
-    name: str,
-    namespace: str,
-    uid: str,
-    generation: int,
+    app: App,
     spec: StreamAppSpec,
     topology: TopologyDescription | None,
-    cluster: Cluster,
+    config_map: Mapping[str, Any] | None,
     previous_status: Mapping[str, Any],
 ) -> Upgrade:
-    """Compare the running topology with ``topology`` (the spec's) and decide by ``spec.upgradePolicy``.
+    """Compare the running topology (in the app's ``config_map`` as read: None, absent) with ``topology`` (the
+    spec's) and decide by ``spec.upgradePolicy`` (pure).
 
     ``UpgradeCompatible`` appears with the first topology change (none before: nothing was compared), and
     stays, updated, from then on. A running topology of another ``application.id`` (``spec.applicationId``
     changed) is not compared: a new application starts without state."""
-    spec_id = spec.effective_application_id(name)
+    spec_id = spec.effective_application_id(app.name)
     running_id = running_application_id(spec_id, previous_status)
+    generation = app.generation
     if topology is None:
         return Upgrade(running_id)
-    running, running_as = running_topology(cluster.get("ConfigMap", namespace, desired.config_map_name(name)), uid)
+    running, running_as = running_topology(config_map, app.uid)
     if running is None or running_as != running_id:
         return Upgrade(running_id)
     report = compare(running, topology)
@@ -183,28 +181,33 @@ class Operations:
         return step not in ("scaleBack", "done")
 
 
-def plan_operations(
-    name: str,
-    namespace: str,
-    spec: StreamAppSpec,
-    upgrade: Upgrade,
-    topology: TopologyDescription,
-    tasks: int,
-    observation: Observation,
-    cluster: Cluster,
-    instances: InstanceReader | None,
-    previous_status: Mapping[str, Any],
-    now: float,
-) -> Operations:
+@dataclass(frozen=True)
+class Planning:
+    """What :func:`plan_operations` decides from: the app, its spec, the upgrade decided, the topology and its
+    task count, what was observed, the previous status and the autoscaler's clock (``now``, epoch seconds)."""
+
+    app: App
+    spec: StreamAppSpec
+    upgrade: Upgrade
+    topology: TopologyDescription
+    tasks: int
+    observation: Observation
+    previous_status: Mapping[str, Any]
+    now: float
+
+
+def plan_operations(planning: Planning, cluster: Cluster) -> Operations:
     """The reset's next step and the autoscaler's replicas for one reconcile (reads the state claims while
-    a reset runs, and the pods' processed-records counters for a rate target; acts on nothing)."""
+    a reset runs; the pods' processed-records counters come from the observation; acts on nothing)."""
+    spec, upgrade, observation = planning.spec, planning.upgrade, planning.observation
+    previous_status = planning.previous_status
     stateful_set = observation.stateful_set
     current = int(stateful_set["spec"].get("replicas", 0)) if stateful_set is not None else spec.replicas
     application_id = upgrade.application_id
-    every, consumed = topology_topics(topology, application_id)
+    every, consumed = topology_topics(planning.topology, application_id)
     inputs = tuple(t for t in consumed if not is_internal_topic(application_id, t))
     owned = frozenset([*every, *(previous_status.get("createdTopics") or [])]) - set(inputs)
-    step, claims = _reset_step(name, namespace, spec, upgrade, observation, cluster, previous_status, current)
+    step, claims = _reset_step(planning, cluster, current)
     status: dict[str, Any] = {}
     events: list[Event] = []
     if step is not None and step.status is not None:
@@ -219,7 +222,7 @@ def plan_operations(
         if previous_status.get("autoscaling") is not None:
             status["autoscaling"] = None  # turned off: spec.replicas applies again
         return replace(operations, replicas=spec.replicas)
-    decision, autoscaling = _autoscale(spec, tasks, observation, instances, previous_status, current, now)
+    decision, autoscaling = _autoscale(planning, current)
     status["autoscaling"] = autoscaling
     if decision.replicas != current:
         kind = "ScaledUp" if decision.replicas > current else "ScaledDown"
@@ -227,17 +230,10 @@ def plan_operations(
     return replace(operations, replicas=decision.replicas, autoscaling=decision)
 
 
-def _reset_step(
-    name: str,
-    namespace: str,
-    spec: StreamAppSpec,
-    upgrade: Upgrade,
-    observation: Observation,
-    cluster: Cluster,
-    previous_status: Mapping[str, Any],
-    replicas: int,
-) -> tuple[Step | None, tuple[tuple[str, str], ...]]:
+def _reset_step(planning: Planning, cluster: Cluster, replicas: int) -> tuple[Step | None, tuple[tuple[str, str], ...]]:
     """The reset's next step (``reset.next_step``), and the state claims (name, uid) when one runs."""
+    spec, upgrade, previous_status = planning.spec, planning.upgrade, planning.previous_status
+    name, namespace = planning.app.name, planning.app.namespace
     before = _reset_status(previous_status.get("reset"))
     asked = spec.reset
     covered = (previous_status.get("upgrade") or {}).get("specResetNonce")
@@ -253,6 +249,7 @@ def _reset_step(
         adopted = ResetStatus(nonce=asked.nonce, to=asked.to, offsets=asked.offsets, step="done",
                               replicas_before=replicas, message=message)  # fmt: skip
         return Step("none", adopted, message), ()
+    observation = planning.observation
     group = observation.group
     claims = _state_claims(name, cluster.list_claims(namespace, desired.selector(name)))
     observed = ResetObserved(
@@ -287,16 +284,11 @@ def _state_claims(name: str, claims: Sequence[Mapping[str, Any]]) -> tuple[tuple
     return tuple(sorted(found))
 
 
-def _autoscale(
-    spec: StreamAppSpec,
-    tasks: int,
-    observation: Observation,
-    instances: InstanceReader | None,
-    previous_status: Mapping[str, Any],
-    current: int,
-    now: float,
-) -> tuple[Decision, dict[str, Any]]:
-    """``autoscale.decide`` on the group's lag and the pods' processing rate; ``status.autoscaling``."""
+def _autoscale(planning: Planning, current: int) -> tuple[Decision, dict[str, Any]]:
+    """``autoscale.decide`` on the group's lag and the pods' processing rate (the observation's processed-records
+    total: the pods' ``/status`` is read once per reconcile, by ``observe``); ``status.autoscaling``."""
+    spec, tasks, observation, now = planning.spec, planning.tasks, planning.observation, planning.now
+    previous_status = planning.previous_status
     assert spec.autoscaling is not None
     before = previous_status.get("autoscaling") or {}
     history = _history(before)
@@ -304,7 +296,7 @@ def _autoscale(
     sample: dict[str, Any] = {}
     rate: float | None = 0.0
     if target.lag_per_task is None:
-        processed = processed_total(observation.pods, instances) if instances is not None else None
+        processed = observation.processed
         rate = processing_rate(before.get("processedTotal"), before.get("sampledAt"), processed, now)
         sample = {"processedTotal": processed, "sampledAt": now,
                   "recordsPerSecond": round(rate, 3) if rate is not None else None}  # fmt: skip
@@ -342,23 +334,6 @@ def _history(raw: Mapping[str, Any]) -> ScalingHistory:
         return ScalingHistory.model_validate(kept)
     except ValidationError:
         return ScalingHistory()
-
-
-def processed_total(pods: Sequence[Mapping[str, Any]], instances: InstanceReader) -> int | None:
-    """Records processed by the started pods' stream threads (``/status`` ``workers[].metrics.
-    records_processed_total``, summed); None when no pod answered."""
-    started = started_pods([dict(p) for p in pods])
-    documents = read_statuses(instances, [(pod, ip) for pod, ip, _ in started], desired.HTTP_PORT)
-    total, answered = 0, False
-    for document in documents.values():
-        if not isinstance(document, Mapping):
-            continue
-        answered = True
-        for worker in document.get("workers") or []:
-            metrics = worker.get("metrics") if isinstance(worker, Mapping) else None
-            if isinstance(metrics, Mapping) and isinstance(metrics.get("records_processed_total"), int):
-                total += metrics["records_processed_total"]
-    return total if answered else None
 
 
 def processing_rate(before: Any, before_at: Any, total: int | None, now: float) -> float | None:

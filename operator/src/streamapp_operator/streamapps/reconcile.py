@@ -52,7 +52,6 @@ from streamapp_operator.identity import Peer, foreign_children, foreign_claims, 
 from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
-from streamapp_operator.kinds import Owner
 from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.steps import (
     KAFKA_UNAVAILABLE,
@@ -76,10 +75,17 @@ from streamapp_operator.streamapps.conditions import (
     rollout,
 )
 from streamapp_operator.streamapps.dropped_records import dropped_records
-from streamapp_operator.streamapps.observe import Observation, observe
-from streamapp_operator.streamapps.operations import Operations, check_upgrade, epoch, plan_operations, run_operations
+from streamapp_operator.streamapps.observe import Observation, Target, observe
+from streamapp_operator.streamapps.operations import (
+    Operations,
+    Planning,
+    check_upgrade,
+    epoch,
+    plan_operations,
+    run_operations,
+)
 from streamapp_operator.streamapps.operations import with_upgrade_condition as _with_upgrade
-from streamapp_operator.streamapps.resources import KIND, CleanupPolicy, StreamAppSpec
+from streamapp_operator.streamapps.resources import PAUSED_ANNOTATION, App, CleanupPolicy, StreamAppSpec
 from streamapp_operator.streamapps.restore_progress import restore_progress
 from streamapp_operator.streamapps.restore_progress import summary as restore_summary
 from streamapp_operator.streamapps.rollout import (
@@ -91,28 +97,6 @@ from streamapp_operator.streamapps.rollout import (
 )
 from streamapp_operator.streamapps.validate import CONFIG_INVALID, TopicPlan, parse_spec, parse_topology, plan_topics
 from streamapp_operator.streamapps.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, parse_duration, plan_claims
-
-PAUSED_ANNOTATION = "streamapp.io/paused"
-
-
-@dataclass(frozen=True)
-class App:
-    """Identity of the StreamApp being reconciled (from its metadata)."""
-
-    name: str
-    namespace: str
-    uid: str
-    generation: int
-    created: str = ""
-    annotations: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def owner(self) -> Owner:
-        return Owner(KIND, self.name, self.namespace, self.uid)
-
-    @property
-    def paused(self) -> bool:
-        return self.annotations.get(PAUSED_ANNOTATION, "").strip().lower() == "true"
 
 
 @dataclass(frozen=True)
@@ -346,42 +330,76 @@ STEPS = (
 )
 
 
+@dataclass(frozen=True)
+class Given:
+    """What one reconcile starts from: the app, its previous status and the instant (RFC 3339) that stamps
+    condition transitions."""
+
+    app: App
+    previous_status: dict[str, Any]
+    now: str
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What the decide phase settled from the spec and the observation (pure): the typed spec (None: invalid),
+    the topology, the topic plan (None: not checked), the ``application.id`` the app runs with and the problems
+    that keep the steps from running."""
+
+    spec: StreamAppSpec | None
+    topology: TopologyDescription | None = None
+    plan: TopicPlan | None = None
+    application_id: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
 def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any], world: World, now: str) -> Result:
-    """Bring StreamApp ``app`` towards ``raw_spec``; ``now`` (RFC 3339) stamps condition transitions."""
+    """Bring StreamApp ``app`` towards ``raw_spec``; ``now`` (RFC 3339) stamps condition transitions.
+
+    Reads as observe -> decide (pure) -> run :data:`STEPS` -> report. The upgrade check reads the running
+    ConfigMap and the Kafka connection its Secrets before the observation, because the ``application.id`` to
+    observe and the client to observe with depend on them."""
+    given = Given(app, previous_status, now)
     if app.paused:
         return paused_result(app, previous_status, now)
     spec, problems = parse_spec(raw_spec, app.name)
     if spec is None:
-        observation = observe(app.namespace, app.name, world.cluster, instances=world.instances)
-        return _result(app, None, None, problems, None, observation, previous_status, now)
+        observation = observe(Target(app.namespace, app.name), world.cluster, instances=world.instances)
+        return _result(given, Decided(None, problems=problems), observation)
     if not problems:
         problems += _client_setting_problems(spec, app.name)
     topology, topology_problems = parse_topology(spec)
-    upgrade = check_upgrade(app.name, app.namespace, app.uid, app.generation, spec, topology, world.cluster,
-                            previous_status)  # fmt: skip
+    running = world.cluster.get("ConfigMap", app.namespace, desired.config_map_name(app.name))
+    upgrade = check_upgrade(app, spec, topology, running, previous_status)
     application_id = upgrade.application_id
     problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
     problems += [upgrade.problem] if upgrade.problem is not None else []
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
     # no client without its credentials: librdkafka refuses an empty password, and the report must come first
     kafka, client_problems = _kafka_client(world, connection) if not secret_problems else (None, [])
+    # observe
     max_replicas = spec.autoscaling.max_replicas if spec.autoscaling is not None else None
-    observation = observe(app.namespace, app.name, world.cluster, topology, application_id, kafka, world.instances,
-                          claim_ordinals(spec.replicas, max_replicas, None))  # fmt: skip
+    target = Target(
+        app.namespace, app.name, topology, application_id, claim_ordinals(spec.replicas, max_replicas, None)
+    )
+    observation = observe(target, world.cluster, kafka, world.instances)
+    # decide
     plan, plan_problems = _plan(topology, application_id, observation) if kafka is not None else (None, [])
     problems += topology_problems + secret_problems + client_problems + _strangers(app, application_id, observation)
     problems += plan_problems
+    decided = Decided(spec, topology, plan, application_id, problems)
+    # run the steps
     run = StepsRun()
     if topology is not None and plan is not None and kafka is not None and not problems:
-        operations = plan_operations(app.name, app.namespace, spec, upgrade, topology, plan.tasks, observation,
-                                     world.cluster, world.instances, previous_status, epoch())  # fmt: skip
-        spec = spec.model_copy(update={"replicas": operations.replicas})
-        context = _context(app, spec, world, kafka, observation, topology, plan, application_id, previous_status, now)
+        planning = Planning(app, spec, upgrade, topology, plan.tasks, observation, previous_status, epoch())
+        operations = plan_operations(planning, world.cluster)
+        decided = replace(decided, spec=spec.model_copy(update={"replicas": operations.replicas}))
+        context = _context(given, world, kafka, observation, decided)
         run = run_steps(STEPS, replace(context, operations=operations))
         problems += [run.problem] if run.problem is not None else []
         problems += [run.halt.problem] if run.halt is not None else []  # no StreamApp step halts today
-    stateful_set = run.stored("StatefulSet") or observation.stateful_set
-    result = _result(app, spec, plan, problems, application_id, observation, previous_status, now, stateful_set)
+    # report
+    result = _result(given, decided, observation, run.stored("StatefulSet") or observation.stateful_set)
     stores_of = {sub.id: sub.stores for sub in topology.subtopologies()} if topology is not None else {}
     progress = restore_progress(observation.restore, stores_of, previous_status.get("restore"), now)
     result.status.update({"restore": progress, "restoreProgress": restore_summary(progress)})
@@ -417,22 +435,16 @@ def _strangers(app: App, application_id: str, observation: Observation) -> list[
 
 
 def _context(
-    app: App,
-    spec: StreamAppSpec,
-    world: World,
-    kafka: KafkaAdmin,
-    observation: Observation,
-    topology: TopologyDescription,
-    plan: TopicPlan,
-    application_id: str,
-    previous_status: dict[str, Any],
-    now: str,
+    given: Given, world: World, kafka: KafkaAdmin, observation: Observation, decided: Decided
 ) -> StreamAppContext:
-    """Build every desired child from the spec (pure)."""
+    """Build every desired child from the decided spec (pure)."""
+    app, spec, topology, plan = given.app, decided.spec, decided.topology, decided.plan
+    application_id = decided.application_id
+    assert spec is not None and topology is not None and plan is not None and application_id is not None
     config_map = desired.config_map(app.owner, topology.to_yaml(), desired.streams_config(spec, application_id))
     pod_labels = [pod.get("metadata", {}).get("labels") or {} for pod in observation.pods]
     digest = desired.config_hash(config_map)
-    rolling = _rollout(app, spec, observation, desired.stateful_set(app.owner, spec, digest), previous_status, now)
+    rolling = _rollout(given, spec, observation, desired.stateful_set(app.owner, spec, digest))
     return StreamAppContext(
         app=app,
         spec=spec,
@@ -446,20 +458,14 @@ def _context(
         budget=desired.disruption_budget(app.owner, spec, observation.disruption_budgets, pod_labels),
         rollout=rolling,
         application_id=application_id,
-        previous_status=previous_status,
-        now=now,
+        previous_status=given.previous_status,
+        now=given.now,
     )
 
 
-def _rollout(
-    app: App,
-    spec: StreamAppSpec,
-    observation: Observation,
-    stateful_set: dict[str, Any],
-    previous_status: dict[str, Any],
-    now: str,
-) -> RolloutPlan:
+def _rollout(given: Given, spec: StreamAppSpec, observation: Observation, stateful_set: dict[str, Any]) -> RolloutPlan:
     """The rollout's next step from what was observed (pure; ``rollout.plan_rollout``)."""
+    app, previous_status, now = given.app, given.previous_status, given.now
     restore = observation.restore
     restoring = sorted({task.pod for task in restore.tasks}) if restore is not None else []
     return plan_rollout(
@@ -523,16 +529,12 @@ def paused_result(app: App, previous_status: dict[str, Any], now: str) -> Result
 
 
 def _result(
-    app: App,
-    spec: StreamAppSpec | None,
-    plan: TopicPlan | None,
-    problems: list[Problem],
-    application_id: str | None,
-    observation: Observation,
-    previous_status: dict[str, Any],
-    now: str,
-    stateful_set: dict[str, Any] | None = None,
+    given: Given, decided: Decided, observation: Observation, stateful_set: dict[str, Any] | None = None
 ) -> Result:
+    """The status and events of what was decided and observed (pure); ``stateful_set`` as stored by the steps
+    (None: as observed)."""
+    app, previous_status, now = given.app, given.previous_status, given.now
+    spec, plan, problems, application_id = decided.spec, decided.plan, decided.problems, decided.application_id
     stateful_set = stateful_set if stateful_set is not None else observation.stateful_set
     desired_replicas = spec.replicas if spec is not None else _spec_replicas(stateful_set)
     progress = rollout(stateful_set, desired_replicas)

@@ -13,6 +13,7 @@ admission: types, enums, minimums, patterns, required fields and defaults.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -21,7 +22,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJso
 from streamapp.config import StreamsConfig
 
 from streamapp_operator.connection import KafkaSpec
-from streamapp_operator.kinds import PLURALS, SpecModel
+from streamapp_operator.kinds import PLURALS, Owner, SpecModel
 from streamapp_operator.streamapps.autoscale import AutoscalingSpec
 from streamapp_operator.streamapps.reset import ResetSpec, ResetStatus
 from streamapp_operator.streamapps.upgrade import UpgradePolicy
@@ -476,3 +477,26 @@ class StreamAppStatus(SpecModel):
     rollout: RolloutStatus | None = Field(
         default=None, description="The rollout in progress: one pod at a time, why it waits (ADR 0009)."
     )
+
+
+PAUSED_ANNOTATION = "streamapp.io/paused"
+
+
+@dataclass(frozen=True)
+class App:
+    """Identity of the StreamApp being reconciled (from its metadata)."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    created: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(KIND, self.name, self.namespace, self.uid)
+
+    @property
+    def paused(self) -> bool:
+        return self.annotations.get(PAUSED_ANNOTATION, "").strip().lower() == "true"
