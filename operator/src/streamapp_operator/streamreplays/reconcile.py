@@ -607,6 +607,7 @@ def reconcile_replay(
 ) -> ReplayResult:
     """Reconcile one StreamReplay; never raises for an invalid one (the status says why)."""
     previous = dict(status)
+    given = Given(replay, previous, now)
     current = dict(status)
     current.setdefault("phase", Phase.PENDING.value)
     if current["phase"] in (Phase.SUCCEEDED.value, Phase.FAILED.value):
@@ -614,29 +615,29 @@ def reconcile_replay(
     try:
         ctx = _context(replay, spec, current, world, now)
     except Failed as exc:
-        return _failed(replay, previous, current, exc, now, [])
+        return _failed(given, current, exc, [])
     except Blocked as exc:
-        return _blocked(replay, previous, current, exc, now, [])
+        return _blocked(given, current, exc, [])
     if ctx is None:  # waiting for the app
-        return ReplayResult(status=_finish(replay, previous, current, now))
+        return ReplayResult(status=_finish(given, current))
     run = run_steps(STEPS, ctx)
     halt = run.halt
     if isinstance(halt, Waiting):
         ctx.status["waiting"] = str(halt)
-        return ReplayResult(status=_finish(replay, previous, ctx.status, now), events=ctx.events)
+        return ReplayResult(status=_finish(given, ctx.status), events=ctx.events)
     if isinstance(halt, Blocked):
-        return _blocked(replay, previous, ctx.status, halt, now, ctx.events)
+        return _blocked(given, ctx.status, halt, ctx.events)
     if isinstance(halt, Failed):
         with contextlib.suppress(KubernetesUnavailable):  # best effort, as the clean-up: the failure is what counts
             _restore_old_version(ctx)
         if ctx.kafka is not None and ctx.status.get("job") and not _new_version_created(ctx.status):
             with contextlib.suppress(KafkaUnavailable):  # best effort: the failure is what the status must say
                 ctx.status["topicsDeleted"] = _delete_leftovers(ctx.kafka, ReplayMode.BACKFILL, ctx.status, ctx.events)
-        return _failed(replay, previous, ctx.status, halt, now, ctx.events)
+        return _failed(given, ctx.status, halt, ctx.events)
     ctx.status.update(run.status)
     ctx.status.pop("waiting", None)
     problem = run.problem
-    return ReplayResult(status=_finish(replay, previous, ctx.status, now, problem), events=ctx.events)
+    return ReplayResult(status=_finish(given, ctx.status, problem), events=ctx.events)
 
 
 def _context(
@@ -827,30 +828,38 @@ def _markers(ctx: ReplayContext) -> str:
     return f"streamapp-replay-{ctx.status['replayId']}-markers"
 
 
-def _failed(
-    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: Failed, now: str, events: list[Event]
-) -> ReplayResult:
+@dataclass(frozen=True)
+class Given:
+    """What one reconcile reports against: the replay, its status before the reconcile and the instant (RFC 3339)
+    that stamps condition transitions."""
+
+    replay: Replay
+    previous: dict[str, Any]
+    now: str
+
+
+def _failed(given: Given, status: dict[str, Any], exc: Failed, events: list[Event]) -> ReplayResult:
+    now = given.now
     status = {**status, "phase": Phase.FAILED.value, "completionTime": now, "progress": f"failed: {exc.reason}"}
     status.pop("waiting", None)
     events = [*events, Event("Warning", exc.reason, str(exc))]
-    return ReplayResult(status=_finish(replay, previous, status, now, Problem(exc.reason, str(exc))), events=events)
+    return ReplayResult(status=_finish(given, status, Problem(exc.reason, str(exc))), events=events)
 
 
-def _blocked(
-    replay: Replay, previous: dict[str, Any], status: dict[str, Any], exc: Blocked, now: str, events: list[Event]
-) -> ReplayResult:
+def _blocked(given: Given, status: dict[str, Any], exc: Blocked, events: list[Event]) -> ReplayResult:
     """The replay waits, ``Degraded`` naming what is in the way; a Warning event when that changes, not every tick."""
     status["waiting"] = f"blocked: {exc}"
-    before: dict[str, Any] = next((c for c in previous.get("conditions") or [] if c.get("type") == "Degraded"), {})
+    before: dict[str, Any] = next(
+        (c for c in given.previous.get("conditions") or [] if c.get("type") == "Degraded"), {}
+    )
     said = before.get("status") == "True" and before.get("message") == str(exc)
     events = events if said else [*events, Event("Warning", exc.problem.reason, str(exc))]
-    return ReplayResult(status=_finish(replay, previous, status, now, exc.problem), events=events)
+    return ReplayResult(status=_finish(given, status, exc.problem), events=events)
 
 
-def _finish(
-    replay: Replay, previous: dict[str, Any], status: dict[str, Any], now: str, problem: Problem | None = None
-) -> dict[str, Any]:
+def _finish(given: Given, status: dict[str, Any], problem: Problem | None = None) -> dict[str, Any]:
     """The status to write: conditions from the phase (Failed, Complete, Progressing), observedGeneration."""
+    replay, previous, now = given.replay, given.previous, given.now
     phase = status.get("phase", Phase.PENDING.value)
     waiting = status.pop("waiting", None)
     failed = ("True", problem.reason, problem.message) if phase == Phase.FAILED.value and problem else ("False", "", "")
