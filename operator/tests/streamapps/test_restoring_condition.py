@@ -19,6 +19,7 @@ from streamapp_operator.instances import HttpInstanceReader, InstanceUnavailable
 from streamapp_operator.streamapps.conditions import (
     RESTORE_UNOBSERVED,
     RESTORING,
+    Health,
     RestoreView,
     RestoringTask,
     condition_events,
@@ -46,10 +47,15 @@ def _pod_status(ip: str, ready: bool, started: bool = True) -> dict[str, Any]:
             "containerStatuses": [{"name": "streamapp", "started": started}]}  # fmt: skip
 
 
+def _made(
+    restore: RestoreView | None, previous: list[dict[str, Any]] | None = None, now: str = T0
+) -> list[dict[str, Any]]:
+    health = Health(generation=1, problems=[], progress=None, topology_checked=True, restore=restore)
+    return conditions(health, previous=previous or [], now=now)
+
+
 def _restoring(restore: RestoreView | None, previous: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    made = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=previous or [],
-                      now=T0, restore=restore)  # fmt: skip
-    return next(c for c in made if c["type"] == RESTORING)
+    return next(c for c in _made(restore, previous) if c["type"] == RESTORING)
 
 
 def test_only_running_started_pods_that_are_not_ready_are_asked() -> None:
@@ -89,16 +95,14 @@ def test_restoring_is_false_when_every_asked_pod_runs_all_its_tasks_and_unknown_
 
 
 def test_restore_start_and_end_are_events_and_progress_keeps_the_transition_time() -> None:
-    started = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=[], now=T0,
-                         restore=RestoreView((RestoringTask("a-0", "0_0", 10),)))  # fmt: skip
+    started = _made(RestoreView((RestoringTask("a-0", "0_0", 10),)))
     events = condition_events([{"type": RESTORING, "status": "False"}], started)
     assert ("Normal", "RestoreStarted", "pod a-0 restores tasks 0_0 (10 records left)") in [
         (e.type, e.reason, e.message) for e in events
     ]
     later = _restoring(RestoreView((RestoringTask("a-0", "0_0", 4),)), previous=started)
     assert later["lastTransitionTime"] == T0
-    finished = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=started,
-                          now="2026-01-01T00:01:00Z", restore=RestoreView())  # fmt: skip
+    finished = _made(RestoreView(), started, now="2026-01-01T00:01:00Z")
     assert [e.reason for e in condition_events(started, finished) if e.reason.startswith("Restore")] == [
         "RestoreFinished"
     ]
@@ -163,8 +167,7 @@ def test_restore_remaining_is_null_not_zero_when_restoring_is_unknown(
 
 
 def test_restore_started_is_announced_once_per_restore_even_when_its_pod_was_first_unreadable() -> None:
-    restoring = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=[], now=T0,
-                           restore=RestoreView((RestoringTask("a-0", "0_0", 10),)))  # fmt: skip
+    restoring = _made(RestoreView((RestoringTask("a-0", "0_0", 10),)))
 
     def started(previous_status: str | None, reason: str = "NotObserved") -> bool:
         previous = [] if previous_status is None else [{"type": RESTORING, "status": previous_status, "reason": reason}]
@@ -178,8 +181,11 @@ def test_restore_started_is_announced_once_per_restore_even_when_its_pod_was_fir
 
 def test_an_unreadable_status_during_a_restore_is_marked_so_and_stays_marked() -> None:
     def restoring_after(previous: list[dict[str, str]]) -> dict[str, object]:
-        found = conditions(generation=1, problems=[], progress=None, topology_checked=True, previous=previous,
-                           now=T0, restore=None)  # fmt: skip
+        found = conditions(
+            Health(generation=1, problems=[], progress=None, topology_checked=True, restore=None),
+            previous=previous,
+            now=T0,
+        )
         return next(c for c in found if c["type"] == RESTORING)
 
     assert restoring_after([{"type": RESTORING, "status": "True"}])["reason"] == RESTORE_UNOBSERVED

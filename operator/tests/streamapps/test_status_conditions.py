@@ -7,6 +7,7 @@ from typing import Any
 from streamapp_operator.outcomes import Event, Problem
 from streamapp_operator.streamapps.conditions import (
     CONDITION_TYPES,
+    Health,
     Rollout,
     condition_events,
     conditions,
@@ -45,7 +46,7 @@ def test_rollout_is_complete_only_when_the_controller_saw_the_latest_spec() -> N
 
 
 def test_every_condition_is_written_on_every_visit() -> None:
-    result = conditions(generation=1, problems=[], progress=None, topology_checked=False, previous=[], now=T0)
+    result = conditions(Health(generation=1, problems=[], progress=None, topology_checked=False), previous=[], now=T0)
     assert [c["type"] for c in result] == list(CONDITION_TYPES)
     assert _by_type(result)["TopologyValid"]["status"] == "Unknown"
     assert all(c["observedGeneration"] == 1 and c["lastTransitionTime"] == T0 for c in result)
@@ -54,7 +55,7 @@ def test_every_condition_is_written_on_every_visit() -> None:
 def test_all_pods_ready_means_ready_and_not_progressing() -> None:
     progress = Rollout(desired=2, replicas=2, ready=2, updated=2, current=True)
     result = _by_type(
-        conditions(generation=3, problems=[], progress=progress, topology_checked=True, previous=[], now=T0)
+        conditions(Health(generation=3, problems=[], progress=progress, topology_checked=True), previous=[], now=T0)
     )
     assert (result["Ready"]["status"], result["Ready"]["message"]) == ("True", "2/2 pods ready")
     assert result["Progressing"]["status"] == "False"
@@ -65,13 +66,13 @@ def test_all_pods_ready_means_ready_and_not_progressing() -> None:
 def test_pods_starting_means_progressing_and_not_ready() -> None:
     progress = Rollout(desired=2, replicas=2, ready=1, updated=2, current=True)
     result = _by_type(
-        conditions(generation=1, problems=[], progress=progress, topology_checked=True, previous=[], now=T0)
+        conditions(Health(generation=1, problems=[], progress=progress, topology_checked=True), previous=[], now=T0)
     )
     assert (result["Ready"]["status"], result["Ready"]["reason"]) == ("False", "ReplicasNotReady")
     assert result["Ready"]["message"] == "1/2 pods ready"
     scaling = Rollout(desired=3, replicas=2, ready=2, updated=2, current=True)
     result = _by_type(
-        conditions(generation=2, problems=[], progress=scaling, topology_checked=True, previous=[], now=T0)
+        conditions(Health(generation=2, problems=[], progress=scaling, topology_checked=True), previous=[], now=T0)
     )
     assert (result["Progressing"]["status"], result["Progressing"]["reason"]) == ("True", "RollingOut")
 
@@ -79,7 +80,7 @@ def test_pods_starting_means_progressing_and_not_ready() -> None:
 def test_invalid_topology_is_degraded_with_its_message_everywhere_it_matters() -> None:
     problem = Problem("TopologyInvalid", "spec.topology: node 'count': input 'x' does not exist", topology=True)
     result = _by_type(
-        conditions(generation=2, problems=[problem], progress=None, topology_checked=False, previous=[], now=T0)
+        conditions(Health(generation=2, problems=[problem], progress=None, topology_checked=False), previous=[], now=T0)
     )
     for kind in ("Degraded", "TopologyValid"):
         assert result[kind]["reason"] == "TopologyInvalid"
@@ -93,7 +94,7 @@ def test_invalid_topology_is_degraded_with_its_message_everywhere_it_matters() -
 def test_kafka_problem_is_degraded_but_does_not_invalidate_the_topology() -> None:
     problem = Problem("KafkaUnavailable", "cannot check the topology's topics: timeout")
     result = _by_type(
-        conditions(generation=1, problems=[problem], progress=None, topology_checked=False, previous=[], now=T0)
+        conditions(Health(generation=1, problems=[problem], progress=None, topology_checked=False), previous=[], now=T0)
     )
     assert result["Degraded"]["status"] == "True"
     assert result["TopologyValid"]["status"] == "Unknown"
@@ -101,10 +102,10 @@ def test_kafka_problem_is_degraded_but_does_not_invalidate_the_topology() -> Non
 
 def test_last_transition_time_changes_only_when_status_changes() -> None:
     progress = Rollout(desired=1, replicas=1, ready=0, updated=1, current=True)
-    first = conditions(generation=1, problems=[], progress=progress, topology_checked=True, previous=[], now=T0)
+    first = conditions(Health(generation=1, problems=[], progress=progress, topology_checked=True), previous=[], now=T0)
     ready = Rollout(desired=1, replicas=1, ready=1, updated=1, current=True)
     second = _by_type(
-        conditions(generation=1, problems=[], progress=ready, topology_checked=True, previous=first, now=T1)
+        conditions(Health(generation=1, problems=[], progress=ready, topology_checked=True), previous=first, now=T1)
     )
     assert second["Ready"]["lastTransitionTime"] == T1  # False -> True
     assert second["Degraded"]["lastTransitionTime"] == T0  # False -> False
@@ -113,15 +114,18 @@ def test_last_transition_time_changes_only_when_status_changes() -> None:
 def test_events_fire_on_transitions_not_on_every_visit() -> None:
     problem = Problem("SourceTopicMissing", "source topic 'flights' does not exist in Kafka", topology=True)
     healthy = conditions(
-        generation=1,
-        problems=[],
-        progress=Rollout(desired=1, replicas=1, ready=1, updated=1, current=True),
-        topology_checked=True,
+        Health(
+            generation=1,
+            problems=[],
+            progress=Rollout(desired=1, replicas=1, ready=1, updated=1, current=True),
+            topology_checked=True,
+        ),
         previous=[],
         now=T0,
     )
-    degraded = conditions(generation=2, problems=[problem], progress=None, topology_checked=False,
-                          previous=healthy, now=T1)  # fmt: skip
+    degraded = conditions(
+        Health(generation=2, problems=[problem], progress=None, topology_checked=False), previous=healthy, now=T1
+    )
     assert condition_events([], healthy) == [Event("Normal", "Ready", "1/1 pods ready")]
     assert condition_events(healthy, healthy) == []
     assert condition_events(healthy, degraded) == [Event("Warning", "SourceTopicMissing", problem.message)]
@@ -156,7 +160,9 @@ def test_crash_looping_pods_degrade_the_app_and_explain_ready() -> None:
     failing = failing_pods([_pod("app-0", "CrashLoopBackOff", exit_code=1)])
     progress = Rollout(desired=1, replicas=1, ready=0, updated=1, current=True)
     computed = conditions(
-        generation=1, problems=[], progress=progress, topology_checked=True, previous=[], now=T0, failing=failing
+        Health(generation=1, problems=[], progress=progress, topology_checked=True, failing=failing),
+        previous=[],
+        now=T0,
     )
     result = _by_type(computed)
     assert (result["Degraded"]["status"], result["Degraded"]["reason"]) == ("True", "PodsFailing")

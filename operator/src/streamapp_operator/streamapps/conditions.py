@@ -387,29 +387,31 @@ def _tasks(document: Any) -> list[dict[str, Any]]:
     return found
 
 
-def conditions(
-    *,
-    generation: int,
-    problems: Sequence[Problem],
-    progress: Rollout | None,
-    topology_checked: bool,
-    previous: Sequence[dict[str, Any]],
-    now: str,
-    failing: Sequence[str] = (),
-    restore: RestoreView | None = None,
-    threads: Sequence[str] = (),
-    capacity: Capacity | None = None,
-    drops: tuple[str, str, str] = DROPS_NOT_OBSERVED,
-) -> list[dict[str, Any]]:
-    """The conditions, in ``CONDITION_TYPES`` order; ``now`` is an RFC 3339 timestamp.
+@dataclass(frozen=True)
+class Health:
+    """What the conditions are decided from: the StreamApp's ``generation``, the ``problems`` that block the
+    spec, the StatefulSet's ``progress`` (None: none), whether the topology's topics were checked, the pods
+    failing (:func:`failing_pods`, creation failures) and the stream threads failing in them
+    (:func:`failing_threads`), which degrade the app without blocking, what the pods report about restoration
+    (:func:`restore_view`; None: the pods were not asked), the stream threads against the tasks (``capacity``;
+    None: the task count is not known) and ``RecordsDropped`` as ``dropped_records.dropped_records`` decided it."""
 
-    ``capacity`` (None: the task count is not known) decides ``ScalingLimited``.
+    generation: int
+    problems: Sequence[Problem]
+    progress: Rollout | None
+    topology_checked: bool
+    failing: Sequence[str] = ()
+    restore: RestoreView | None = None
+    threads: Sequence[str] = ()
+    capacity: Capacity | None = None
+    drops: tuple[str, str, str] = DROPS_NOT_OBSERVED
 
-    ``problems`` block the spec; ``failing`` (from :func:`failing_pods`) and ``threads`` (from
-    :func:`failing_threads`) degrade the app without blocking;
-    ``restore`` (from :func:`restore_view`; None: the pods were not asked) decides ``Restoring``; ``drops``
-    is ``RecordsDropped`` as decided by ``dropped_records.dropped_records``.
-    """
+
+def conditions(health: Health, previous: Sequence[dict[str, Any]], now: str) -> list[dict[str, Any]]:
+    """The conditions, in ``CONDITION_TYPES`` order, of ``health`` against the ``previous`` ones; ``now`` is an
+    RFC 3339 timestamp (``lastTransitionTime`` of a condition whose status changed)."""
+    generation, problems, progress = health.generation, health.problems, health.progress
+    failing, restore, threads = health.failing, health.restore, health.threads
     before = {c.get("type"): c for c in previous}
 
     def make(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
@@ -419,10 +421,10 @@ def conditions(
         make(READY, *_ready(problems, progress, [*failing, *threads])),
         make(PROGRESSING, *_progressing(problems, progress)),
         make(DEGRADED, *_degraded(problems, failing, threads)),
-        make(TOPOLOGY_VALID, *_topology_valid(problems, topology_checked)),
+        make(TOPOLOGY_VALID, *_topology_valid(problems, health.topology_checked)),
         make(RESTORING, *_unobserved_restore(_restoring(restore), before.get(RESTORING))),
-        make(SCALING_LIMITED, *_scaling_limited(capacity)),
-        make(RECORDS_DROPPED, *drops),
+        make(SCALING_LIMITED, *_scaling_limited(health.capacity)),
+        make(RECORDS_DROPPED, *health.drops),
     ]
 
 

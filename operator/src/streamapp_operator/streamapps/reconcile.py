@@ -65,6 +65,7 @@ from streamapp_operator.streamapps import desired
 from streamapp_operator.streamapps.conditions import (
     PROGRESSING,
     Capacity,
+    Health,
     announce_rollout,
     condition_events,
     condition_order,
@@ -542,17 +543,19 @@ def _result(
     pod_names = [str(pod.get("metadata", {}).get("name")) for pod in observation.pods]
     drops = dropped_records(observation.drops, pod_names, previous_status)
     new_conditions = conditions(
-        generation=app.generation,
-        problems=problems,
-        progress=progress,
-        topology_checked=plan is not None,
+        Health(
+            generation=app.generation,
+            problems=problems,
+            progress=progress,
+            topology_checked=plan is not None,
+            failing=[*failing_pods(observation.pods), *observation.creation],
+            restore=observation.restore,
+            threads=observation.threads,
+            capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,
+            drops=drops.condition,
+        ),
         previous=previous,
         now=now,
-        failing=[*failing_pods(observation.pods), *observation.creation],
-        restore=observation.restore,
-        threads=observation.threads,
-        capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,
-        drops=drops.condition,
     )
     ready = progress.ready if progress else 0
     group = observation.group
