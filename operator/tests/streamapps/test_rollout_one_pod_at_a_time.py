@@ -14,6 +14,7 @@ from streamapp_operator.streamapps.reconcile import App, World, reconcile
 from streamapp_operator.streamapps.rollout import (
     ROLLOUT_INTERVAL,
     PodState,
+    RolloutInputs,
     RolloutPlan,
     in_progress,
     partition_of,
@@ -51,7 +52,7 @@ def _plan(
     previous: dict[str, Any] | None = None,
     failing: tuple[str, ...] = (),
 ) -> RolloutPlan:
-    return plan_rollout(
+    inputs = RolloutInputs(
         name=NAME,
         replicas=3,
         target="hash-2",
@@ -60,10 +61,9 @@ def _plan(
         pods=pods,
         group_state=group,
         restoring=list(restoring),
-        previous=previous,
-        now=NOW,
         failing=failing,
     )
+    return plan_rollout(inputs, previous, NOW)
 
 
 def test_a_new_template_is_applied_with_the_partition_at_replicas_so_no_pod_is_replaced_by_it() -> None:
@@ -143,8 +143,9 @@ def test_crashing_pods_do_not_hold_back_a_rollout_while_the_healthy_ones_still_d
 
 def test_a_finished_rollout_and_a_first_creation_need_no_rollout_status() -> None:
     assert _plan(0, _pods(["rev-2"] * 3)) == RolloutPlan(0, 0)
-    created = plan_rollout(name=NAME, replicas=3, target="h", template_changes=False, stateful_set=None, pods=[],
-                           group_state=None, restoring=[], previous=None, now=NOW)  # fmt: skip
+    inputs = RolloutInputs(NAME, 3, "h", template_changes=False, stateful_set=None, pods=[], group_state=None,
+                           restoring=[])  # fmt: skip
+    created = plan_rollout(inputs, None, NOW)
     assert created == RolloutPlan(0, 0)
 
 

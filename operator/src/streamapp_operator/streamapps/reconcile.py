@@ -90,6 +90,7 @@ from streamapp_operator.streamapps.resources import PAUSED_ANNOTATION, App, Clea
 from streamapp_operator.streamapps.restore_progress import restore_progress
 from streamapp_operator.streamapps.restore_progress import summary as restore_summary
 from streamapp_operator.streamapps.rollout import (
+    RolloutInputs,
     RolloutPlan,
     departed_members,
     plan_rollout,
@@ -469,7 +470,7 @@ def _rollout(given: Given, spec: StreamAppSpec, observation: Observation, statef
     app, previous_status, now = given.app, given.previous_status, given.now
     restore = observation.restore
     restoring = sorted({task.pod for task in restore.tasks}) if restore is not None else []
-    return plan_rollout(
+    inputs = RolloutInputs(
         name=app.name,
         replicas=spec.replicas,
         target=stateful_set["metadata"]["annotations"][desired.TEMPLATE_HASH_ANNOTATION],
@@ -478,10 +479,9 @@ def _rollout(given: Given, spec: StreamAppSpec, observation: Observation, statef
         pods=pod_states(observation.pods),
         group_state=observation.group.state if observation.group is not None else None,
         restoring=restoring,
-        previous=previous_status.get("rollout"),
-        now=now,
         failing=failing_pod_names([*failing_pods(observation.pods), *observation.threads]),
     )
+    return plan_rollout(inputs, previous_status.get("rollout"), now)
 
 
 def _client_setting_problems(spec: StreamAppSpec, application_id: str) -> list[Problem]:

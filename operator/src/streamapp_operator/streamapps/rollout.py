@@ -117,36 +117,65 @@ def partition_of(stateful_set: Mapping[str, Any] | None) -> int:
     return partition if type(partition) is int and partition > 0 else 0
 
 
-def plan_rollout(
-    *,
-    name: str,
-    replicas: int,
-    target: str,
-    template_changes: bool,
-    stateful_set: Mapping[str, Any] | None,
-    pods: Sequence[PodState],
-    group_state: str | None,
-    restoring: Sequence[str],
-    previous: Mapping[str, Any] | None,
-    now: str,
-    failing: Collection[str] = (),
-) -> RolloutPlan:
-    """The next step of the rollout of StatefulSet ``name`` towards pod template digest ``target``.
+@dataclass(frozen=True)
+class RolloutInputs:
+    """What a rollout step is decided from, for StatefulSet ``name`` of ``replicas`` pods towards pod template
+    digest ``target``.
 
     ``template_changes``: the desired pod template differs from the applied one (``desired.rolls_pods``);
     ``stateful_set`` as served (None: not created yet); ``pods`` from :func:`pod_states`; ``group_state`` the
     consumer group's state (None: Kafka not read); ``restoring`` the pods that report restoring tasks;
-    ``previous`` the last ``status.rollout``; ``now`` RFC 3339 (``since`` of a replacement); ``failing`` the pods
-    that crash (see the module docstring: they are replaced without waiting for them, all at once when no pod is
-    Ready).
+    ``failing`` the pods that crash (see the module docstring: they are replaced without waiting for them, all
+    at once when no pod is Ready).
     """
+
+    name: str
+    replicas: int
+    target: str
+    template_changes: bool
+    stateful_set: Mapping[str, Any] | None
+    pods: Sequence[PodState]
+    group_state: str | None
+    restoring: Sequence[str]
+    failing: Collection[str] = ()
+
+
+@dataclass(frozen=True)
+class _Position:
+    """Where a rollout stands: the partition, the pods updated, the pod being replaced, since when, and what it
+    waits for."""
+
+    partition: int
+    updated: int
+    replacing: Any
+    since: str
+    waiting: str
+
+    def status(self, inputs: RolloutInputs) -> dict[str, Any]:
+        """``status.rollout``."""
+        return {
+            "targetRevision": inputs.target,
+            "partition": self.partition,
+            "updated": self.updated,
+            "total": inputs.replicas,
+            "replacing": self.replacing,
+            "since": self.since,
+            "waitingFor": self.waiting,
+        }
+
+
+def plan_rollout(inputs: RolloutInputs, previous: Mapping[str, Any] | None, now: str) -> RolloutPlan:
+    """The next step of the rollout ``inputs`` describe; ``previous`` the last ``status.rollout``; ``now`` RFC 3339
+    (``since`` of a replacement)."""
+    name, replicas, stateful_set, pods = inputs.name, inputs.replicas, inputs.stateful_set, inputs.pods
+    failing = inputs.failing
     if stateful_set is None or replicas == 0:
         return RolloutPlan(0, 0)
-    if template_changes:
+    if inputs.template_changes:
         if not pods:  # nothing runs the old template: the StatefulSet controller creates the pods anew
             return RolloutPlan(0, 0)
-        status = _status(
-            target, replicas, replicas, 0, None, now, "the new pod template is applied; no pod replaced yet"
+        status = _Position(replicas, 0, None, now, "the new pod template is applied; no pod replaced yet").status(
+            inputs
         )
         return RolloutPlan(replicas, replicas, None, status["waitingFor"], status)
     hold = min(partition_of(stateful_set), replicas)
@@ -159,17 +188,17 @@ def plan_rollout(
     if current and not any(p.ready for p in current) and _settled(stateful_set):
         pods_named = ", ".join(p.name for p in current)
         why = f"no pod is ready ({', '.join(sorted(failing)) or 'none crashes'}): every pod is replaced at once"
-        status = _status(target, replicas, 0, updated, pods_named, now, "")
+        status = _Position(0, updated, pods_named, now, "").status(inputs)
         return RolloutPlan(hold, 0, pods_named, "", status, forced=why)
     healthy = [p for p in current if p.name not in failing]
-    waiting = _waiting(name, replicas, hold, stateful_set, current, healthy, group_state, restoring, failing)
+    waiting = _waiting(inputs, hold, current, healthy)
     last = previous or {}
     if waiting:
         since = str(last.get("since") or now)
-        status = _status(target, replicas, hold, updated, last.get("replacing"), since, waiting)
+        status = _Position(hold, updated, last.get("replacing"), since, waiting).status(inputs)
         return RolloutPlan(hold, hold, None, waiting, status)
     pod = f"{name}-{hold - 1}"
-    status = _status(target, replicas, hold - 1, updated, pod, now, f"pod {pod} is being replaced")
+    status = _Position(hold - 1, updated, pod, now, f"pod {pod} is being replaced").status(inputs)
     forced = f"not waiting for crashing pods {', '.join(sorted(failing))}" if failing else ""
     return RolloutPlan(hold, hold - 1, pod, "", status, forced=forced)
 
@@ -181,19 +210,13 @@ def _settled(stateful_set: Mapping[str, Any]) -> bool:
     return sts_status.get("observedGeneration", 0) >= generation and bool(sts_status.get("updateRevision"))
 
 
-def _waiting(
-    name: str,
-    replicas: int,
-    partition: int,
-    stateful_set: Mapping[str, Any],
-    pods: Sequence[PodState],
-    healthy: Sequence[PodState],
-    group_state: str | None,
-    restoring: Sequence[str],
-    failing: Collection[str],
-) -> str:
-    """Why the next pod may not be handed over yet ("" when it may). Readiness and restoration are asked of the
-    ``healthy`` pods only; the consumer group is not asked while a pod in ``failing`` crashes (it cannot settle)."""
+def _waiting(inputs: RolloutInputs, partition: int, pods: Sequence[PodState], healthy: Sequence[PodState]) -> str:
+    """Why the next pod may not be handed over yet ("" when it may), ``pods`` the StatefulSet's below ``replicas``.
+    Readiness and restoration are asked of the ``healthy`` pods only; the consumer group is not asked while a pod
+    in ``inputs.failing`` crashes (it cannot settle)."""
+    name, replicas, group_state, failing = inputs.name, inputs.replicas, inputs.group_state, inputs.failing
+    stateful_set = inputs.stateful_set
+    assert stateful_set is not None
     if not _settled(stateful_set):
         return "the StatefulSet controller has not observed the new pod template yet"
     revision = (stateful_set.get("status") or {})["updateRevision"]
@@ -207,7 +230,7 @@ def _waiting(
     for pod in healthy:
         if not pod.ready:
             return f"pod {pod.name} is not ready (its tasks are not all restored and running)"
-    restoring = [pod for pod in restoring if pod not in failing]
+    restoring = [pod for pod in inputs.restoring if pod not in failing]
     if restoring:
         return f"pods {', '.join(restoring)} restore state"
     if failing:
@@ -217,20 +240,6 @@ def _waiting(
     if group_state != STABLE:
         return f"the consumer group is {group_state}, not {STABLE}"
     return ""
-
-
-def _status(
-    target: str, total: int, partition: int, updated: int, replacing: Any, since: str, waiting: str
-) -> dict[str, Any]:
-    return {
-        "targetRevision": target,
-        "partition": partition,
-        "updated": updated,
-        "total": total,
-        "replacing": replacing,
-        "since": since,
-        "waitingFor": waiting,
-    }
 
 
 def departed_members(
