@@ -338,7 +338,7 @@ class ConfluentKafkaAdmin:
             raise KafkaUnavailable(f"describing consumer group {group_id!r} failed: {_describe(exc)}") from exc
         try:
             answers = remove_static_members(
-                coordinator.host, coordinator.port, group_id, instance_ids, self._timeout, security
+                (coordinator.host, coordinator.port), group_id, instance_ids, self._timeout, security
             )
         except LeaveGroupFailed as exc:
             raise KafkaUnavailable(str(exc)) from exc

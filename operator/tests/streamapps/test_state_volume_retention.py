@@ -11,6 +11,7 @@ from streamapp_operator.streamapps.reconcile import App, World, cleanup, reconci
 from streamapp_operator.streamapps.volumes import (
     SCALED_DOWN_ANNOTATION,
     ClaimAction,
+    ClaimRules,
     claim_name,
     claim_ordinals,
     parse_duration,
@@ -30,9 +31,7 @@ def _claim(name: str, *, marked: str | None = None, owner: str | None = None, **
 
 
 def _plan(claims: list[dict[str, Any]], replicas: int, now: str = "2026-01-01T01:00:00Z") -> list[ClaimAction]:
-    return plan_claims(
-        claims, app="app", replicas=replicas, stateful_set_uid="sts", retain_seconds=3600, now=now
-    ).actions
+    return plan_claims(claims, ClaimRules("app", replicas, stateful_set_uid="sts", retain_seconds=3600), now).actions
 
 
 def test_a_scaled_away_claim_is_marked_once_then_deleted_after_the_retention() -> None:

@@ -98,7 +98,13 @@ from streamapp_operator.streamapps.rollout import (
     with_partition,
 )
 from streamapp_operator.streamapps.validate import CONFIG_INVALID, TopicPlan, parse_spec, parse_topology, plan_topics
-from streamapp_operator.streamapps.volumes import SCALED_DOWN_ANNOTATION, claim_ordinals, parse_duration, plan_claims
+from streamapp_operator.streamapps.volumes import (
+    SCALED_DOWN_ANNOTATION,
+    ClaimRules,
+    claim_ordinals,
+    parse_duration,
+    plan_claims,
+)
 
 
 @dataclass(frozen=True)
@@ -282,14 +288,13 @@ def retain_state_volumes(ctx: StreamAppContext) -> StepOutcome:
     ``status.retainedVolumes`` lists the claims kept for a scale-up, with when their pod went away."""
     app, cluster = ctx.app, ctx.world.cluster
     current = ctx.observation.stateful_set
-    plan = plan_claims(
-        cluster.list_claims(app.namespace, desired.selector(app.name)),
+    rules = ClaimRules(
         app=app.name,
         replicas=ctx.spec.replicas,
         stateful_set_uid=current["metadata"].get("uid") if current is not None else None,
         retain_seconds=parse_duration(ctx.spec.state.retain_after_scale_down),
-        now=ctx.now,
     )
+    plan = plan_claims(cluster.list_claims(app.namespace, desired.selector(app.name)), rules, ctx.now)
     events = []
     for action in plan.actions:
         if action.action == "delete":

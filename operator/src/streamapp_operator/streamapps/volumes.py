@@ -63,22 +63,26 @@ class ClaimPlan:
     retained: dict[str, str] = field(default_factory=dict)
 
 
-def plan_claims(
-    claims: Sequence[Mapping[str, Any]],
-    *,
-    app: str,
-    replicas: int,
-    stateful_set_uid: str | None,
-    retain_seconds: float,
-    now: str,
-) -> ClaimPlan:
-    """What to do with the app's state claims when it runs ``replicas`` pods; ``now`` is RFC 3339.
+@dataclass(frozen=True)
+class ClaimRules:
+    """Whose state claims are planned: StreamApp ``app`` running ``replicas`` pods, its StatefulSet's uid
+    (``stateful_set_uid``; None: none yet), and how long a scaled-away pod's claim is kept (``retain_seconds``)."""
+
+    app: str
+    replicas: int
+    stateful_set_uid: str | None
+    retain_seconds: float
+
+
+def plan_claims(claims: Sequence[Mapping[str, Any]], rules: ClaimRules, now: str) -> ClaimPlan:
+    """What to do with the app's state claims under ``rules``; ``now`` is RFC 3339.
 
     A claim of an ordinal at or above ``replicas`` is marked with ``now`` (once), and deleted when it was marked
     more than ``retain_seconds`` before ``now``; a marked claim of an ordinal below ``replicas`` is unmarked (a
     scale-up reuses it). Claims that are not this app's (name, or an owner other than the StatefulSet with
     ``stateful_set_uid``) are left alone.
     """
+    app, replicas, stateful_set_uid = rules.app, rules.replicas, rules.stateful_set_uid
     pattern = re.compile(rf"{CLAIM_TEMPLATE}-{re.escape(app)}-(\d+)")
     plan = ClaimPlan()
     for claim in sorted(claims, key=lambda c: str((c.get("metadata") or {}).get("name"))):
@@ -95,7 +99,7 @@ def plan_claims(
         elif marked is None:
             plan.actions.append(ClaimAction("mark", name, uid, now))
             plan.retained[name] = now
-        elif _seconds_between(marked, now) > retain_seconds:
+        elif _seconds_between(marked, now) > rules.retain_seconds:
             plan.actions.append(ClaimAction("delete", name, uid))
         else:
             plan.retained[name] = marked

@@ -105,8 +105,8 @@ def timestamp_ms(instant: str) -> int:
 
 def resolve_range(start: ReplayFrom, end: ReplayTo, kafka: KafkaPositions) -> tuple[Offsets, Offsets]:
     """``(from, to)`` per topic and partition; raises RangeError naming the topic and partition."""
-    first = _position(start.earliest, start.offsets, kafka.from_time, kafka.earliest, kafka, "from")
-    last = _position(None if end.now is None else True, end.offsets, kafka.to_time, kafka.latest, kafka, "to")
+    first = _position(_Asked(start.earliest, start.offsets, kafka.from_time, kafka.earliest), kafka, "from")
+    last = _position(_Asked(None if end.now is None else True, end.offsets, kafka.to_time, kafka.latest), kafka, "to")
     for topic, parts in first.items():
         for p, offset in parts.items():
             if offset > last[topic][p]:
@@ -114,14 +114,19 @@ def resolve_range(start: ReplayFrom, end: ReplayTo, kafka: KafkaPositions) -> tu
     return first, last
 
 
-def _position(
-    whole: bool | None,
-    offsets: PerPartition | None,
-    by_time: Offsets | None,
-    default: Offsets,
-    kafka: KafkaPositions,
-    which: str,
-) -> Offsets:
+@dataclass(frozen=True)
+class _Asked:
+    """One end of the range as the spec asks it: the whole retained range (``whole``), explicit ``offsets``, the
+    ``by_time`` offsets Kafka found for an instant, else ``default`` (earliest or latest)."""
+
+    whole: bool | None
+    offsets: PerPartition | None
+    by_time: Offsets | None
+    default: Offsets
+
+
+def _position(asked: _Asked, kafka: KafkaPositions, which: str) -> Offsets:
+    whole, offsets, by_time, default = asked.whole, asked.offsets, asked.by_time, asked.default
     if offsets is not None:
         given = {t: {int(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
         resolved: Offsets = {}
