@@ -113,7 +113,7 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     spec = StreamReplaySpec.parse(stored["spec"])
     plan = {"replayId": "writes-1", "bootstrapServers": "127.0.0.1:9092", "from": {}, "to": {}}
     code = app_code.CodeImage("localhost/streamapp:dev", "Never")  # the init container and the pod failure policy
-    manifests = decisions.job_manifests(owner, spec, plan, "localhost/streamapp-replay:dev", None, code)
+    manifests = decisions.job_manifests(owner, spec, plan, decisions.JobImages("localhost/streamapp-replay:dev", code))
     for manifest in manifests:
         seam.apply(manifest, dry_run=True)  # admission: restricted Pod Security, schema
     for manifest in manifests:
@@ -129,7 +129,10 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     app = {"metadata": {"name": "flights", "namespace": replays.namespace}, "spec": flights_spec()}
     new = seam.apply(
         decisions.new_version(
-            app, "flights-v2", "flights-v2", flights_spec()["topology"], "writes", "uid-w", "apps/flights:2", 3
+            app,
+            decisions.NewVersion("flights-v2", "flights-v2", flights_spec()["topology"], "apps/flights:2", 3),
+            "writes",
+            "uid-w",
         )
     )
     stored_new = seam.get("StreamApp", replays.namespace, "flights-v2")["spec"]  # type: ignore[index]

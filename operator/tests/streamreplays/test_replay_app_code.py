@@ -149,7 +149,9 @@ def _job(spark: dict[str, object] | None = None) -> tuple[dict[str, object], dic
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, **({"spark": spark} if spark else {})})
     owner = Owner("StreamReplay", "r", NS, "uid-1")
     code = app_code.CodeImage("apps/flights:1", "Never")
-    manifests = decisions.job_manifests(owner, spec, {"replayId": "r-1"}, "streamapp-replay:1", None, code)
+    manifests = decisions.job_manifests(
+        owner, spec, {"replayId": "r-1"}, decisions.JobImages("streamapp-replay:1", code)
+    )
     return manifests[-2], manifests[-1]
 
 
@@ -186,7 +188,9 @@ def test_a_kubernetes_mode_replay_checks_in_the_driver_and_copies_the_code_into_
 
 def test_without_a_code_image_the_job_is_the_replay_images_alone() -> None:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}})
-    *_, config_map, job = decisions.job_manifests(Owner("StreamReplay", "r", NS, "u"), spec, {}, "img:1")
+    *_, config_map, job = decisions.job_manifests(
+        Owner("StreamReplay", "r", NS, "u"), spec, {}, decisions.JobImages("img:1")
+    )
     assert app_code.SCRIPT_FILE not in config_map["data"] and "podFailurePolicy" not in job["spec"]
     assert "initContainers" not in job["spec"]["template"]["spec"]
 

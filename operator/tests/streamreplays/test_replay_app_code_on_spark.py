@@ -48,7 +48,9 @@ def _container_command(plan_dir: Path, code_dir: Path) -> list[str]:
     """The Job container's command as the operator writes it, with the pod's paths made the test's."""
     spec = StreamReplaySpec.parse({"appRef": {"name": "app"}})
     code = app_code.CodeImage("apps/app:1")
-    *_, job = decisions.job_manifests(Owner("StreamReplay", "r", NS, "u"), spec, {}, "replay:1", None, code)
+    *_, job = decisions.job_manifests(
+        Owner("StreamReplay", "r", NS, "u"), spec, {}, decisions.JobImages("replay:1", code)
+    )
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
     paths = {decisions.PLAN_DIR: str(plan_dir), app_code.CODE_DIR: str(code_dir)}
     out = []
@@ -92,13 +94,15 @@ def test_the_replay_runs_a_function_only_the_copied_app_code_holds(tmp_path: Pat
             ]
         }
         plan = decisions.plan_document(
-            replay_id=prefix,
-            topology=topology,
-            config={"application.id": f"{prefix}-v2"},
-            bootstrap_servers=BOOTSTRAP,
-            start={source: {0: 0}},
-            end={source: {0: 5}},
-            sink_partitions={sink: 1},
+            decisions.PlanInputs(
+                replay_id=prefix,
+                topology=topology,
+                config={"application.id": f"{prefix}-v2"},
+                bootstrap_servers=BOOTSTRAP,
+                start={source: {0: 0}},
+                end={source: {0: 5}},
+                sink_partitions={sink: 1},
+            )
         )
         (plan_dir / decisions.PLAN_FILE).write_text(yaml.safe_dump(plan))
         env = {**os.environ, "PYTHONPATH": app_code.CODE_SITE.replace(app_code.CODE_DIR, str(code_dir))}

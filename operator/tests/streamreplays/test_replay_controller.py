@@ -80,13 +80,15 @@ def test_timestamps_take_the_first_record_at_or_after_them_and_none_means_the_en
 
 def _plan() -> dict[str, Any]:
     return decisions.plan_document(
-        replay_id="r-1234abcd",
-        topology=SECOND_TOPOLOGY,
-        config=decisions.replay_config({"commit.interval.ms": "100"}, "flights-r"),
-        bootstrap_servers="kafka:9092",
-        start=EARLIEST,
-        end=LATEST,
-        sink_partitions={"per-key": 2},
+        decisions.PlanInputs(
+            replay_id="r-1234abcd",
+            topology=SECOND_TOPOLOGY,
+            config=decisions.replay_config({"commit.interval.ms": "100"}, "flights-r"),
+            bootstrap_servers="kafka:9092",
+            start=EARLIEST,
+            end=LATEST,
+            sink_partitions={"per-key": 2},
+        )
     )
 
 
@@ -101,7 +103,7 @@ def test_the_plan_is_what_the_replay_engine_reads() -> None:
 def test_the_job_runs_local_spark_as_a_restricted_pod_without_a_token() -> None:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": {"driver": {"cores": 2, "memory": "2g"}}})
     owner = Owner("StreamReplay", "r", NS, "uid-1")
-    account, config_map, job = decisions.job_manifests(owner, spec, _plan(), "img:1")
+    account, config_map, job = decisions.job_manifests(owner, spec, _plan(), decisions.JobImages("img:1"))
     assert account["kind"] == "ServiceAccount" and account["automountServiceAccountToken"] is False
     assert "plan.yaml" in config_map["data"]
     pod = job["spec"]["template"]["spec"]
@@ -120,7 +122,9 @@ def test_kubernetes_mode_runs_the_driver_in_the_job_and_executors_from_a_restric
     spark = {"mode": "kubernetes", "serviceAccountName": "spark", "executor": {"instances": 2, "memory": "512m"}}
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
     owner = Owner("StreamReplay", "r", NS, "uid-1")
-    config_map, job = decisions.job_manifests(owner, spec, _plan(), "img:1")  # the user's ServiceAccount: no other
+    config_map, job = decisions.job_manifests(
+        owner, spec, _plan(), decisions.JobImages("img:1")
+    )  # the user's ServiceAccount: no other
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "spark" and pod["automountServiceAccountToken"] is True
     command = pod["containers"][0]["command"][-1]
@@ -194,7 +198,9 @@ def test_handover_steps_resume_at_the_first_not_done() -> None:
 
 def test_the_new_version_is_the_app_with_the_replays_topology_and_application_id() -> None:
     app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
-    new = decisions.new_version(app, "flights-v2", "flights-flights-v2", SECOND_TOPOLOGY, "flights-v2", "uid-1")
+    new = decisions.new_version(
+        app, decisions.NewVersion("flights-v2", "flights-flights-v2", SECOND_TOPOLOGY), "flights-v2", "uid-1"
+    )
     assert new["spec"]["topology"] == SECOND_TOPOLOGY and new["spec"]["applicationId"] == "flights-flights-v2"
     assert new["spec"]["image"] == app["spec"]["image"] and "ownerReferences" not in new["metadata"]
 
@@ -456,7 +462,7 @@ def test_the_executor_pods_of_a_kubernetes_mode_replay_mount_the_kafka_ca_too() 
         {"appRef": {"name": "flights"}, "spark": {"mode": "kubernetes", "serviceAccountName": "spark"}}
     )
     app = StreamAppSpec.parse(flights_spec(kafka=SECURE_KAFKA))
-    config_map, _ = decisions.job_manifests(owner, spec, _plan(), "img:1", app)
+    config_map, _ = decisions.job_manifests(owner, spec, _plan(), decisions.JobImages("img:1"), app)
     template = yaml.safe_load(config_map["data"]["executor.yaml"])["spec"]
     assert template["containers"][0]["volumeMounts"][-1] == {
         "name": "kafka-ca", "mountPath": "/etc/streamapp/kafka-ca", "readOnly": True

@@ -96,7 +96,9 @@ def _team_a_driver(helm: Path) -> tuple[list[dict[str, Any]], dict[str, Any], di
     spark = {"mode": "kubernetes", "serviceAccountName": account}
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
     plan = {"replayId": "r-1", "bootstrapServers": "kafka:9092", "from": {}, "to": {}}
-    config_map, job = decisions.job_manifests(Owner("StreamReplay", "r", "team-a", "uid"), spec, plan, "img:1")
+    config_map, job = decisions.job_manifests(
+        Owner("StreamReplay", "r", "team-a", "uid"), spec, plan, decisions.JobImages("img:1")
+    )
     return docs, config_map, job
 
 

@@ -308,7 +308,9 @@ def test_a_streamapp_with_the_replays_name_label_is_its_new_version_only_with_it
     assert not decisions.made_by(ours, "flights-v2", "a-later-replay-of-that-name")
     assert not decisions.made_by(_labelled_by("flights-v2", "flights-v2", None), "flights-v2", REPLAY.uid)
     earlier = _labelled_by("flights-v2", "flights-v2", "earlier-uid")
-    reason, message = decisions.new_version_conflict("flights-v2", "flights", earlier, "flights-v2", REPLAY.uid) or (
+    reason, message = decisions.new_version_conflict(
+        "flights-v2", "flights", earlier, decisions.Claimant("flights-v2", REPLAY.uid)
+    ) or (
         "",
         "",
     )
@@ -316,7 +318,10 @@ def test_a_streamapp_with_the_replays_name_label_is_its_new_version_only_with_it
     assert "earlier StreamReplay named flights-v2 (uid earlier-uid)" in message and "left untouched" in message
     unannotated = _labelled_by("flights-v2", "flights-v2", None)
     message = (
-        decisions.new_version_conflict("flights-v2", "flights", unannotated, "flights-v2", REPLAY.uid) or ("", "")
+        decisions.new_version_conflict(
+            "flights-v2", "flights", unannotated, decisions.Claimant("flights-v2", REPLAY.uid)
+        )
+        or ("", "")
     )[1]
     assert f"no annotation {decisions.REPLAY_UID_ANNOTATION}" in message
 
@@ -324,7 +329,9 @@ def test_a_streamapp_with_the_replays_name_label_is_its_new_version_only_with_it
 def test_the_new_version_a_replay_creates_carries_its_uid_and_is_not_owned_by_it() -> None:
     """Not owned: deleting the StreamReplay must leave the new version running (``deletion_event``)."""
     app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
-    new = decisions.new_version(app, "flights-v2", "flights-flights-v2", {}, "flights-v2", REPLAY.uid)
+    new = decisions.new_version(
+        app, decisions.NewVersion("flights-v2", "flights-flights-v2", {}), "flights-v2", REPLAY.uid
+    )
     assert new["metadata"]["annotations"][decisions.REPLAY_UID_ANNOTATION] == REPLAY.uid
     assert (
         new["metadata"]["labels"][decisions.REPLAY_LABEL] == "flights-v2" and "ownerReferences" not in new["metadata"]

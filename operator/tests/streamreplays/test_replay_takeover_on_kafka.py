@@ -162,13 +162,15 @@ def test_the_new_version_takes_over_the_old_versions_output_with_no_count_lost_o
     replay_dir = tmp_path / "replay"
     replay_dir.mkdir()
     plan = decisions.plan_document(
-        replay_id=prefix,
-        topology=takeover.without_sinks(_topology(prefix), [out]),  # the Job's topology
-        config={"application.id": f"{prefix}-v2", "processing.guarantee": "exactly_once_v2"},
-        bootstrap_servers=BOOTSTRAP,
-        start={source: {0: 0, 1: 0}},
-        end=switch,
-        sink_partitions={new_out: 2},
+        decisions.PlanInputs(
+            replay_id=prefix,
+            topology=takeover.without_sinks(_topology(prefix), [out]),
+            config={"application.id": f"{prefix}-v2", "processing.guarantee": "exactly_once_v2"},
+            bootstrap_servers=BOOTSTRAP,
+            start={source: {0: 0, 1: 0}},
+            end=switch,
+            sink_partitions={new_out: 2},
+        )
     )
     (replay_dir / "plan.yaml").write_text(yaml.safe_dump(plan))
     command = [str(BIN / "streamapp"), "replay", "run", "--plan", "plan.yaml", "--master", "local[1]"]

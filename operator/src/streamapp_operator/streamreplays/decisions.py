@@ -171,34 +171,40 @@ def application_id(spec: StreamReplaySpec, replay_name: str, app_application_id:
     return spec.application_id or f"{app_application_id}-{replay_name}"
 
 
-def plan_document(
-    *,
-    replay_id: str,
-    topology: Mapping[str, Any],
-    config: Mapping[str, Any],
-    bootstrap_servers: str,
-    start: Offsets,
-    end: Offsets,
-    sink_partitions: Mapping[str, int],
-    kafka_settings: Mapping[str, str] | None = None,
-    emit: EmitMode = EmitMode.EVERY_UPDATE,
-) -> dict[str, Any]:
-    """The replay plan (``ReplayPlan.from_document``'s form). ``kafka_settings``: the non-secret client
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a replay plan holds: the replay's id, its topology and runtime config, the app's bootstrap servers,
+    the ``[start, end)`` offsets, the sink topics' partition counts, the non-secret Kafka settings and the emit
+    mode."""
+
+    replay_id: str
+    topology: Mapping[str, Any]
+    config: Mapping[str, Any]
+    bootstrap_servers: str
+    start: Offsets
+    end: Offsets
+    sink_partitions: Mapping[str, int]
+    kafka_settings: Mapping[str, str] | None = None
+    emit: EmitMode = EmitMode.EVERY_UPDATE
+
+
+def plan_document(inputs: PlanInputs) -> dict[str, Any]:
+    """The replay plan (``ReplayPlan.from_document``'s form) of ``inputs``. ``kafka_settings``: the non-secret client
     settings (``connection.security_config``: ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``),
     the plan's ``kafka`` section; the credentials reach the Job's pod as variables from their Secrets.
     ``emit``: the spec's (``every_update`` or ``final``; see :func:`emit_final_refusal`)."""
     plan: dict[str, Any] = {
-        "replayId": replay_id,
-        "bootstrapServers": bootstrap_servers,
-        "topology": dict(topology),
-        "config": dict(config),
-        "from": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(start.items())},
-        "to": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(end.items())},
-        "partitions": dict(sorted(sink_partitions.items())),
-        "emit": emit.value,
+        "replayId": inputs.replay_id,
+        "bootstrapServers": inputs.bootstrap_servers,
+        "topology": dict(inputs.topology),
+        "config": dict(inputs.config),
+        "from": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(inputs.start.items())},
+        "to": {t: {p: o for p, o in sorted(parts.items())} for t, parts in sorted(inputs.end.items())},
+        "partitions": dict(sorted(inputs.sink_partitions.items())),
+        "emit": inputs.emit.value,
     }
-    if kafka_settings:
-        plan["kafka"] = dict(sorted(kafka_settings.items()))
+    if inputs.kafka_settings:
+        plan["kafka"] = dict(sorted(inputs.kafka_settings.items()))
     return plan
 
 
@@ -271,13 +277,17 @@ def _memory_mb(spark_memory: str) -> int:
     return number * 1024 if unit == "g" else number
 
 
+@dataclass(frozen=True)
+class JobImages:
+    """The images of a replay's Job: the replay image (``image``) and the one whose user code it runs (``code``;
+    None: the replay image's own code only)."""
+
+    image: str
+    code: app_code.CodeImage | None = None
+
+
 def job_manifests(
-    owner: Owner,
-    spec: StreamReplaySpec,
-    plan: Mapping[str, Any],
-    image: str,
-    app: StreamAppSpec | None = None,
-    code: app_code.CodeImage | None = None,
+    owner: Owner, spec: StreamReplaySpec, plan: Mapping[str, Any], images: JobImages, app: StreamAppSpec | None = None
 ) -> list[dict[str, Any]]:
     """The ServiceAccount, the ConfigMap with the plan and the Job, as uid 10001 under the restricted Pod
     Security Standard.
@@ -298,6 +308,7 @@ def job_manifests(
     ``code``: the image whose user code the replay runs (``app_code.of``): every pod (the Job's, the executors')
     copies it with the init container ``app-code`` and puts it first on ``PYTHONPATH``; the Job's container checks
     its ``streamapp-runtime`` first (``app_code``). None: the replay image's own code only (the old way)."""
+    image, code = images.image, images.code
     kubernetes = spec.spark.mode == SparkMode.KUBERNETES
     ca = app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
     metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
@@ -569,21 +580,26 @@ def failure_detail(log: str, limit: int = 600) -> str:
     return " | ".join(lines[-3:])[-limit:]
 
 
-def new_version(
-    app: Mapping[str, Any],
-    name: str,
-    application_id: str,
-    topology: Mapping[str, Any],
-    replay: str,
-    replay_uid: str,
-    image: str | None = None,
-    replicas: int | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NewVersion:
+    """The new version of a handover: its StreamApp's name, ``application.id`` and topology, and the image and
+    replicas it runs with (None: the app's)."""
+
+    name: str
+    application_id: str
+    topology: Mapping[str, Any]
+    image: str | None = None
+    replicas: int | None = None
+
+
+def new_version(app: Mapping[str, Any], version: NewVersion, replay: str, replay_uid: str) -> dict[str, Any]:
     """The new version's StreamApp: the app's spec with the replay's topology and ``application.id``, and
     ``image`` and ``replicas`` when given (``handover.image``, else the StreamReplay's ``spec.image``;
     ``handover.replicas``; else the app's). Not owned by the StreamReplay (it outlives it: no owner reference);
     labelled with the replay's name and annotated with its uid (``streamapp.io/replay-uid``), which
     :func:`made_by` requires."""
+    name, application_id, topology = version.name, version.application_id, version.topology
+    image, replicas = version.image, version.replicas
     spec = {key: value for key, value in (app.get("spec") or {}).items()}
     spec["topology"] = dict(topology)
     spec["applicationId"] = application_id
@@ -652,14 +668,19 @@ def made_by(app: Mapping[str, Any] | None, replay: str, replay_uid: str, recorde
     return not_made_by(app, replay, replay_uid, recorded_uid) is None
 
 
+@dataclass(frozen=True)
+class Claimant:
+    """The replay that would take a StreamApp as its new version: its name and uid, the uid recorded in status
+    when it created one (None: not yet), and whether it created one before the uid annotation existed."""
+
+    replay: str
+    replay_uid: str
+    recorded_uid: str | None = None
+    created_unannotated: bool = False
+
+
 def new_version_conflict(
-    new_name: str,
-    app_name: str,
-    existing: Mapping[str, Any] | None,
-    replay: str,
-    replay_uid: str,
-    recorded_uid: str | None = None,
-    created_unannotated: bool = False,
+    new_name: str, app_name: str, existing: Mapping[str, Any] | None, claimant: Claimant
 ) -> tuple[str, str] | None:
     """Why the new version's name cannot be used (``(reason, message)``), or None.
 
@@ -675,7 +696,9 @@ def new_version_conflict(
             "handover.name to another name"
         )
     if existing is not None:
-        why = not_made_by(existing, replay, replay_uid, recorded_uid, created_unannotated)
+        why = not_made_by(
+            existing, claimant.replay, claimant.replay_uid, claimant.recorded_uid, claimant.created_unannotated
+        )
         if why is not None:
             return NEW_VERSION_NAME_IN_USE, (
                 f"StreamApp {new_name} exists and {why}; it is left untouched: set handover.name to an unused name"

@@ -344,15 +344,17 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
         raise Failed("JobMissing", f"the replay's Job {name} was deleted before it finished")
     resolved = ctx.status["resolvedOffsets"]
     plan = decisions.plan_document(
-        replay_id=ctx.status["replayId"],
-        topology=_plan_topology(ctx),
-        config=decisions.replay_config(ctx.app_spec.config, ctx.status["applicationId"]),
-        bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
-        start=decisions.from_wire(resolved["from"]),
-        end=decisions.from_wire(resolved["to"]),
-        sink_partitions=ctx.kafka.partition_counts(_output_topics(ctx)),
-        kafka_settings=security_config(ctx.app_spec.kafka),
-        emit=ctx.spec.emit,
+        decisions.PlanInputs(
+            replay_id=ctx.status["replayId"],
+            topology=_plan_topology(ctx),
+            config=decisions.replay_config(ctx.app_spec.config, ctx.status["applicationId"]),
+            bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
+            start=decisions.from_wire(resolved["from"]),
+            end=decisions.from_wire(resolved["to"]),
+            sink_partitions=ctx.kafka.partition_counts(_output_topics(ctx)),
+            kafka_settings=security_config(ctx.app_spec.kafka),
+            emit=ctx.spec.emit,
+        )
     )
     image = ctx.spec.spark.image or ctx.world.image
     # the intent first: the range the Job will replay is in status before the Job exists, so that a restarted
@@ -361,7 +363,9 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     recorded = {key: ctx.status[key] for key in keys if key in ctx.status}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
     code = app_code.of(ctx.spec, ctx.app_spec)
-    for manifest in decisions.job_manifests(replay.owner, ctx.spec, plan, image, ctx.app_spec, code):
+    for manifest in decisions.job_manifests(
+        replay.owner, ctx.spec, plan, decisions.JobImages(image, code), ctx.app_spec
+    ):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
             cluster.apply(manifest)
     ctx.events.append(Event("Normal", "JobCreated", f"Created Job {name} (image {image}, code of {code.image})"))
@@ -500,13 +504,15 @@ def _create_new_version(ctx: ReplayContext) -> str:
         raise Failed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     manifest = decisions.new_version(
         ctx.app,
-        name,
-        ctx.status["applicationId"],
-        _topology_document(ctx),
+        decisions.NewVersion(
+            name,
+            ctx.status["applicationId"],
+            _topology_document(ctx),
+            image=ctx.spec.handover.image or ctx.spec.image,
+            replicas=ctx.spec.handover.replicas,
+        ),
         ctx.replay.name,
         ctx.replay.uid,
-        image=ctx.spec.handover.image or ctx.spec.image,
-        replicas=ctx.spec.handover.replicas,
     )
     created = cluster.apply(manifest)
     # the uid it was created with: a StreamApp made again under its name later is not this replay's
@@ -750,7 +756,10 @@ def _new_version_of(
     name = spec.handover.name or replay.name
     existing = cluster.get("StreamApp", replay.namespace, name)
     conflict = decisions.new_version_conflict(
-        name, spec.app_ref.name, existing, replay.name, replay.uid, recorded_uid, created_unannotated
+        name,
+        spec.app_ref.name,
+        existing,
+        decisions.Claimant(replay.name, replay.uid, recorded_uid, created_unannotated),
     )
     if conflict is not None:
         raise Failed(*conflict)
