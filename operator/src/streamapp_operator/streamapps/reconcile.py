@@ -376,7 +376,9 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
     if not problems:
         problems += _client_setting_problems(spec, app.name)
     topology, topology_problems = parse_topology(spec)
-    running = world.cluster.get("ConfigMap", app.namespace, desired.config_map_name(app.name))
+    running = None  # the running topology's ConfigMap: compared with a valid topology only
+    if topology is not None:
+        running = world.cluster.get("ConfigMap", app.namespace, desired.config_map_name(app.name))
     upgrade = check_upgrade(app, spec, topology, running, previous_status)
     application_id = upgrade.application_id
     problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
