@@ -22,7 +22,7 @@ from streamapp_operator.instances import (
     InstanceUnavailable,
     read_statuses,
 )
-from streamapp_operator.streamapps.conditions import RestoringTask, restore_view
+from streamapp_operator.streamapps.pod_status import RestoringTask, restore_view
 
 
 class RawPod:

@@ -16,7 +16,7 @@ from streamapp_operator.connection import KafkaConnection
 from streamapp_operator.identity import Peer
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.main import DigestDiffBaseStorage
-from streamapp_operator.streamapps.conditions import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
+from streamapp_operator.streamapps.pod_status import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
 from streamapp_operator.streamapps.reconcile import App, World, cleanup, reconcile
 
 APP = App(name="poisoned", namespace="apps", uid="uid-p", generation=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from streamapp_operator.crdgen import structural_schema
-from streamapp_operator.streamapps.conditions import RestoreView, RestoringStore, RestoringTask, restore_view
+from streamapp_operator.streamapps.pod_status import RestoreView, RestoringStore, RestoringTask, restore_view
 from streamapp_operator.streamapps.reconcile import App, World, reconcile
 from streamapp_operator.streamapps.resources import MAX_RESTORE_ENTRIES, StreamAppStatus
 from streamapp_operator.streamapps.restore_progress import restore_progress, summary

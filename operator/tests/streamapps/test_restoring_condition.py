@@ -16,17 +16,8 @@ from prometheus_client import CollectorRegistry
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.processing.status import TaskStatus, WorkerStatus
 from streamapp_operator.instances import HttpInstanceReader, InstanceUnavailable
-from streamapp_operator.streamapps.conditions import (
-    RESTORE_UNOBSERVED,
-    RESTORING,
-    Health,
-    RestoreView,
-    RestoringTask,
-    condition_events,
-    conditions,
-    restore_view,
-    unready_pods,
-)
+from streamapp_operator.streamapps.conditions import RESTORE_UNOBSERVED, RESTORING, Health, condition_events, conditions
+from streamapp_operator.streamapps.pod_status import RestoreView, RestoringTask, restore_view, unready_pods
 from streamapp_operator.streamapps.reconcile import App, World, reconcile
 
 T0 = "2026-01-01T00:00:00Z"

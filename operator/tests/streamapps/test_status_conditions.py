@@ -11,9 +11,9 @@ from streamapp_operator.streamapps.conditions import (
     Rollout,
     condition_events,
     conditions,
-    failing_pods,
     rollout,
 )
+from streamapp_operator.streamapps.pod_status import failing_pods
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"
 

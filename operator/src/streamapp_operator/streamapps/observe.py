@@ -20,7 +20,9 @@ from streamapp_operator.instances import InstanceReader, read_statuses
 from streamapp_operator.k8s import Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import GroupLag, KafkaAdmin, KafkaUnavailable
 from streamapp_operator.streamapps import volumes
-from streamapp_operator.streamapps.conditions import (
+from streamapp_operator.streamapps.desired import HTTP_PORT, config_map_name, selector
+from streamapp_operator.streamapps.dropped_records import PodDrops, pod_drops
+from streamapp_operator.streamapps.pod_status import (
     RestoreView,
     failing_threads,
     pod_creation_failures,
@@ -28,8 +30,6 @@ from streamapp_operator.streamapps.conditions import (
     restore_view,
     started_pods,
 )
-from streamapp_operator.streamapps.desired import HTTP_PORT, config_map_name, selector
-from streamapp_operator.streamapps.dropped_records import PodDrops, pod_drops
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class Observation:
     topics); ``group`` the consumer group's lag and state over the topics it consumes; ``kafka_error`` why
     Kafka could not be read (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods
     that are not ready report about restoration (None: pods not asked), ``threads`` the stream threads
-    that keep failing inside the pods (one line per pod, ``conditions.failing_threads``), ``creation`` why
-    the StatefulSet cannot create its pods (``conditions.pod_creation_failures``), ``drops`` the records each
+    that keep failing inside the pods (one line per pod, ``pod_status.failing_threads``), ``creation`` why
+    the StatefulSet cannot create its pods (``pod_status.pod_creation_failures``), ``drops`` the records each
     pod that answered ``/status`` dropped, by reason (``dropped_records.pod_drops``; None: pods not asked).
     """
 
@@ -123,7 +123,7 @@ def observe(
 
 
 def observe_creation(cluster: Cluster, stateful_set: dict[str, Any] | None) -> list[str]:
-    """Why the StatefulSet cannot create its pods (``conditions.pod_creation_failures``), asked only while
+    """Why the StatefulSet cannot create its pods (``pod_status.pod_creation_failures``), asked only while
     pods are missing. Events that cannot be listed (no RBAC for it) leave it unsaid rather than stopping
     the reconcile."""
     if stateful_set is None or not pods_missing(stateful_set):

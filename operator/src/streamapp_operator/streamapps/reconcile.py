@@ -70,8 +70,6 @@ from streamapp_operator.streamapps.conditions import (
     condition_events,
     condition_order,
     conditions,
-    failing_pod_names,
-    failing_pods,
     ready_text,
     rollout,
 )
@@ -86,6 +84,7 @@ from streamapp_operator.streamapps.operations import (
     run_operations,
 )
 from streamapp_operator.streamapps.operations import with_upgrade_condition as _with_upgrade
+from streamapp_operator.streamapps.pod_status import failing_pod_names, failing_pods
 from streamapp_operator.streamapps.resources import PAUSED_ANNOTATION, App, CleanupPolicy, StreamAppSpec
 from streamapp_operator.streamapps.restore_progress import restore_progress
 from streamapp_operator.streamapps.restore_progress import summary as restore_summary

@@ -2,7 +2,7 @@
 
 The pods that are not ready report, per restoring task, ``restored_records`` and ``restore_remaining``, and
 (newer runtimes) per store of the task its changelog partition, records restored and left, its restore rate
-over the last seconds and the time left (``conditions.restore_view`` reads them from ``/status``), much as
+over the last seconds and the time left (``pod_status.restore_view`` reads them from ``/status``), much as
 Kafka Streams' ``StateRestoreListener`` sees a restore per store. ``status.restore`` has one entry per store.
 A pod of an older runtime reports per task only: its entry is the task's, naming the stores of the task's
 sub-topology (task id ``N_P`` restores the stores of sub-topology ``N`` from partition ``P`` of their
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streamapp_operator.streamapps.conditions import RestoreView, RestoringStore, RestoringTask
+from streamapp_operator.streamapps.pod_status import RestoreView, RestoringStore, RestoringTask
 from streamapp_operator.streamapps.resources import MAX_RESTORE_ENTRIES
 from streamapp_operator.times import seconds_between
 

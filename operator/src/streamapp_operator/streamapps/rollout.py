@@ -15,7 +15,7 @@ only when the app is calm again after the previous pod:
 
 A broken app is not protected from its fix (the StatefulSet documentation's *forced rollback* case): pods that are
 not Ready because they crash (a container in CrashLoopBackOff and the like, or stream threads that keep failing,
-``conditions.failing_pods`` / ``failing_threads``) hold nothing back, so the gate above waits only on the healthy
+``pod_status.failing_pods`` / ``failing_threads``) hold nothing back, so the gate above waits only on the healthy
 pods (and not on the consumer group, which a crash-looping member keeps unsettled); when no pod is Ready at all,
 the partition goes to 0 at once and the StatefulSet controller replaces every pod (highest ordinal first, each
 after the one before is healthy: ``podManagementPolicy: Parallel`` keeps a broken pod from blocking it).
