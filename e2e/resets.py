@@ -14,7 +14,7 @@ from typing import Any
 
 from e2e import cluster, operations
 
-#: The reset's steps in order (``status.reset.step``; ``streamapp_operator.reset.RESET_STEPS``).
+#: The reset's steps in order (``status.reset.step``; ``streamapp_operator.streamapps.reset.RESET_STEPS``).
 STEPS = ("scaleToZero", "awaitStopped", "resetOffsets", "deleteInternalTopics", "deleteLocalState", "scaleBack",
          "done")  # fmt: skip
 

@@ -282,3 +282,15 @@ class TestingKafka:
         self._check()
         suffixes = ("-repartition", "-changelog")
         return sorted(t for t in self.topics if t.startswith(f"{application_id}-") and t.endswith(suffixes))
+
+
+#: ``spec.config`` as a user writes it in YAML, unquoted: numbers and booleans the runtime must still read.
+UNQUOTED = """
+commit.interval.ms: 1000
+statestore.cache.max.bytes: 0
+replication.factor: 1
+producer.enable.idempotence: true
+consumer.check.crcs: false
+producer.linger.ms: 0.5
+default.deserialization.exception.handler: log_and_continue
+"""

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from operator_fakes import TestingCluster, TestingKafka, flights_spec
-from streamapp_operator.replay.controller import Replay, ReplayWorld, reconcile_replay
+from streamapp_operator.streamreplays.reconcile import Replay, ReplayWorld, reconcile_replay
 
 NS = "replays"
 EARLIEST = {"flights": {0: 0, 1: 5}}

@@ -71,7 +71,7 @@ def test_samples_cover_every_health_status_the_check_gives() -> None:
 
 def test_samples_use_the_operators_condition_reasons() -> None:
     """The samples' Degraded reasons are reasons the operator really writes (not made up for the test)."""
-    sources = "\n".join(p.read_text() for p in (ROOT / "operator" / "src" / "streamapp_operator").glob("*.py"))
+    sources = "\n".join(p.read_text() for p in (ROOT / "operator" / "src" / "streamapp_operator").rglob("*.py"))
     for input_path, _ in _test_cases():
         conditions = (yaml.safe_load((ARGOCD / input_path).read_text()).get("status") or {}).get("conditions", [])
         for reason in (condition["reason"] for condition in conditions):

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from streamapp_operator import validate
-from streamapp_operator.resources import StreamAppSpec
-from test_config_values import UNQUOTED
+from operator_fakes import UNQUOTED
+from streamapp_operator.streamapps import validate
+from streamapp_operator.streamapps.resources import StreamAppSpec
 from test_operator_on_api_server import Kube, _streamapp, env, kube  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.e2e

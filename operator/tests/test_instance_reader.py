@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from streamapp_operator.conditions import RestoringTask, restore_view
 from streamapp_operator.instances import (
     MAX_PODS_ASKED,
     MAX_STATUS_BYTES,
@@ -23,6 +22,7 @@ from streamapp_operator.instances import (
     InstanceUnavailable,
     read_statuses,
 )
+from streamapp_operator.streamapps.pod_status import RestoringTask, restore_view
 
 
 class RawPod:

@@ -11,13 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from stack_env import stack_variable
-from streamapp_operator.kafka import (
-    ConfluentKafkaAdmin,
-    KafkaConnection,
-    KafkaUnavailable,
-    TopicCreationFailed,
-    TopicSpec,
-)
+from streamapp_operator.connection import KafkaConnection
+from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable, TopicCreationFailed, TopicSpec
 
 pytestmark = pytest.mark.integration
 

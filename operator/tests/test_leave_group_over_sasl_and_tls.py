@@ -24,7 +24,8 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from stack_env import stack_variable
-from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaConnection
+from streamapp_operator.connection import KafkaConnection
+from streamapp_operator.kafka import ConfluentKafkaAdmin
 from streamapp_operator.kafka_wire import LeaveGroupFailed, WireSecurity, remove_static_members
 
 
@@ -74,7 +75,7 @@ def test_a_wrong_password_is_a_clear_error_naming_the_user_not_the_password(mech
     host, _, port = stack_variable("KAFKA_SASL_BOOTSTRAP").rpartition(":")
     security = WireSecurity.from_settings(_sasl_settings(mechanism, password="not-the-password"))
     with pytest.raises(LeaveGroupFailed, match="SASL authentication of user 'admin'") as failure:
-        remove_static_members(host, int(port), "any-group", ["app-1-0"], timeout=10, security=security)
+        remove_static_members((host, int(port)), "any-group", ["app-1-0"], timeout=10, security=security)
     assert "not-the-password" not in str(failure.value)
 
 
@@ -82,7 +83,7 @@ def test_a_broker_that_never_answers_fails_at_the_timeout_instead_of_hanging() -
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts connections (backlog), never answers
         port = silent.getsockname()[1]
         with pytest.raises(LeaveGroupFailed, match="timed out"):
-            remove_static_members("127.0.0.1", port, "g", ["app-1-0"], timeout=0.5)
+            remove_static_members(("127.0.0.1", port), "g", ["app-1-0"], timeout=0.5)
 
 
 def test_only_the_mechanisms_and_protocols_spoken_are_accepted() -> None:
@@ -165,7 +166,7 @@ def test_the_leave_group_goes_over_tls_verified_against_the_apps_ca(
 ) -> None:
     port, received = tls_coordinator
     security = WireSecurity.from_settings({"security.protocol": "SSL", "ssl.ca.pem": tls_files["ca"].read_text()})
-    assert remove_static_members("127.0.0.1", port, "g", ["app-1-0"], timeout=10, security=security) == {"app-1-0": 0}
+    assert remove_static_members(("127.0.0.1", port), "g", ["app-1-0"], timeout=10, security=security) == {"app-1-0": 0}
     (frame,) = received
     assert frame.endswith(b"\x00\x01g\x00\x00\x00\x01\x00\x00\x00\x07app-1-0")
 
@@ -176,7 +177,7 @@ def test_a_broker_certificate_not_signed_by_the_apps_ca_is_refused(
     port, received = tls_coordinator
     security = WireSecurity(protocol="SSL", ca_file=str(tls_files["other_ca"]))
     with pytest.raises(LeaveGroupFailed, match="CERTIFICATE_VERIFY_FAILED"):
-        remove_static_members("127.0.0.1", port, "g", ["app-1-0"], timeout=10, security=security)
+        remove_static_members(("127.0.0.1", port), "g", ["app-1-0"], timeout=10, security=security)
     assert received == []
 
 
@@ -198,5 +199,5 @@ def test_a_truncated_leave_group_answer_is_a_leave_group_failure_not_a_parse_err
         thread = threading.Thread(target=answer_short, daemon=True)
         thread.start()
         with pytest.raises(LeaveGroupFailed, match=r"LeaveGroup to 127\.0\.0\.1"):
-            remove_static_members("127.0.0.1", server.getsockname()[1], "g", ["app-1-0"], timeout=5)
+            remove_static_members(("127.0.0.1", server.getsockname()[1]), "g", ["app-1-0"], timeout=5)
         thread.join(5)

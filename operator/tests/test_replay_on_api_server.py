@@ -19,8 +19,9 @@ import yaml
 from kubernetes import config
 from operator_fakes import flights_spec
 from streamapp_operator.k8s import KubernetesCluster
-from streamapp_operator.replay import app_code, decisions
-from streamapp_operator.replay.models import StreamReplaySpec
+from streamapp_operator.kinds import Owner
+from streamapp_operator.streamreplays import app_code, decisions
+from streamapp_operator.streamreplays.resources import StreamReplaySpec
 from test_operator_on_api_server import Kube, chart_kubeconfig, env, kube  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.e2e
@@ -108,11 +109,11 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     replays.apply(replay("writes"))
     stored = replays.get("streamreplay", "writes")
     assert stored is not None
-    owner = decisions.ReplayOwner("writes", replays.namespace, stored["metadata"]["uid"])
+    owner = Owner("StreamReplay", "writes", replays.namespace, stored["metadata"]["uid"])
     spec = StreamReplaySpec.parse(stored["spec"])
     plan = {"replayId": "writes-1", "bootstrapServers": "127.0.0.1:9092", "from": {}, "to": {}}
     code = app_code.CodeImage("localhost/streamapp:dev", "Never")  # the init container and the pod failure policy
-    manifests = decisions.job_manifests(owner, spec, plan, "localhost/streamapp-replay:dev", None, code)
+    manifests = decisions.job_manifests(owner, spec, plan, decisions.JobImages("localhost/streamapp-replay:dev", code))
     for manifest in manifests:
         seam.apply(manifest, dry_run=True)  # admission: restricted Pod Security, schema
     for manifest in manifests:
@@ -128,7 +129,10 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     app = {"metadata": {"name": "flights", "namespace": replays.namespace}, "spec": flights_spec()}
     new = seam.apply(
         decisions.new_version(
-            app, "flights-v2", "flights-v2", flights_spec()["topology"], "writes", "uid-w", "apps/flights:2", 3
+            app,
+            decisions.NewVersion("flights-v2", "flights-v2", flights_spec()["topology"], "apps/flights:2", 3),
+            "writes",
+            "uid-w",
         )
     )
     stored_new = seam.get("StreamApp", replays.namespace, "flights-v2")["spec"]  # type: ignore[index]

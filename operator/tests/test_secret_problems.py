@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from operator_fakes import TestingCluster, TestingInstances, TestingKafka, flights_spec
 from replay_fakes import NS, REPLAY, SECOND_TOPOLOGY, ReplayCluster, ReplayKafka
-from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaConnection, KafkaUnavailable
-from streamapp_operator.reconcile import App, Result, World, reconcile
-from streamapp_operator.replay.controller import ReplayWorld, reconcile_replay
+from streamapp_operator.connection import KafkaConnection
+from streamapp_operator.kafka import ConfluentKafkaAdmin, KafkaUnavailable
+from streamapp_operator.streamapps.reconcile import App, Result, World, reconcile
+from streamapp_operator.streamreplays.reconcile import ReplayWorld, reconcile_replay
 
 APP = App(name="orders", namespace="team-x", uid="uid-orders", generation=1, created="2026-01-02T00:00:00Z")
 NOW = "2026-01-03T00:00:00Z"

@@ -20,22 +20,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from streamapp_operator.replay import models as replay_models
-from streamapp_operator.resources import (
-    GROUP,
-    KIND,
-    PLURAL,
-    SHORT_NAMES,
-    SINGULAR,
-    VERSION,
-    StreamAppSpec,
-    StreamAppStatus,
-)
+from streamapp_operator.kinds import GROUP, VERSION
+from streamapp_operator.streamapps.resources import KIND, PLURAL, SHORT_NAMES, SINGULAR, StreamAppSpec, StreamAppStatus
+from streamapp_operator.streamreplays import resources as replay_resources
 
 CRD_FILE = f"{GROUP}_{PLURAL}.yaml"
 #: Where ``main`` writes, relative to the repository root.
 DEFAULT_OUTPUTS = (Path("crds") / CRD_FILE, Path("charts/streamapp-operator/crds") / CRD_FILE)
-REPLAY_CRD_FILE = f"{GROUP}_{replay_models.PLURAL}.yaml"
+REPLAY_CRD_FILE = f"{GROUP}_{replay_resources.PLURAL}.yaml"
 REPLAY_OUTPUTS = (Path("crds") / REPLAY_CRD_FILE, Path("charts/streamapp-operator/crds") / REPLAY_CRD_FILE)
 
 HEADER = (
@@ -184,7 +176,7 @@ REPLAY_PRINTER_COLUMNS = [
 
 
 def build_replay_crd() -> dict[str, Any]:
-    """The CustomResourceDefinition manifest for StreamReplay (``streamapp_operator.replay.models``)."""
+    """The CustomResourceDefinition manifest for StreamReplay (``streamapp_operator.streamreplays.resources``)."""
     version = {
         "name": VERSION,
         "served": True,
@@ -199,15 +191,15 @@ def build_replay_crd() -> dict[str, Any]:
                     "apiVersion": {"type": "string"},
                     "kind": {"type": "string"},
                     "metadata": {"type": "object", "properties": {"name": NAME_SCHEMA}},
-                    "spec": structural_schema(replay_models.StreamReplaySpec),
-                    "status": structural_schema(replay_models.StreamReplayStatus, keep_defaults=False),
+                    "spec": structural_schema(replay_resources.StreamReplaySpec),
+                    "status": structural_schema(replay_resources.StreamReplayStatus, keep_defaults=False),
                 },
             }
         },
         "subresources": {"status": {}},
         "additionalPrinterColumns": REPLAY_PRINTER_COLUMNS,
     }
-    kind, plural = replay_models.KIND, replay_models.PLURAL
+    kind, plural = replay_resources.KIND, replay_resources.PLURAL
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -218,8 +210,8 @@ def build_replay_crd() -> dict[str, Any]:
                 "kind": kind,
                 "listKind": f"{kind}List",
                 "plural": plural,
-                "singular": replay_models.SINGULAR,
-                "shortNames": list(replay_models.SHORT_NAMES),
+                "singular": replay_resources.SINGULAR,
+                "shortNames": list(replay_resources.SHORT_NAMES),
                 "categories": ["all"],
             },
             "scope": "Namespaced",
@@ -261,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Wrote {relative}")
     if args.check and stale:
         names = ", ".join(str(p) for p in stale)
-        print(f"CRD drift: {names} differ from streamapp_operator.resources; run make crds", file=sys.stderr)
+        print(f"CRD drift: {names} differ from streamapp_operator.streamapps.resources; run make crds", file=sys.stderr)
         return 1
     return 0
 

@@ -19,11 +19,11 @@ from typing import Any, Protocol
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from streamapp_operator.resources import GROUP, PLURAL, VERSION
+from streamapp_operator.kinds import GROUP, PLURALS, VERSION
 
 FIELD_MANAGER = "streamapp-operator"
 #: The operator's own kinds, served as custom objects: kind -> plural.
-_CUSTOM = {"StreamApp": PLURAL, "StreamReplay": "streamreplays"}
+_CUSTOM = PLURALS
 _APPLY = "application/apply-patch+yaml"
 _TIMEOUT = 15.0
 
@@ -208,7 +208,7 @@ class KubernetesCluster:
     def patch_streamapp_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         try:
             self._custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, PLURAL, name, {"status": status}, field_manager=FIELD_MANAGER,
+                GROUP, VERSION, namespace, PLURALS["StreamApp"], name, {"status": status}, field_manager=FIELD_MANAGER,
                 _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=_TIMEOUT,
             )  # fmt: skip
         except ApiException as exc:
@@ -234,7 +234,7 @@ class KubernetesCluster:
         what = f"scaling StreamApp {namespace}/{name} to {replicas}"
         try:
             self._custom.patch_namespaced_custom_object_scale(
-                GROUP, VERSION, namespace, PLURAL, name, {"spec": {"replicas": replicas}},
+                GROUP, VERSION, namespace, PLURALS["StreamApp"], name, {"spec": {"replicas": replicas}},
                 _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=_TIMEOUT,
             )  # fmt: skip
         except ApiException as exc:

@@ -22,6 +22,7 @@ from streamapp.kafka.admin import TopicAdmin
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, is_internal_topic, plan_reset
 from streamapp.kafka.types import KafkaClientError
 
+from streamapp_operator.connection import KafkaConnection
 from streamapp_operator.kafka_wire import LeaveGroupFailed, WireSecurity, remove_static_members
 
 
@@ -47,19 +48,6 @@ _TOPIC_REFUSALS = frozenset(
         KafkaError.INVALID_REPLICA_ASSIGNMENT,
     }
 )
-
-
-@dataclass(frozen=True)
-class KafkaConnection:
-    """How the operator reaches one Kafka cluster: the bootstrap servers and librdkafka security settings
-    (``security.protocol``, ``sasl.*``, ``ssl.*``; a password among them comes from a Secret and is never
-    logged nor shown: ``repr`` leaves the settings out)."""
-
-    bootstrap_servers: str
-    security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-
-    def settings(self) -> dict[str, str]:
-        return {"bootstrap.servers": self.bootstrap_servers, **dict(self.security)}
 
 
 @dataclass(frozen=True)
@@ -350,7 +338,7 @@ class ConfluentKafkaAdmin:
             raise KafkaUnavailable(f"describing consumer group {group_id!r} failed: {_describe(exc)}") from exc
         try:
             answers = remove_static_members(
-                coordinator.host, coordinator.port, group_id, instance_ids, self._timeout, security
+                (coordinator.host, coordinator.port), group_id, instance_ids, self._timeout, security
             )
         except LeaveGroupFailed as exc:
             raise KafkaUnavailable(str(exc)) from exc

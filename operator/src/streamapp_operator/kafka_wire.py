@@ -257,14 +257,13 @@ def _sasl_round(connection: _Connection, security: WireSecurity, auth_bytes: byt
 
 
 def remove_static_members(
-    host: str,
-    port: int,
+    coordinator: tuple[str, int],
     group_id: str,
     instance_ids: Sequence[str],
     timeout: float = 10.0,
     security: WireSecurity | None = None,
 ) -> dict[str, int]:
-    """Remove the static members ``instance_ids`` from ``group_id`` through its coordinator at ``host:port``,
+    """Remove the static members ``instance_ids`` from ``group_id`` through its ``coordinator`` (host, port),
     over ``security`` (default PLAINTEXT), within ``timeout`` seconds in all.
 
     Returns each instance id's error code (0: removed; ``UNKNOWN_MEMBER_ID``: it was not a member). Raises
@@ -272,6 +271,7 @@ def remove_static_members(
     login fails, or it refuses the request as a whole.
     """
     security = security or WireSecurity()
+    host, port = coordinator
     deadline = time.monotonic() + timeout
     try:
         connection = _connect(host, port, security, deadline)

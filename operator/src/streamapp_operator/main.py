@@ -1,55 +1,28 @@
-"""kopf registration of the StreamApp operator; run with ``kopf run --standalone -m streamapp_operator.main``.
+"""kopf start-up of the operator; run with ``kopf run --standalone -m streamapp_operator.main``.
 
-Only wiring lives here: one level-based :func:`streamapp_operator.reconcile.reconcile` is registered for
-create, update, resume and a timer (every ``RECONCILE_INTERVAL`` s, and every ``rollout.ROLLOUT_INTERVAL`` s
-while a rollout is in progress, so the next pod goes soon after the previous one is back), and its result
-is written back through kopf (status patch, events);
-:func:`streamapp_operator.reconcile.cleanup` runs on deletion behind kopf's finalizer
-(``kopf.zalando.org/KopfFinalizerMarker``, added to every StreamApp; see docs/operator.md "Deletion").
-An index of every StreamApp's ``application.id`` feeds the identity check. kopf's record of the last
-handled spec is a digest (:class:`DigestDiffBaseStorage`), so a large spec never pushes the StreamApp's
-annotations over the API server's 256 KiB limit (which would make even the finalizer's removal fail).
+Only start-up lives here: kopf's settings, the metrics endpoint, and the imports that register both Kinds'
+handlers (``streamapps.handlers``, ``streamreplays.handlers``). kopf's record of the last handled spec is a
+digest (:class:`DigestDiffBaseStorage`), so a large spec never pushes an object's annotations over the API
+server's 256 KiB limit (which would make even the finalizer's removal fail).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hashlib
 import json
 import logging
-import threading
-import time
-from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 
-from streamapp_operator import metrics, reconcile, rollout
-from streamapp_operator.conditions import Event
-from streamapp_operator.instances import HttpInstanceReader
-from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
-from streamapp_operator.kafka import AdminPool, KafkaUnavailable
-from streamapp_operator.replay import handlers as replay_handlers  # registers the StreamReplay handlers too
-from streamapp_operator.resources import GROUP, PLURAL, VERSION
-from streamapp_operator.validate import Peer
+from streamapp_operator import metrics
+from streamapp_operator.kinds import GROUP
+from streamapp_operator.streamapps import handlers as streamapp_handlers  # registers the StreamApp handlers
+from streamapp_operator.streamreplays import handlers as replay_handlers  # registers the StreamReplay handlers
 
-#: Seconds between two level-based reconciles of an unchanged StreamApp (status, lag, recovery).
-RECONCILE_INTERVAL = 10.0
-#: Seconds before retrying after the API server failed.
-RETRY_DELAY = 10.0
-#: Seconds between two cleanup attempts of a deleted StreamApp, and how many attempts before giving up
-#: (a Warning event says what is left; the finalizer goes, so deletion never hangs for ever).
-CLEANUP_DELAY = 5.0
-CLEANUP_ATTEMPTS = 60
+__all__ = ["DigestDiffBaseStorage", "configure", "replay_handlers", "streamapp_handlers"]
 
 logger = logging.getLogger(__name__)
-
-_world: reconcile.World | None = None
-_admins = AdminPool()
-_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
 
 
 class DigestDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
@@ -85,7 +58,6 @@ DELETION_POLL_SECONDS = 2.0
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Keep kopf's bookkeeping in small annotations (the status schema is ours), connect the seams and
     serve the metrics."""
-    global _world
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = DigestDiffBaseStorage(prefix=GROUP, key="last-handled-configuration")
     settings.posting.level = logging.INFO
@@ -93,144 +65,5 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Kafka timeout is 10 s) is re-checked after this many seconds (kopf's default, 60, held `kubectl delete`).
     settings.background.cancellation_polling = DELETION_POLL_SECONDS
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # one line per liveness probe otherwise
-    _world = reconcile.World(cluster=KubernetesCluster(), kafka_for=_admins.admin_for, instances=HttpInstanceReader())
     port = metrics.serve()
     logger.info("operator metrics on port %s", port or "(disabled)")
-
-
-@kopf.index(GROUP, VERSION, PLURAL)
-def application_ids(meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, Peer]:
-    """Every StreamApp the operator watches, by uid, with each ``application.id`` it claims: the spec's (or the
-    name) and, when an upgrade runs it under another one (``upgradePolicy: newApplicationId``:
-    ``<id>-g<generation>``), the one in ``status.applicationId`` its pods use."""
-    name, uid = str(meta["name"]), str(meta["uid"])
-    claimed = [str(spec.get("applicationId") or name), str(status.get("applicationId") or "")]
-    return {
-        f"{uid}/{application_id}": Peer(
-            namespace=str(meta["namespace"]),
-            name=name,
-            uid=uid,
-            created=str(meta.get("creationTimestamp", "")),
-            application_id=application_id,
-        )
-        for application_id in dict.fromkeys(claimed)
-        if application_id
-    }
-
-
-@kopf.on.resume(GROUP, VERSION, PLURAL)
-@kopf.on.create(GROUP, VERSION, PLURAL)
-@kopf.on.update(GROUP, VERSION, PLURAL)
-@kopf.timer(GROUP, VERSION, PLURAL, interval=RECONCILE_INTERVAL, initial_delay=RECONCILE_INTERVAL)
-def reconcile_streamapp(
-    body: kopf.Body,
-    meta: kopf.Meta,
-    spec: kopf.Spec,
-    status: kopf.Status,
-    patch: kopf.Patch,
-    **kwargs: Any,
-) -> None:
-    """Reconcile one StreamApp and record the outcome; never raises for an invalid StreamApp."""
-    if _world is None:
-        raise kopf.TemporaryError("the operator is still starting", delay=1)
-    app = _app(meta)
-    world = dataclasses.replace(
-        _world,
-        kafka_for=functools.partial(_admins.admin_for, user=app.uid),
-        peers=functools.partial(replay_handlers.snapshot, kwargs["application_ids"]),
-    )
-    started = time.monotonic()
-    with _lock(app.uid):
-        try:
-            result = reconcile.reconcile(app, _plain(spec), _plain(status), world, _now())
-        except KubernetesUnavailable as exc:
-            metrics.ERRORS.inc()
-            raise kopf.TemporaryError(str(exc), delay=RETRY_DELAY) from exc
-        finally:
-            metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
-    patch.status.update(result.status)
-    metrics.record(app.namespace, app.name, result.status)
-    _post(body, app, result.events)
-
-
-def rolling_out(status: kopf.Status, **_: Any) -> bool:
-    """kopf's filter of :func:`advance_rollout`: the StreamApp's status records a rollout in progress. kopf
-    re-evaluates it at every change of the StreamApp (its status included), starting and stopping the timer."""
-    return rollout.in_progress(status)
-
-
-@kopf.timer(GROUP, VERSION, PLURAL, interval=rollout.ROLLOUT_INTERVAL, when=rolling_out)
-def advance_rollout(**kwargs: Any) -> None:
-    """The same reconcile, every ``rollout.ROLLOUT_INTERVAL`` seconds while a rollout is in progress (the
-    10 s timer would hold each pod up to 10 s after the previous one is back); the per-app lock keeps it from
-    running beside another reconcile of the same app."""
-    reconcile_streamapp(**kwargs)
-
-
-@kopf.on.delete(GROUP, VERSION, PLURAL)
-def delete_streamapp(
-    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, retry: int, **_: Any
-) -> None:
-    """Clean up after a deleted StreamApp (``spec.cleanupPolicy``); retried every few seconds while its pods
-    stop, at most ``CLEANUP_ATTEMPTS`` times, then given up with a Warning event: never a hung deletion."""
-    app = _app(meta)
-    if _world is None:
-        raise kopf.TemporaryError("the operator is still starting", delay=1)
-    if app.paused:
-        _post(body, app, [Event("Warning", "CleanupSkipped", "paused: nothing was cleaned up")])
-        _forget(app)
-        return
-    world = dataclasses.replace(_world, kafka_for=functools.partial(_admins.admin_for, user=app.uid))
-    with _lock(app.uid):
-        try:
-            done = reconcile.cleanup(app, _plain(spec), _plain(status), world)
-        except (KubernetesUnavailable, KafkaUnavailable) as exc:
-            done = reconcile.Cleanup(done=False, waiting=str(exc))
-    _post(body, app, done.events)
-    if not done.done:
-        if retry + 1 < CLEANUP_ATTEMPTS:
-            raise kopf.TemporaryError(f"cleanup waits: {done.waiting}", delay=CLEANUP_DELAY)
-        message = f"gave up cleaning up after {CLEANUP_ATTEMPTS} attempts: {done.waiting}"
-        _post(body, app, [Event("Warning", "CleanupIncomplete", message)])
-    _forget(app)
-
-
-def _forget(app: reconcile.App) -> None:
-    _admins.release(app.uid)
-    metrics.forget(app.namespace, app.name)
-    with _locks_guard:
-        _locks.pop(app.uid, None)
-
-
-def _app(meta: Mapping[str, Any]) -> reconcile.App:
-    return reconcile.App(
-        name=str(meta["name"]),
-        namespace=str(meta["namespace"]),
-        uid=str(meta["uid"]),
-        generation=int(meta.get("generation", 0)),
-        created=str(meta.get("creationTimestamp", "")),
-        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
-    )
-
-
-def _post(body: kopf.Body, app: reconcile.App, events: list[Event]) -> None:
-    for event in events:
-        if event.type == "Warning":
-            kopf.warn(body, reason=event.reason, message=event.message)
-        else:
-            kopf.info(body, reason=event.reason, message=event.message)
-        logger.info("StreamApp %s/%s: %s %s", app.namespace, app.name, event.reason, event.message)
-
-
-def _lock(uid: str) -> threading.Lock:
-    """One reconcile at a time per StreamApp: the timer and change handlers run in parallel threads."""
-    with _locks_guard:
-        return _locks.setdefault(uid, threading.Lock())
-
-
-def _plain(view: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: view[key] for key in view}
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -6,21 +6,26 @@ everything first (observe, validate, build every desired object), then runs a ``
 plain function ``(context) -> StepOutcome``: a pure decision on the context plus at most one kind of action
 through a seam (``k8s.Cluster``, ``kafka.KafkaAdmin``), returning the events it caused and the status
 fields it owns. :func:`run_steps` runs them in order and stops at the first one that fails, reporting the
-failure as a :class:`~streamapp_operator.validate.Problem` (``Degraded``), never raising: an API-server
+failure as a :class:`~streamapp_operator.outcomes.Problem` (``Degraded``), never raising: an API-server
 rejection (4xx, or a 500 that does not heal), an API server that fails, Kafka unreachable, or Kafka refusing
 a topic. The timer reconciles again later, so a failure is retried at the timer's pace and always visible.
+
+A step may also stop the run on purpose, for either Kind, with a :class:`Halt` (returned in its
+:class:`StepOutcome` or raised from a helper): :class:`Waiting` for something outside (a Job, a new
+version), :class:`Blocked` by something it must not touch (a child someone else made), or :class:`Failed`
+(the object cannot succeed). The run records the halt (:attr:`StepsRun.halt`); the Kind's report decides what
+each means for its status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from streamapp_operator.conditions import Event, announce_rollout
 from streamapp_operator.k8s import ApplyRejected, Cluster, KubernetesUnavailable
 from streamapp_operator.kafka import KafkaUnavailable, TopicCreationFailed
-from streamapp_operator.validate import Problem
+from streamapp_operator.outcomes import Event, Problem
 
 KAFKA_UNAVAILABLE = "KafkaUnavailable"
 TOPIC_CREATION_FAILED = "TopicCreationFailed"
@@ -28,24 +33,58 @@ APPLY_REJECTED = "ApplyRejected"
 API_SERVER_FAILED = "ApiServerFailed"
 
 ContextT = TypeVar("ContextT")
+#: The reason of a :class:`Waiting` halt's problem.
+WAITING = "Waiting"
+
+
+class Halt(Exception):
+    """A step's deliberate stop of the run; :attr:`problem` says why (reason and message)."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+class Waiting(Halt):
+    """A step waits for something outside (the Job, the new version): later steps do not run yet."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Problem(WAITING, message))
+
+
+class Blocked(Halt):
+    """Something in the way that must not be touched (a child someone else made): the object waits, retried at
+    every reconcile, until it is gone (``Degraded`` names it)."""
+
+
+class Failed(Halt):
+    """The object cannot succeed (an invalid range, a failed Job): ``reason`` is the condition's reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(Problem(reason, message))
+        self.reason = reason
 
 
 @dataclass
 class StepOutcome:
     """What one step did: ``events`` to post, ``status`` fields it owns (None deletes one), and the
-    ``stored`` objects it wrote as the API server returned them (by kind), for later steps and status."""
+    ``stored`` objects it wrote as the API server returned them (by kind), for later steps and status, and
+    the ``halt`` that stops the run after it (None: the next step runs)."""
 
     events: list[Event] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    halt: Halt | None = None
 
 
 @dataclass
 class StepsRun:
-    """The outcomes of the steps that ran, and the problem that stopped the run (None: all ran)."""
+    """The outcomes of the steps that ran, and what stopped the run: a seam's failure (``problem``) or a step's
+    ``halt`` (both None: all ran)."""
 
     outcomes: list[tuple[str, StepOutcome]] = field(default_factory=list)
     problem: Problem | None = None
+    halt: Halt | None = None
 
     @property
     def events(self) -> list[Event]:
@@ -67,11 +106,16 @@ Step = Callable[[ContextT], StepOutcome]
 
 
 def run_steps(steps: Sequence[Step[ContextT]], context: ContextT) -> StepsRun:
-    """Run ``steps`` in order on ``context``; the first failure ends the run as a problem naming the step."""
+    """Run ``steps`` in order on ``context``; the first seam failure ends the run as a problem, the first halt
+    (returned or raised) as :attr:`StepsRun.halt`."""
     run = StepsRun()
     for step in steps:
         try:
-            run.outcomes.append((step.__name__, step(context)))
+            outcome = step(context)
+            run.outcomes.append((step.__name__, outcome))
+            run.halt = outcome.halt
+        except Halt as exc:
+            run.halt = exc
         except ApplyRejected as exc:
             run.problem = Problem(APPLY_REJECTED, str(exc))
         except KubernetesUnavailable as exc:
@@ -80,7 +124,7 @@ def run_steps(steps: Sequence[Step[ContextT]], context: ContextT) -> StepsRun:
             run.problem = Problem(TOPIC_CREATION_FAILED, str(exc))
         except KafkaUnavailable as exc:
             run.problem = Problem(KAFKA_UNAVAILABLE, str(exc))
-        if run.problem is not None:
+        if run.problem is not None or run.halt is not None:
             break
     return run
 
@@ -104,30 +148,6 @@ def dry_run(cluster: Cluster, manifests: Sequence[dict[str, Any]]) -> StepOutcom
     for manifest in manifests:
         cluster.apply(manifest, dry_run=True)
     return StepOutcome()
-
-
-@dataclass(frozen=True)
-class Intent:
-    """A disruptive action about to happen, written to the resource's status first (``Progressing=True``),
-    so that a crash in between leaves a truthful status behind."""
-
-    namespace: str
-    name: str
-    generation: int
-    message: str
-
-
-def announce(
-    write_status: Callable[[str, str, dict[str, Any]], None],
-    intent: Intent,
-    previous_conditions: Sequence[Mapping[str, Any]],
-    now: str,
-    fields: Mapping[str, Any] | None = None,
-) -> None:
-    """Write ``intent`` to status now (through the Kind's status writer, e.g. ``patch_streamapp_status``),
-    with the step's own status ``fields`` (e.g. ``rollout``) in the same write."""
-    conditions = announce_rollout([dict(c) for c in previous_conditions], intent.generation, intent.message, now)
-    write_status(intent.namespace, intent.name, {**(fields or {}), "conditions": conditions})
 
 
 def _version(obj: dict[str, Any]) -> Any:

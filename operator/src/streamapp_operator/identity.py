@@ -1,0 +1,132 @@
+"""Identity and ownership rules both Kinds apply before they touch anything: one ``application.id`` per
+consumer group (Kafka Streams: the id is the group, the ``group.instance.id`` prefix and the internal-topic
+prefix), and only children that carry the object's owner reference are applied over or deleted
+(Kubernetes garbage collection follows ``ownerReferences``). Pure: plain data in, :class:`Problem` out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from streamapp_operator.kinds import owned_by
+from streamapp_operator.outcomes import Problem
+
+APPLICATION_ID_IN_USE = "ApplicationIdInUse"
+
+FOREIGN_OBJECT = "ForeignObject"
+
+CONSUMER_GROUP_IN_USE = "ConsumerGroupInUse"
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A StreamApp of the cluster as the operator's index knows it: who claims which ``application.id``."""
+
+    namespace: str
+    name: str
+    uid: str
+    created: str
+    """``metadata.creationTimestamp`` (RFC 3339): the older app keeps a contested id."""
+    application_id: str
+
+
+def identity_conflicts(me: Peer, peers: Iterable[Peer]) -> list[Problem]:
+    """An ``application.id`` is a consumer group, a ``group.instance.id`` prefix and an internal-topic
+    prefix in one Kafka cluster, so two StreamApps must never share one: they would split the input
+    partitions, or fence each other's static members for ever, and both look healthy.
+
+    The app created first keeps the id (ties: namespace/name); ``me`` is refused naming the other one.
+    """
+    rivals = [p for p in peers if p.application_id == me.application_id and p.uid != me.uid]
+    older = sorted((p for p in rivals if (p.created, p.namespace, p.name) < (me.created, me.namespace, me.name)),
+                   key=lambda p: (p.created, p.namespace, p.name))  # fmt: skip
+    if not older:
+        return []
+    first = older[0]
+    return [
+        Problem(
+            APPLICATION_ID_IN_USE,
+            f"application.id {me.application_id!r} is already used by StreamApp {first.namespace}/{first.name}; "
+            "set a unique spec.applicationId (the default is metadata.name, unique only within a namespace)",
+        )
+    ]
+
+
+def foreign_children(
+    owner_uid: str, children: Mapping[str, Mapping[str, Any] | None], owner_kind: str = "StreamApp"
+) -> list[Problem]:
+    """Children that exist without ``owner_uid`` (an ``owner_kind``) among their ownerReferences (``kind ->
+    object``): made by someone else, so never applied over (server-side apply would take over their fields) nor
+    deleted (our owner reference would hand them to the garbage collector)."""
+    problems = []
+    for kind, obj in children.items():
+        if obj is None:
+            continue
+        metadata = obj.get("metadata") or {}
+        if owned_by(obj, owner_uid):
+            continue
+        problems.append(
+            Problem(
+                FOREIGN_OBJECT,
+                f"{kind} {metadata.get('name')} exists and is not owned by this {owner_kind}; "
+                f"it is left untouched: rename or delete it, or give the {owner_kind} another name",
+            )
+        )
+    return problems
+
+
+def foreign_claims(
+    claims: Mapping[str, Mapping[str, Any] | None],
+    labels: Mapping[str, str],
+    stateful_set_uid: str | None,
+    owner_kind: str = "StreamApp",
+) -> list[Problem]:
+    """State claims (``name -> claim``, None: absent) that the app's StatefulSet would mount but that are
+    someone else's: without the app's selector ``labels`` (what its volumeClaimTemplate gives every claim it
+    makes), or owned by anything but the app's StatefulSet (uid ``stateful_set_uid``). Never mounted (the pod
+    would read and write another team's volume) nor deleted (``cleanupPolicy: Delete`` hands the claims the
+    StatefulSet uses to the garbage collector)."""
+    problems = []
+    for name, claim in sorted(claims.items()):
+        if claim is None:
+            continue
+        metadata = claim.get("metadata") or {}
+        missing = sorted(key for key, value in labels.items() if (metadata.get("labels") or {}).get(key) != value)
+        owners = [ref for ref in metadata.get("ownerReferences") or [] if ref.get("uid") != stateful_set_uid]
+        if not missing and not owners:
+            continue
+        why = (
+            f"lacks the labels {', '.join(f'{k}={labels[k]}' for k in missing)}"
+            if missing
+            else f"is owned by {owners[0].get('kind')} {owners[0].get('name')}"
+        )
+        problems.append(
+            Problem(
+                FOREIGN_OBJECT,
+                f"PersistentVolumeClaim {name} exists and is not this {owner_kind}'s state volume (it {why}); it is "
+                f"neither mounted nor deleted: rename or delete it, or give the {owner_kind} another name",
+            )
+        )
+    return problems
+
+
+def foreign_members(application_id: str, client_ids: Sequence[str], stateful_set: str) -> list[Problem]:
+    """Members of the app's consumer group that are not stream threads of its own pods (client id
+    ``<application.id>-<stateful_set>-<ordinal>-StreamThread-<n>-consumer``; any ordinal, so that a member of
+    a pod just scaled away, which the broker keeps until its session times out, is still ours): joining
+    would split the partitions with them."""
+    pattern = re.compile(rf"{re.escape(application_id)}-{re.escape(stateful_set)}-\d+-StreamThread-\d+-consumer")
+    strangers = sorted({c for c in client_ids if not pattern.fullmatch(c)})
+    if not strangers:
+        return []
+    shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+    return [
+        Problem(
+            CONSUMER_GROUP_IN_USE,
+            f"consumer group {application_id!r} has members that are not this StreamApp's pods ({shown}); "
+            "set a unique spec.applicationId or stop the other consumers",
+        )
+    ]
