@@ -5,9 +5,11 @@ replay, and one reconcile at a time."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from operator_fakes import TestingCluster, TestingKafka, flights_spec
+from streamapp_operator.kafka import TopicSpec
 from streamapp_operator.streamreplays.reconcile import Replay, ReplayWorld, reconcile_replay
 
 NS = "replays"
@@ -66,6 +68,17 @@ class ReplayKafka(TestingKafka):
         self.earliest, self.latest = copy.deepcopy(EARLIEST), copy.deepcopy(LATEST)
         self.group_offsets: dict[str, dict[str, dict[int, int]]] = {}
         self.values: dict[str, list[bytes]] = {}
+        #: topics created but not yet in the broker's metadata (KRaft: the metadata cache lags the controller)
+        self.unseen: set[str] = set()
+        self.metadata_lag = False
+
+    def create_topics(self, topics: Sequence[TopicSpec], replication_factor: int) -> list[str]:
+        created = super().create_topics(topics, replication_factor)
+        self.unseen |= set(created) if self.metadata_lag else set()
+        return created
+
+    def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        return {t: n for t, n in super().partition_counts(topics).items() if t not in self.unseen}
 
     def list_offsets(self, partitions: dict[str, int], at: str | int) -> dict[str, dict[int, int]]:
         offsets = self.earliest if at == "earliest" else self.latest

@@ -232,6 +232,21 @@ def test_backfill_resolves_launches_and_succeeds() -> None:
     assert cluster.get("StreamApp", NS, "flights") is not None  # backfill never touches the app
 
 
+def test_a_job_waits_until_the_output_topics_just_created_are_in_the_brokers_metadata() -> None:
+    """The broker's metadata lags a topic's creation (KRaft): a plan built at once would have no partition count
+    for it and the Job would fail ('partitions has no count for sink topic'); it waits a pass instead."""
+    world, cluster, kafka = replay_world()
+    kafka.metadata_lag = True
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, {})
+    assert "per-key" in kafka.topics and not [m for m in cluster.applied if m["kind"] == "Job"]
+    assert "per-key" in status["progress"] or any("per-key" in c.get("message", "") for c in status["conditions"])
+    kafka.unseen.clear()
+    status = reconcile_step(world, {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}, status)
+    (job,) = [m for m in cluster.applied if m["kind"] == "Job"]
+    plan = next(m for m in cluster.applied if m["kind"] == "ConfigMap")["data"]["plan.yaml"]
+    assert yaml.safe_load(plan)["partitions"]["per-key"] == 2 and status["job"] == job["metadata"]["name"]
+
+
 @pytest.mark.parametrize(("input_retention", "output_retention"), [("-1", "-1"), ("31536000000", "31536000000")])
 def test_an_output_topic_the_replay_creates_keeps_records_as_long_as_its_input(
     input_retention: str, output_retention: str

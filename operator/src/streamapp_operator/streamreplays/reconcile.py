@@ -343,6 +343,11 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("job"):  # recorded but gone: deleted by someone; the replay cannot say what ran
         raise Failed("JobMissing", f"the replay's Job {name} was deleted before it finished")
     resolved = ctx.status["resolvedOffsets"]
+    outputs = _output_topics(ctx)
+    sink_partitions = ctx.kafka.partition_counts(outputs)
+    unseen = [topic for topic in outputs if topic not in sink_partitions]
+    if unseen:  # created a moment ago: the broker's metadata lags the controller's (KRaft), seen at the next pass
+        raise Waiting(f"waiting for the broker's metadata of the output topics {', '.join(unseen)}")
     plan = decisions.plan_document(
         decisions.PlanInputs(
             replay_id=ctx.status["replayId"],
@@ -351,7 +356,7 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
             bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
             start=decisions.from_wire(resolved["from"]),
             end=decisions.from_wire(resolved["to"]),
-            sink_partitions=ctx.kafka.partition_counts(_output_topics(ctx)),
+            sink_partitions=sink_partitions,
             kafka_settings=security_config(ctx.app_spec.kafka),
             emit=ctx.spec.emit,
         )
