@@ -30,7 +30,12 @@ def test_a_handover_keeps_them_for_the_new_version() -> None:
     kafka.topics.update({topic: 2 for topic in INTERNAL})
     finish_job(cluster)
     status = reconcile_step(world, HANDOVER, status)
-    cluster.set_status("StreamApp", NS, "flights-v2", {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
+    cluster.set_status(
+        "StreamApp",
+        NS,
+        "flights-v2",
+        {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1},
+    )
     status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "Succeeded" and status["topicsDeleted"] == []
     assert set(INTERNAL) <= set(kafka.topics)

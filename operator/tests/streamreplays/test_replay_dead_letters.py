@@ -69,7 +69,7 @@ def test_an_empty_dead_letter_topic_is_deleted_when_the_replay_ends(spec: dict[s
     finish_job(cluster)
     status = reconcile_step(world, spec, status)
     if spec is HANDOVER:
-        ready = {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0}
+        ready = {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1}
         cluster.set_status("StreamApp", NS, "flights-v2", ready)
         status = reconcile_step(world, spec, status)
     assert status["phase"] == "Succeeded" and DLQ in status["topicsDeleted"] and DLQ not in kafka.topics

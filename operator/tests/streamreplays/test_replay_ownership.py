@@ -28,7 +28,9 @@ def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _ready(cluster: Any, name: str) -> None:
-    cluster.set_status("StreamApp", NS, name, {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0})
+    cluster.set_status(
+        "StreamApp", NS, name, {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1}
+    )
 
 
 # -- the new version's name -------------------------------------------------------------------------------------
@@ -412,3 +414,12 @@ def test_a_handover_started_by_an_operator_before_the_uid_annotation_resumes_wit
     resumed = reconcile_step(world, HANDOVER, before)
     assert resumed["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
     assert not decisions.made_by(made, "flights-v2", REPLAY.uid)  # without that status: not its own
+
+
+def test_a_new_version_without_a_ready_pod_is_not_caught_up_though_ready_with_no_lag() -> None:
+    """A StreamApp of 0 pods is Ready with lag 0: deleting the old version then would leave nothing running."""
+    ready = [{"type": "Ready", "status": "True"}]
+    empty = {"status": {"conditions": ready, "lag": 0, "readyReplicas": 0, "ready": "0/0"}}
+    running = {"status": {"conditions": ready, "lag": 0, "readyReplicas": 1, "ready": "1/1"}}
+    assert decisions.caught_up(empty, 0) == (False, "the new version has no ready pod (0/0 pods)")
+    assert decisions.caught_up(running, 0)[0]

@@ -707,7 +707,8 @@ def new_version_conflict(
 
 
 def caught_up(app: Mapping[str, Any] | None, max_lag: int) -> tuple[bool, str]:
-    """Whether the new version is Ready with at most ``max_lag`` records of lag; and what it waits for."""
+    """Whether the new version is Ready, with at least one ready pod, and at most ``max_lag`` records of lag; and
+    what it waits for. A version of 0 pods is Ready with lag 0 and would run nothing once the old one is gone."""
     if app is None:
         return False, "the new version does not exist yet"
     status = app.get("status") or {}
@@ -715,6 +716,8 @@ def caught_up(app: Mapping[str, Any] | None, max_lag: int) -> tuple[bool, str]:
     lag = status.get("lag")
     if not ready:
         return False, f"the new version is not Ready yet ({status.get('ready') or '0/?'} pods)"
+    if int(status.get("readyReplicas") or 0) < 1:
+        return False, f"the new version has no ready pod ({status.get('ready') or '0/0'} pods)"
     if lag is None or lag > max_lag:
         return False, f"the new version's lag is {lag if lag is not None else 'unknown'} (at most {max_lag})"
     return True, f"the new version is Ready with lag {lag}"

@@ -497,6 +497,15 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
     return f"group {group} starts at the replay's end offsets"
 
 
+def _new_version_replicas(ctx: ReplayContext) -> int | None:
+    """``handover.replicas``; else, under TakeOver, the old version's replicas recorded before its stop (its spec
+    says 0 by then); else None (the app's own ``spec.replicas``)."""
+    if ctx.spec.handover.replicas is not None:
+        return ctx.spec.handover.replicas
+    recorded = (ctx.status.get("takeOver") or {}).get("replicas")
+    return int(recorded) if recorded is not None else None
+
+
 def _create_new_version(ctx: ReplayContext) -> str:
     name = _new_name(ctx)
     cluster = ctx.world.cluster
@@ -514,7 +523,7 @@ def _create_new_version(ctx: ReplayContext) -> str:
             ctx.status["applicationId"],
             _topology_document(ctx),
             image=ctx.spec.handover.image or ctx.spec.image,
-            replicas=ctx.spec.handover.replicas,
+            replicas=_new_version_replicas(ctx),
         ),
         ctx.replay.name,
         ctx.replay.uid,
