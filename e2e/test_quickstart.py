@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -41,7 +42,8 @@ pytestmark = pytest.mark.e2e
 EXAMPLE = cluster.ROOT / "examples" / "quickstart"
 USERS = ("ann", "bob", "cid", "dee")
 PAGES = ("/", "/Home/", "/cart?ref=ad", "/CART", "/checkout", "/search?q=kafka")
-BEFORE, DURING = 240, 120  # clicks version 1 counts; clicks produced as the handover starts
+# clicks version 1 counts; produced as the handover starts (either version's); once version 1 stopped (version 2's)
+BEFORE, DURING, AFTER = 240, 60, 120
 MINUTE_MS = 60_000
 APP, V2 = "clickstream", "clickstream-v2"
 WINDOWED_KEY = windowed_serde_for("windowed:string:60000")
@@ -68,14 +70,22 @@ class Package:
             assert cut in text, f"examples/quickstart's {name} has no {cut.strip()}: the test's version 1 needs one"
             (self.folder / "src" / self.module / name).write_text(text if version == 2 else text[: text.index(cut)])
 
-    def streamapp(self, *args: str) -> str:
-        """``streamapp ARGS`` in the package folder with the package importable (``pip install -e .``); stdout."""
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """``streamapp ARGS`` started in the package folder with the package importable (``pip install -e .``)."""
         env = {**cluster.process_env(), "PYTHONPATH": str(self.folder / "src")}
         env["PATH"] = f"{cluster.ROOT / 'hack' / 'bin'}:{env['PATH']}"  # the image build's `uv build`
-        done = subprocess.run([str(Path(sys.executable).parent / "streamapp"), *args], cwd=self.folder, env=env,
-                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
-        assert done.returncode == 0, f"streamapp {' '.join(args)}:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
-        return done.stdout
+        return subprocess.Popen([str(Path(sys.executable).parent / "streamapp"), *args], cwd=self.folder, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    @staticmethod
+    def finish(started: subprocess.Popen[str]) -> str:
+        """The stdout of a command ``start`` started, once it succeeded."""
+        out, err = started.communicate(timeout=300)
+        assert started.returncode == 0, f"{started.args!r}:\n{out[-2000:]}{err[-3000:]}"
+        return out
+
+    def streamapp(self, *args: str) -> str:
+        return self.finish(self.start(*args))
 
 
 @pytest.fixture
@@ -153,7 +163,7 @@ def test_the_quick_start_runs_a_package_and_hands_over_to_a_new_image_taking_ove
     topic, per_user, per_page = (f"{package.prefix}-{t}" for t in ("clicks", "clicks-per-user-minute",
                                                                     "clicks-per-page-minute"))  # fmt: skip
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
-    views = clicks(BEFORE + DURING, 0, int(time.time() * 1000) - (BEFORE + DURING) * 1_000)
+    views = clicks(BEFORE + DURING + AFTER, 0, int(time.time() * 1000) - (BEFORE + DURING + AFTER) * 1_000)
     package.streamapp("topics", "create", "--topology", f"{package.module}.topology:build",
                       "--bootstrap-server", bootstrap, "--partitions", "2")  # fmt: skip
     package.streamapp("image", "build", ".", "--tag", package.image(1))
@@ -167,6 +177,8 @@ def test_the_quick_start_runs_a_package_and_hands_over_to_a_new_image_taking_ove
         "--set", "statestore.cache.max.bytes=0", "--set", "commit.interval.ms=500",
     ))  # fmt: skip
     cluster.kubectl("apply", "-n", namespace, "-f", str(manifest))
+    package.write(2)  # the next version, built while version 1 starts
+    build_2 = package.start("image", "build", ".", "--tag", package.image(2))
     cluster.wait_until(lambda: cluster.streamapp_settled(APP, 1, namespace), 120, "version 1 to be ready",
                        describe=lambda: str(cluster.get_json("streamapp", APP, namespace).get("status")))  # fmt: skip
     lap("version 1 ready")
@@ -178,17 +190,26 @@ def test_the_quick_start_runs_a_package_and_hands_over_to_a_new_image_taking_ove
     assert f"subscribed to {topic}" in log, log[-2000:]
     lap("version 1 counted")
 
-    package.write(2)
-    package.streamapp("image", "build", ".", "--tag", package.image(2))
+    package.finish(build_2)
     replay_manifest = package.folder / "k8s" / "replay-v2.yaml"
     replay_manifest.write_text(package.streamapp(
         "manifest", "--topology", f"{package.module}.topology:build_v2", "--name", APP, "--replay", V2,
         "--mode", "handover", "--handover-image", package.image(2), "--outputs", "TakeOver",
+        # the operator's new version takes the app's spec.replicas, which TakeOver's stop has set to 0
+        "--handover-replicas", "1",
     ))  # fmt: skip
     lap("image 2")
     cluster.kubectl("apply", "-n", namespace, "-f", str(replay_manifest))
-    produce(topic, views[BEFORE:])  # while version 1 stops, the replay runs and version 2 starts
-    status = replay.wait_phase(V2, namespace, ("Succeeded",), timeout_s=300, show=print)
+    produce(topic, views[BEFORE : BEFORE + DURING])  # as version 1 stops
+    after: list[int] = []
+
+    def once_stopped(status: dict[str, Any]) -> None:  # the range ends where version 1 stopped: the rest is v2's
+        if status.get("resolvedOffsets") and not after:
+            produce(topic, views[BEFORE + DURING :])
+            after.append(sum(o for parts in status["resolvedOffsets"]["to"].values() for o in parts.values()))
+
+    status = replay.wait_phase(V2, namespace, ("Succeeded",), timeout_s=300, show=print, observe=once_stopped)
+    assert after and BEFORE <= after[0] <= BEFORE + DURING, f"the switch at {after}: version 2 read none of {AFTER}"
     lap("handover")
 
     expected = running_counts(views, per_page=False)
@@ -197,7 +218,8 @@ def test_the_quick_start_runs_a_package_and_hands_over_to_a_new_image_taking_ove
     assert read_counts(per_page, expected) == expected, cluster.pod_log_problems(V2, namespace)
     lap("version 2 counted")
     assert status["takeOver"]["outputs"] == [per_user]
-    assert cluster.get_json("streamapp", V2, namespace)["spec"]["image"] == package.image(2)
+    version_2 = cluster.get_json("streamapp", V2, namespace)
+    assert (version_2["spec"]["image"], version_2["status"].get("readyReplicas")) == (package.image(2), 1)
     job = cluster.get_json("job", status["job"], namespace)["spec"]["template"]["spec"]
     assert [(c["name"], c["image"]) for c in job["initContainers"]] == [("app-code", package.image(2))]
     assert not cluster.kubectl("get", "streamapp", APP, "-n", namespace, "--ignore-not-found").strip()
