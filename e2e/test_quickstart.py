@@ -43,7 +43,7 @@ EXAMPLE = cluster.ROOT / "examples" / "quickstart"
 USERS = ("ann", "bob", "cid", "dee")
 PAGES = ("/", "/Home/", "/cart?ref=ad", "/CART", "/checkout", "/search?q=kafka")
 # clicks version 1 counts; produced as the handover starts (either version's); once version 1 stopped (version 2's)
-BEFORE, DURING, AFTER = 240, 60, 120
+BEFORE, DURING, AFTER = 240, 60, 120  # BEFORE: four minutes of history
 MINUTE_MS = 60_000
 APP, V2 = "clickstream", "clickstream-v2"
 WINDOWED_KEY = windowed_serde_for("windowed:string:60000")
@@ -115,13 +115,19 @@ def namespace(operator_installed: None) -> Iterator[str]:
         cluster.delete_namespace(created)
 
 
-def clicks(count: int, first: int, start_ms: int) -> list[tuple[str, str, str, int]]:
-    """``(user, page, agent, ts)`` of clicks ``first..first+count-1``, one a second from ``start_ms``; every tenth
-    a bot's."""
+def clicks(now_ms: int) -> list[tuple[str, str, str, int]]:
+    """``(user, page, agent, ts)`` of BEFORE + DURING + AFTER clicks, every tenth a bot's: BEFORE a history, one a
+    second over the four minutes before ``now_ms``'s, then live clicks 50 ms apart in its minute (one window per
+    user and page across the switch). The live clicks span 9 s, less than the windows' 10 s grace: version 2's
+    repartition interleaves the records of both input partitions, so a burst spanning more would be partly late
+    for its per-page count, as in Kafka Streams."""
+    minute = now_ms - now_ms % MINUTE_MS
+    history = [minute - 4 * MINUTE_MS + n * 1_000 for n in range(BEFORE)]
+    live = [minute + 1_000 + n * 50 for n in range(DURING + AFTER)]
     return [
         (random.Random(n).choice(USERS), random.Random(-n).choice(PAGES), "Googlebot" if n % 10 == 0 else "Firefox",
-         start_ms + n * 1_000)
-        for n in range(first, first + count)
+         ts)
+        for n, ts in enumerate(history + live)
     ]  # fmt: skip
 
 
@@ -163,7 +169,7 @@ def test_the_quick_start_runs_a_package_and_hands_over_to_a_new_image_taking_ove
     topic, per_user, per_page = (f"{package.prefix}-{t}" for t in ("clicks", "clicks-per-user-minute",
                                                                     "clicks-per-page-minute"))  # fmt: skip
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
-    views = clicks(BEFORE + DURING + AFTER, 0, int(time.time() * 1000) - (BEFORE + DURING + AFTER) * 1_000)
+    views = clicks(int(time.time() * 1000))
     package.streamapp("topics", "create", "--topology", f"{package.module}.topology:build",
                       "--bootstrap-server", bootstrap, "--partitions", "2")  # fmt: skip
     package.streamapp("image", "build", ".", "--tag", package.image(1))
