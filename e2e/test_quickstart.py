@@ -113,6 +113,8 @@ def namespace(operator_installed: None) -> Iterator[str]:
     finally:
         cluster.kubectl("delete", "streamreplays", "--all", "-n", created, "--wait=true", "--timeout=120s", check=False)
         cluster.delete_namespace(created)
+        # its pods gone before the package's images are removed
+        cluster.kubectl("wait", "--for=delete", "pods", "--all", "-n", created, "--timeout=60s", check=False)
 
 
 def clicks(now_ms: int) -> list[tuple[str, str, str, int]]:
