@@ -11,9 +11,10 @@ Guarantees protected:
 - a handover brings new code without a second image: version 1's image lacks the function version 2 calls
   (``logic.page``), so the replay (on the operator's replay image, which lacks the package) and version 2 run the
   code of ``handover.image``, which the replay Job's ``app-code`` init container copies;
-- ``TakeOver``: version 2 writes version 1's output topic from where version 1 stopped, with clicks arriving
-  during the switch: per user and minute the topic reads exactly ``1..n`` across the two versions (no update
-  lost or written twice), and version 2's new per-page topic holds every update of the whole history.
+- ``TakeOver``: version 2 (one pod: ``handover.replicas``) writes version 1's output topic from where version 1
+  stopped, with clicks arriving during the stop and after it: per user and minute the topic reads exactly
+  ``1..n`` across the two versions (no update lost or written twice), and version 2's new per-page topic holds
+  every update of the whole history; version 1 is deleted.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ class Package:
     folder: Path
     module: str
     prefix: str
+    started: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def image(self, version: int) -> str:
         return f"localhost/{self.prefix}:{version}"
@@ -74,8 +76,10 @@ class Package:
         """``streamapp ARGS`` started in the package folder with the package importable (``pip install -e .``)."""
         env = {**cluster.process_env(), "PYTHONPATH": str(self.folder / "src")}
         env["PATH"] = f"{cluster.ROOT / 'hack' / 'bin'}:{env['PATH']}"  # the image build's `uv build`
-        return subprocess.Popen([str(Path(sys.executable).parent / "streamapp"), *args], cwd=self.folder, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.started.append(subprocess.Popen([str(Path(sys.executable).parent / "streamapp"), *args],
+                                             cwd=self.folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             text=True))  # fmt: skip
+        return self.started[-1]
 
     @staticmethod
     def finish(started: subprocess.Popen[str]) -> str:
@@ -101,6 +105,9 @@ def package(tmp_path: Path) -> Iterator[Package]:
     try:
         yield found
     finally:
+        for command in found.started:  # an image build a failure left running would tag its image after the rmi
+            command.kill()
+            command.wait()
         cluster.delete_topics(found.prefix)
         subprocess.run(["podman", "rmi", "--force", found.image(1), found.image(2)], capture_output=True, check=False)
 
