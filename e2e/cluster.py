@@ -90,7 +90,7 @@ def group_lag(bootstrap: str, group_id: str, topics: list[str]) -> int:
 
 def pod_log_problems(app: str, namespace: str = "default", limit: int = 40) -> str:
     """The WARNING and ERROR lines of the pods of StreamApp ``app``, from the node agent's container log files
-    (``.cache/run/pods/<namespace>/<pod>/``; ``kubectl logs`` needs a resolvable node name this stack lacks), the
+    (``.cache/run/pods/<namespace>/<pod>/``: every restart's output, with no API call on a failing path), the
     last ``limit`` of each pod: for assertion messages, so a failure on CI says what the pods saw."""
     parts = []
     for log_file in sorted((ENV_FILE.parent / "pods" / namespace).glob(f"{app}-*/*.log")):

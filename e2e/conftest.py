@@ -15,7 +15,7 @@ from e2e import cluster
 def stack() -> dict[str, str]:
     """The local stack's environment; fails (does not skip) when the stack is down."""
     env = cluster.stack_env()
-    cache = (cluster.ROOT / ".cache").resolve()  # a worktree's .cache may be a link to the main tree's
+    cache = (cluster.ROOT / ".cache" / "run").resolve()  # a worktree's .cache/run may link to the main tree's
     assert Path(env["KUBECONFIG"]).resolve().is_relative_to(cache), "refusing a kubeconfig outside .cache/run"
     cluster.kubectl("get", "--raw", "/readyz")
     return env

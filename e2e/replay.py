@@ -142,10 +142,12 @@ def restart_operator(timeout_s: float = 120) -> str:
     return created
 
 
-def count_sequences(topic: str, records: int, timeout_s: float = 120) -> dict[str, list[int]]:
-    """Every count (``long``) on ``topic`` per key, in offset order (a key's records are in one partition), read
-    with ``read_committed`` until ``records`` arrived or the timeout, then 3 s more: a record beyond them is a
-    duplicate."""
+def count_sequences(
+    topic: str, records: int, timeout_s: float = 120, key_text: Callable[[bytes], str] = bytes.decode
+) -> dict[str, list[int]]:
+    """Every count (``long``) on ``topic`` per key (``key_text`` of its bytes, default a string key), in offset
+    order (a key's records are in one partition), read with ``read_committed`` until ``records`` arrived or the
+    timeout, then 3 s more: a record beyond them is a duplicate."""
     consumer = Consumer({"bootstrap.servers": cluster.stack_env()["KAFKA_BOOTSTRAP"],
                          "group.id": f"sequences-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
                          "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
@@ -157,7 +159,7 @@ def count_sequences(topic: str, records: int, timeout_s: float = 120) -> dict[st
             for message in consumer.consume(1_000, timeout=0.5):
                 key, value = message.key(), message.value()
                 assert message.error() is None and key is not None and value is not None, (key, value)
-                sequences.setdefault(key.decode(), []).append(struct.unpack(">q", value)[0])
+                sequences.setdefault(key_text(key), []).append(struct.unpack(">q", value)[0])
             if settle is None and sum(map(len, sequences.values())) >= records:
                 settle = time.monotonic() + 3
     finally:

@@ -5,7 +5,7 @@ manifests the page shows, and every ``streamapp`` command on the page exists wit
 
 The page marks a code block with an HTML comment on the line before it: ``<!-- file: PATH -->`` (the block is that
 file of the repository) or ``<!-- dockerfile of: WHEEL -->``. What needs the running stack (``streamapp run``,
-``image build``, ``kubectl apply``, the replay) is for an e2e walk of the page.
+``image build``, ``kubectl apply``, the replay) is walked by ``e2e/test_quickstart.py``.
 """
 
 from __future__ import annotations

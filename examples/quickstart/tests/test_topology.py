@@ -26,6 +26,7 @@ def test_bots_are_dropped_and_humans_counted_per_minute():
     ]
 
 
-def test_v2_counts_normalised_pages():
+def test_v2_counts_normalised_pages_and_users_as_v1_does():
     views = [("ann", "/Cart/", "Firefox", 1_000), ("bob", "/cart?ref=ad", "Safari", 2_000)]
     assert counts(topology.build_v2, "clicks-per-page-minute", views) == [("/cart", 0, 1), ("/cart", 0, 2)]
+    assert counts(topology.build_v2, "clicks-per-user-minute", views) == [("ann", 0, 1), ("bob", 0, 1)]

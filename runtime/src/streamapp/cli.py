@@ -18,7 +18,8 @@
 - ``streamapp manifest --topology FILE|module:fn --name NAME --image IMAGE [--replicas N --threads N
   --bootstrap-servers ... --config FILE --set key=value --application-id ID --image-pull-policy P --state-size Q]``:
   print the StreamApp manifest (``streamapp.commands.manifest``); with ``--replay NAME --mode backfill|handover
-  [--spark-image IMAGE]`` a StreamReplay instead.
+  [--image IMAGE --handover-image IMAGE --handover-replicas N --outputs New|TakeOver --spark-image IMAGE]`` a
+  StreamReplay instead.
 - ``streamapp topics create --topology FILE|module:fn (--bootstrap-server HOST:PORT | --config FILE) [--partitions N]
   [--retention-ms MS]``: create the topology's missing external topics; ``streamapp topics tail TOPIC --topology
   ... [--from-beginning] [--max-records N] [--timeout-ms MS]``: print its records decoded with the topology's

@@ -18,8 +18,10 @@ from streamapp.topology import TopologyDescription
 
 __all__ = [
     "API_VERSION",
+    "OUTPUTS",
     "SPEC_KEYS",
     "AppSettings",
+    "Handover",
     "ManifestError",
     "split_config",
     "stream_app",
@@ -111,6 +113,21 @@ def stream_app(settings: AppSettings, topology: TopologyDescription) -> dict[str
     return {"apiVersion": API_VERSION, "kind": "StreamApp", "metadata": {"name": settings.name}, "spec": spec}
 
 
+OUTPUTS: Final = ("New", "TakeOver")
+"""``handover.outputs``: the new version writes ``New`` output topics, or ``TakeOver`` the old version's."""
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What a handover's new version takes besides the replay's topology (the StreamReplay's ``spec.handover``):
+    ``image`` its ``spec.image`` (whose code the replay runs too), ``replicas`` its ``spec.replicas``, ``outputs``
+    one of OUTPUTS. None: the operator's default (the replay's image, else the app's; the app's replicas; New)."""
+
+    image: str | None = None
+    replicas: int | None = None
+    outputs: str | None = None
+
+
 def stream_replay(
     name: str,
     app: str,
@@ -118,16 +135,39 @@ def stream_replay(
     topology: TopologyDescription,
     *,
     application_id: str | None = None,
+    image: str | None = None,
+    handover: Handover | None = None,
     spark_image: str | None = None,
 ) -> dict[str, Any]:
     """The StreamReplay document replaying StreamApp ``app``'s input (from earliest to now) through
     ``topology``: ``mode`` ``backfill`` writes the topology's outputs, ``handover`` then starts it as the new
-    version of the app (docs/replay.md). ``spark_image``: the replay image with the user's code."""
+    version of the app (docs/replay.md). ``image``: the app image whose code the replay runs (``spec.image``;
+    default the app's); ``handover``: the new version's settings (``mode`` handover only); ``spark_image``: a
+    replay image other than the operator's (``spec.spark.image``).
+
+    Raises ManifestError for what the operator's CRD refuses: another mode, handover settings of a backfill, an
+    ``outputs`` not in OUTPUTS, ``image`` and ``handover.image`` that differ.
+    """
     if mode not in ("backfill", "handover"):
         raise ManifestError(f"replay mode must be backfill or handover, got '{mode}'")
-    spec: dict[str, Any] = {"appRef": {"name": app}, "mode": mode, "topology": _topology(topology)}
+    settings = {k: v for k, v in vars(handover or Handover()).items() if v is not None}
+    if settings and mode != "handover":
+        raise ManifestError(f"handover {', '.join(settings)}: settings of a handover's new version, not of a {mode}")
+    if settings.get("outputs", "New") not in OUTPUTS:
+        raise ManifestError(f"handover outputs must be New or TakeOver, got '{settings['outputs']}'")
+    if image and settings.get("image", image) != image:
+        raise ManifestError(
+            f"replay image {image} and handover image {settings['image']} differ: the replay runs the new version's "
+            "code, so give one of them (or both the same)"
+        )
+    spec: dict[str, Any] = {"appRef": {"name": app}}
+    if image:
+        spec["image"] = image
+    spec.update({"mode": mode, "topology": _topology(topology)})
     if application_id:
         spec["applicationId"] = application_id
+    if settings:
+        spec["handover"] = settings
     if spark_image:
         spec["spark"] = {"image": spark_image}
     return {"apiVersion": API_VERSION, "kind": "StreamReplay", "metadata": {"name": name}, "spec": spec}

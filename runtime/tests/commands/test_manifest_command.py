@@ -104,23 +104,54 @@ def test_a_topology_with_lambdas_names_every_one() -> None:
     assert "node 'all'" in result.output and "node 'same'" in result.output
 
 
-def test_replay_prints_a_stream_replay_of_the_app_through_this_topology() -> None:
-    result = _invoke(
-        "manifest", *FLIGHTS, "--replay", "flights-v2", "--mode", "handover", "--spark-image", "me/flights-replay:1",
-        "--application-id", "flights-v2",
-    )  # fmt: skip
-
+def _replay(mode: str, *args: str) -> dict[str, Any]:
+    """The StreamReplay ``flights-v2`` of the flights app the command prints (it must succeed)."""
+    result = _invoke("manifest", *FLIGHTS, "--replay", "flights-v2", "--mode", mode, *args)
     assert result.exit_code == 0, result.output
-    document = yaml.safe_load(result.output)
+    return dict(yaml.safe_load(result.output))
+
+
+def test_replay_prints_a_stream_replay_of_the_app_through_this_topology() -> None:
+    document = _replay(
+        "backfill", "--image", "me/flights:2", "--spark-image", "me/spark:1", "--application-id", "flights-v2"
+    )
+
     assert (document["kind"], document["metadata"]) == ("StreamReplay", {"name": "flights-v2"})
     spec = document["spec"]
-    assert (spec["appRef"], spec["mode"], spec["applicationId"]) == (
+    assert (spec["appRef"], spec["image"], spec["mode"], spec["applicationId"]) == (
         {"name": "flights-per-carrier"},
-        "handover",
+        "me/flights:2",
+        "backfill",
         "flights-v2",
     )
-    assert spec["spark"] == {"image": "me/flights-replay:1"}
+    assert spec["spark"] == {"image": "me/spark:1"}
+    assert "handover" not in spec  # the operator's defaults: the replay's image, the app's replicas, New outputs
     assert spec["topology"] == yaml.safe_load(FLIGHTS_MANIFEST.read_text())["spec"]["topology"]
+
+
+def test_a_handover_names_the_new_versions_image_replicas_and_outputs() -> None:
+    spec = _replay("handover", "--handover-image", "me/flights:2", "--handover-replicas", "3", "--outputs", "TakeOver")[
+        "spec"
+    ]
+
+    assert spec["handover"] == {"image": "me/flights:2", "replicas": 3, "outputs": "TakeOver"}
+    assert "image" not in spec and "spark" not in spec  # the replay runs handover.image's code on the operator's image
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "handover", "--image", "me/a:1", "--handover-image", "me/a:2"], "replay image me/a:1 and handover"),
+        (["--mode", "backfill", "--outputs", "TakeOver"], "handover outputs: settings of a handover's new version"),
+        (["--mode", "backfill", "--handover-image", "me/a:2"], "handover image: settings of a handover's new version"),
+    ],
+    ids=["two-images", "backfill-outputs", "backfill-image"],
+)
+def test_a_replay_the_crd_would_refuse_fails_the_command(args: list[str], message: str) -> None:
+    result = _invoke("manifest", *FLIGHTS, "--replay", "r", *args)
+
+    assert result.exit_code == 1
+    assert message in result.output
 
 
 @pytest.mark.parametrize(
@@ -128,11 +159,14 @@ def test_replay_prints_a_stream_replay_of_the_app_through_this_topology() -> Non
     [
         (["--replay", "r"], "--replay needs --mode"),
         (["--mode", "backfill"], "give --replay NAME too"),
+        (["--image", "i", "--outputs", "TakeOver", "--handover-replicas", "2"], "--handover-replicas, --outputs: opt"),
+        (["--replay", "r", "--mode", "handover", "--replicas", "2", "--threads", "2"], "--replicas, --threads: opt"),
+        (["--replay", "r", "--mode", "handover", "--outputs", "Old"], "'Old' is not one of 'New', 'TakeOver'"),
         (["--bootstrap-servers", "k:9092"], "needs --image"),
         (["--image", "i"], "give --bootstrap-servers"),
     ],
 )
-def test_incomplete_options_say_what_is_missing(args: list[str], message: str) -> None:
+def test_incomplete_or_misplaced_options_say_what_is_wrong(args: list[str], message: str) -> None:
     result = _invoke("manifest", *FLIGHTS, *args)
 
     assert result.exit_code == 2

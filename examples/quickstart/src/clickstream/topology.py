@@ -1,7 +1,7 @@
 """clicks (key: user, value: JSON {"page", "agent", "ts"}) -> no bots -> normalised page ->
-v1: views per user and minute; v2: views per page and minute."""
+v1: views per user and minute; v2: the same, and views per page and minute."""
 
-from streamapp import StreamsBuilder
+from streamapp import KStream, StreamsBuilder
 from streamapp.dsl.windows import TimeWindows
 
 from clickstream import logic
@@ -9,7 +9,7 @@ from clickstream import logic
 MINUTE_MS = 60_000
 
 
-def _human_views(builder: StreamsBuilder):
+def _human_views(builder: StreamsBuilder) -> KStream:
     return (
         builder.stream(
             "clicks",
@@ -23,27 +23,31 @@ def _human_views(builder: StreamsBuilder):
     )
 
 
-def build() -> StreamsBuilder:
-    builder = StreamsBuilder()
+def _per_user(views: KStream) -> None:
     (
-        _human_views(builder)
-        .group_by_key(name="per-user")
+        views.group_by_key(name="per-user")
         .windowed_by(TimeWindows.of_size_and_grace(MINUTE_MS, 10_000))
         .count(store="views-per-user", name="count")
         .to_stream(name="changes")
         .to("clicks-per-user-minute", value_serde="long", name="out")
     )
+
+
+def build() -> StreamsBuilder:
+    builder = StreamsBuilder()
+    _per_user(_human_views(builder))
     return builder
 
 
 def build_v2() -> StreamsBuilder:
     builder = StreamsBuilder()
+    views = _human_views(builder)
+    _per_user(views)
     (
-        _human_views(builder)
-        .group_by(logic.page, name="per-page", key_serde="string")
+        views.group_by(logic.page, name="per-page", key_serde="string")
         .windowed_by(TimeWindows.of_size_and_grace(MINUTE_MS, 10_000))
-        .count(store="views-per-page", name="count")
-        .to_stream(name="changes")
-        .to("clicks-per-page-minute", value_serde="long", name="out")
+        .count(store="views-per-page", name="page-count")
+        .to_stream(name="page-changes")
+        .to("clicks-per-page-minute", value_serde="long", name="page-out")
     )
     return builder
