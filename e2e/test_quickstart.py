@@ -11,8 +11,8 @@ Guarantees protected:
 - a handover brings new code without a second image: version 1's image lacks the function version 2 calls
   (``logic.page``), so the replay (on the operator's replay image, which lacks the package) and version 2 run the
   code of ``handover.image``, which the replay Job's ``app-code`` init container copies;
-- ``TakeOver``: version 2 (one pod: ``handover.replicas``) writes version 1's output topic from where version 1
-  stopped, with clicks arriving during the stop and after it: per user and minute the topic reads exactly
+- ``TakeOver``: version 2 (one pod: version 1's replicas before its stop) writes version 1's output topic from
+  where version 1 stopped, with clicks arriving during the stop and after it: per user and minute the topic reads exactly
   ``1..n`` across the two versions (no update lost or written twice), and version 2's new per-page topic holds
   every update of the whole history; version 1 is deleted.
 """
@@ -210,8 +210,6 @@ def test_the_quick_start_runs_a_package_and_hands_over_to_a_new_image_taking_ove
     replay_manifest.write_text(package.streamapp(
         "manifest", "--topology", f"{package.module}.topology:build_v2", "--name", APP, "--replay", V2,
         "--mode", "handover", "--handover-image", package.image(2), "--outputs", "TakeOver",
-        # the operator's new version takes the app's spec.replicas, which TakeOver's stop has set to 0
-        "--handover-replicas", "1",
     ))  # fmt: skip
     lap("image 2")
     cluster.kubectl("apply", "-n", namespace, "-f", str(replay_manifest))
