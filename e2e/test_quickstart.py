@@ -12,8 +12,8 @@ Guarantees protected:
   (``logic.page``), so the replay (on the operator's replay image, which lacks the package) and version 2 run the
   code of ``handover.image``, which the replay Job's ``app-code`` init container copies;
 - ``TakeOver``: version 2 (one pod: version 1's replicas before its stop) writes version 1's output topic from
-  where version 1 stopped, with clicks arriving during the stop and after it: per user and minute the topic reads exactly
-  ``1..n`` across the two versions (no update lost or written twice), and version 2's new per-page topic holds
+  where version 1 stopped, with clicks arriving during the stop and after it: per user and minute the topic reads
+  exactly ``1..n`` across the two versions (no update lost or written twice), and version 2's new per-page topic holds
   every update of the whole history; version 1 is deleted.
 """
 
