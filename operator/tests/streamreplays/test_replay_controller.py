@@ -382,7 +382,7 @@ def test_the_last_progress_report_is_found_among_sparks_own_log_lines() -> None:
     log = "\n".join(["WARN NativeCodeLoader: ...", _report(10), "26/11/24 WARN TaskSetManager: ...", _report(40), "x"])
     report = decisions.latest_progress(log)
     assert report is not None and (report.records_processed, report.records_total) == (40, 185)
-    assert decisions.progress_fields(report) == {"recordsProcessed": 40, "percentProcessed": 21}
+    assert decisions.progress_fields(report) == {"recordsProcessed": 40, "percentProcessed": 21, "jobPhase": "stages"}
     assert decisions.latest_progress("WARN only spark\nreplay-progress {broken") is None
 
 
@@ -393,12 +393,13 @@ def test_a_running_job_shows_its_pods_last_progress_report_in_status_and_the_pro
     add_job_pod(cluster)
     cluster.logs["flights-v2-replay-abc"] = "\n".join([_report(37), "WARN spark says something"])
     status = reconcile_step(world, spec, status)
-    assert (status["recordsProcessed"], status["percentProcessed"]) == (37, 20)
-    assert status["progress"] == "spark job running 0s, 37/185 records processed (20%)"
+    assert (status["recordsProcessed"], status["recordsRead"], status["percentProcessed"]) == (37, 185, 20)
+    assert status["jobPhase"] == "stages"
+    assert status["progress"] == "spark job running 0s, stages: 37/185 records processed (20%)"
     cluster.logs["flights-v2-replay-abc"] += "\n" + _report(185, phase="write")
     status = reconcile_step(world, spec, status)
-    assert (status["recordsProcessed"], status["percentProcessed"]) == (185, 100)
-    assert status["phase"] == "Running"
+    assert (status["recordsProcessed"], status["percentProcessed"], status["jobPhase"]) == (185, 100, "write")
+    assert status["phase"] == "Running" and status["progress"].startswith("spark job running 0s, write: 185/185")
 
 
 class _LoglessCluster(ReplayCluster):

@@ -800,9 +800,14 @@ def latest_progress(log: str) -> ReplayProgress | None:
 
 
 def progress_fields(report: ReplayProgress) -> dict[str, Any]:
-    """Status fields of a progress report: input records processed, and the percent of them (an integer:
-    Kubernetes API conventions avoid floats in status)."""
-    return {"recordsProcessed": report.records_processed, "percentProcessed": _percent(report)}
+    """Status fields of a progress report: input records processed, the percent of them (an integer: Kubernetes
+    API conventions avoid floats in status) and the job's phase (``stages``: reading and processing the input,
+    ``write``: the transactional output, ``done``; ``streamapp.replay.progress.ReplayProgress``)."""
+    return {
+        "recordsProcessed": report.records_processed,
+        "percentProcessed": _percent(report),
+        "jobPhase": report.phase,
+    }
 
 
 def _percent(report: ReplayProgress) -> int:
@@ -817,14 +822,15 @@ def progress_text(
     written: int | None = None,
     report: ReplayProgress | None = None,
 ) -> str:
-    """The printer column's progress, e.g. ``spark job running 40s, 1200/5000 records processed (24%)``."""
+    """The printer column's progress, e.g. ``spark job running 40s, stages: 1200/5000 records processed (24%)``."""
     if phase == "Starting":  # the Job's pod has no started container yet (``step``: Kubernetes' reason, if any)
         waited = f"spark job not started after {seconds}s" if seconds is not None else "spark job starting"
         return f"{waited}: {step}" if step else waited
     if phase == "Running":
         running = f"spark job running {seconds}s" if seconds is not None else "spark job starting"
         if report is not None:
-            running += f", {report.records_processed}/{report.records_total} records processed ({_percent(report)}%)"
+            done = f"{report.records_processed}/{report.records_total} records processed ({_percent(report)}%)"
+            running += f", {report.phase}: {done}"
         return f"{running}, {written} records written" if written else running
     if phase == "HandingOver" and step is not None:
         return f"handover {HANDOVER_STEPS.index(step) + 1}/{len(HANDOVER_STEPS)}: {step}"

@@ -371,6 +371,11 @@ class StreamReplayStatus(SpecModel):
     percent_processed: int | None = Field(
         default=None, ge=0, le=100, description="recordsProcessed as a percent of the job's input records."
     )
+    job_phase: str | None = Field(
+        default=None,
+        description="The Spark job's phase from its last progress report: stages (reading and processing the input; "
+        "recordsProcessed of recordsRead), write (the transactional output) or done.",
+    )
     records_written: int | None = None
     dropped_records: DroppedRecords | None = Field(
         default=None,
