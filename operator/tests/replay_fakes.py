@@ -135,3 +135,9 @@ def finish_job(cluster: ReplayCluster, outcome: str = "Complete") -> None:
         if outcome == "Complete"
         else "Traceback...\nValueError: boom"
     )
+
+
+def new_version_ready(cluster: ReplayCluster, name: str = "flights-v2") -> None:
+    """The handover's new version reports Ready and caught up (lag 0), as its operator would."""
+    ready = {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1}
+    cluster.set_status("StreamApp", NS, name, ready)
