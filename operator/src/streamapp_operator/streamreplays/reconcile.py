@@ -44,7 +44,7 @@ from streamapp_operator.kinds import Owner, owned_by
 from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.steps import KAFKA_UNAVAILABLE, Blocked, Failed, StepOutcome, Waiting, run_steps
 from streamapp_operator.streamapps.resources import StreamAppSpec
-from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, takeover
+from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, overlap, takeover
 from streamapp_operator.streamreplays.resources import (
     KIND,
     EmitMode,
@@ -306,10 +306,29 @@ def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
         start, end = decisions.resolve_range(spec.from_, end_at, positions)
     except decisions.RangeError as exc:
         raise Failed("InvalidRange", str(exc)) from exc
+    if spec.mode == ReplayMode.BACKFILL:
+        _check_overlap(ctx, start, end)
     read = sum(end[t][p] - o for t, parts in start.items() for p, o in parts.items())
     ctx.events.append(Event("Normal", "OffsetsResolved", f"Replaying {read} records of {', '.join(sorted(start))}"))
     resolved = {"from": decisions.to_wire(start), "to": decisions.to_wire(end)}
     return ctx.record(resolvedOffsets=resolved, recordsRead=read, progress="offsets resolved")
+
+
+def _check_overlap(ctx: ReplayContext, start: decisions.Offsets, end: decisions.Offsets) -> None:
+    """A backfill writing a topic the app writes, over input the app's consumer group has committed, fails with
+    ``RangeOverlapsApp`` unless ``spec.allowOverlap`` (then a Warning event ``OverlapAllowed``):
+    ``streamapp_operator.streamreplays.overlap``."""
+    assert ctx.kafka is not None and ctx.app is not None and ctx.app_spec is not None
+    app = ctx.spec.app_ref.name
+    group = ctx.app_spec.effective_application_id(app)
+    committed = ctx.kafka.committed_offsets(group, {topic: len(parts) for topic, parts in start.items()})
+    shared = decisions.shared_outputs(ctx.description.sink_topics(), (ctx.app.get("spec") or {}).get("topology") or {})
+    found = overlap.overlaps(start, end, committed)
+    verdict = overlap.verdict(app, group, found, shared, bool(ctx.spec.allow_overlap))
+    if verdict.refused:
+        raise Failed(overlap.RANGE_OVERLAPS_APP, verdict.message)
+    if verdict.message:
+        ctx.events.append(Event("Warning", overlap.OVERLAP_ALLOWED, verdict.message))
 
 
 def create_sink_topics(ctx: ReplayContext) -> StepOutcome:

@@ -282,6 +282,12 @@ class StreamReplaySpec(SpecModel):
         "Spark-native (a keyed or windowed count of a source topic): any other topology fails the replay, naming "
         "the sub-topology (EmitFinalUnsupported, docs/replay.md).",
     )
+    allow_overlap: bool | None = Field(
+        default=None,
+        description="backfill: run even when the range overlaps input the app's consumer group has committed and "
+        "the backfill writes a topic the app writes (that output would be written twice; a Warning event "
+        "OverlapAllowed says so). Unset or false: such a backfill fails with RangeOverlapsApp before any Job.",
+    )
     handover: HandoverSpec = Field(default_factory=HandoverSpec, json_schema_extra={"default": {}})
     spark: SparkSpec = Field(default_factory=SparkSpec, json_schema_extra={"default": {}})
 
