@@ -110,8 +110,10 @@ REPLAY = Replay("flights-v2", NS, "0123456789ab", 1)
 HANDOVER = {"appRef": {"name": "flights"}, "mode": "handover", "topology": SECOND_TOPOLOGY}
 
 
-def reconcile_step(world: ReplayWorld, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    result = reconcile_replay(REPLAY, spec, status, world, "2026-01-01T00:00:10Z")
+def reconcile_step(
+    world: ReplayWorld, spec: dict[str, Any], status: dict[str, Any], replay: Replay = REPLAY
+) -> dict[str, Any]:
+    result = reconcile_replay(replay, spec, status, world, "2026-01-01T00:00:10Z")
     return {**status, **result.status}
 
 

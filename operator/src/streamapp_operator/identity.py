@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamapp_operator.kinds import owned_by
+from streamapp_operator.kinds import REPLAY_UID_ANNOTATION, owned_by
 from streamapp_operator.outcomes import Problem
 
 APPLICATION_ID_IN_USE = "ApplicationIdInUse"
@@ -31,6 +31,38 @@ class Peer:
     created: str
     """``metadata.creationTimestamp`` (RFC 3339): the older app keeps a contested id."""
     application_id: str
+    kind: str = "StreamApp"
+    """``StreamReplay`` for a replay in flight (:func:`replay_peer`): its ``status.applicationId``."""
+
+
+#: A StreamReplay's phases after which it claims no ``application.id`` any more (``streamreplays.resources.Phase``).
+REPLAY_FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+def replay_peer(metadata: Mapping[str, Any], status: Mapping[str, Any]) -> Peer | None:
+    """A StreamReplay that has not finished, as the claimant of the ``application.id`` it runs under
+    (``status.applicationId``: its changelog and repartition topics' prefix, a handover's new version's consumer
+    group); None once it is Succeeded or Failed, or before it chose one. A StreamApp created after it cannot take
+    that id while it runs (:func:`identity_conflicts`); the new version its handover creates is its own
+    (:func:`claims_of_others`)."""
+    application_id = str(status.get("applicationId") or "")
+    if not application_id or str(status.get("phase") or "") in REPLAY_FINISHED:
+        return None
+    return Peer(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid", "")),
+        created=str(metadata.get("creationTimestamp", "")),
+        application_id=application_id,
+        kind="StreamReplay",
+    )
+
+
+def claims_of_others(peers: Iterable[Peer], annotations: Mapping[str, str]) -> list[Peer]:
+    """``peers`` without the StreamReplay that created this StreamApp as its handover's new version (its uid in the
+    annotation ``streamapp.io/replay-uid``): the new version runs under the replay's ``application.id`` by design."""
+    made_by = annotations.get(REPLAY_UID_ANNOTATION)
+    return [p for p in peers if not (p.kind == "StreamReplay" and made_by and p.uid == made_by)]
 
 
 def identity_conflicts(me: Peer, peers: Iterable[Peer]) -> list[Problem]:
@@ -38,7 +70,9 @@ def identity_conflicts(me: Peer, peers: Iterable[Peer]) -> list[Problem]:
     prefix in one Kafka cluster, so two StreamApps must never share one: they would split the input
     partitions, or fence each other's static members for ever, and both look healthy.
 
-    The app created first keeps the id (ties: namespace/name); ``me`` is refused naming the other one.
+    The app created first keeps the id (ties: namespace/name); ``me`` is refused naming the other one. A
+    StreamReplay in flight (:func:`replay_peer`) claims its id the same way: a StreamApp created after it is
+    refused until it has finished.
     """
     rivals = [p for p in peers if p.application_id == me.application_id and p.uid != me.uid]
     older = sorted((p for p in rivals if (p.created, p.namespace, p.name) < (me.created, me.namespace, me.name)),
@@ -49,8 +83,9 @@ def identity_conflicts(me: Peer, peers: Iterable[Peer]) -> list[Problem]:
     return [
         Problem(
             APPLICATION_ID_IN_USE,
-            f"application.id {me.application_id!r} is already used by StreamApp {first.namespace}/{first.name}; "
-            "set a unique spec.applicationId (the default is metadata.name, unique only within a namespace)",
+            f"application.id {me.application_id!r} is already used by {first.kind} {first.namespace}/{first.name}"
+            + (" (a replay in flight: it runs under that id until it finishes)" if first.kind == "StreamReplay" else "")
+            + "; set a unique spec.applicationId (the default is metadata.name, unique only within a namespace)",
         )
     ]
 

@@ -21,6 +21,9 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 #: The Kinds of the group and their plurals (the resource names of the API paths and of kopf's handlers).
 PLURALS = {"StreamApp": "streamapps", "StreamReplay": "streamreplays"}
+#: The uid of the StreamReplay that created a new version (on the StreamApp its handover creates): a name can be
+#: reused, a uid not.
+REPLAY_UID_ANNOTATION = f"{GROUP}/replay-uid"
 
 
 class SpecModel(BaseModel):

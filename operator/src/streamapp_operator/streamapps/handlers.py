@@ -14,17 +14,17 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import kopf
 
 from streamapp_operator import metrics
-from streamapp_operator.identity import Peer
+from streamapp_operator.identity import Peer, replay_peer
 from streamapp_operator.instances import HttpInstanceReader
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool, KafkaUnavailable
-from streamapp_operator.kinds import GROUP, VERSION
+from streamapp_operator.kinds import GROUP, PLURALS, VERSION
 from streamapp_operator.outcomes import Event
 from streamapp_operator.streamapps import reconcile, rollout
 from streamapp_operator.streamapps.resources import PLURAL
@@ -73,6 +73,14 @@ def application_ids(meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: 
     }
 
 
+@kopf.index(GROUP, VERSION, PLURALS["StreamReplay"])
+def replay_application_ids(meta: kopf.Meta, status: kopf.Status, **_: Any) -> dict[str, Peer]:
+    """Every StreamReplay in flight, by uid, with the ``application.id`` it runs under (``identity.replay_peer``):
+    claimed like a StreamApp's, so that a StreamApp created after it cannot take it."""
+    peer = replay_peer(meta, status)
+    return {peer.uid: peer} if peer is not None else {}
+
+
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL)
@@ -92,7 +100,7 @@ def reconcile_streamapp(
     world = dataclasses.replace(
         _world,
         kafka_for=functools.partial(_admins.admin_for, user=app.uid),
-        peers=functools.partial(snapshot, kwargs["application_ids"]),
+        peers=functools.partial(_peers, kwargs["application_ids"], kwargs["replay_application_ids"]),
     )
     started = time.monotonic()
     with _locks.of(app.uid):
@@ -154,6 +162,11 @@ def _forget(app: reconcile.App) -> None:
     _admins.release(app.uid)
     metrics.forget(app.namespace, app.name)
     _locks.forget(app.uid)
+
+
+def _peers(apps: Mapping[str, Collection[Peer]], replays: Mapping[str, Collection[Peer]]) -> list[Peer]:
+    """Who claims which ``application.id``: the StreamApps and the StreamReplays in flight."""
+    return [*snapshot(apps), *snapshot(replays)]
 
 
 def _app(meta: Mapping[str, Any]) -> reconcile.App:

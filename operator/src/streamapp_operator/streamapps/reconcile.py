@@ -48,7 +48,14 @@ from streamapp.kafka.config_check import client_config_problems
 from streamapp.topology import TopologyDescription
 
 from streamapp_operator.connection import KafkaConnection, kafka_connection
-from streamapp_operator.identity import Peer, foreign_children, foreign_claims, foreign_members, identity_conflicts
+from streamapp_operator.identity import (
+    Peer,
+    claims_of_others,
+    foreign_children,
+    foreign_claims,
+    foreign_members,
+    identity_conflicts,
+)
 from streamapp_operator.instances import InstanceReader
 from streamapp_operator.k8s import Cluster
 from streamapp_operator.kafka import KafkaAdmin, KafkaUnavailable, TopicSpec
@@ -380,7 +387,8 @@ def reconcile(app: App, raw_spec: dict[str, Any], previous_status: dict[str, Any
         running = world.cluster.get("ConfigMap", app.namespace, desired.config_map_name(app.name))
     upgrade = check_upgrade(app, spec, topology, running, previous_status)
     application_id = upgrade.application_id
-    problems += identity_conflicts(Peer(app.namespace, app.name, app.uid, app.created, application_id), world.peers())
+    me = Peer(app.namespace, app.name, app.uid, app.created, application_id)
+    problems += identity_conflicts(me, claims_of_others(world.peers(), app.annotations))
     problems += [upgrade.problem] if upgrade.problem is not None else []
     connection, secret_problems = kafka_connection(world.cluster, app.namespace, spec.kafka)
     # no client without its credentials: librdkafka refuses an empty password, and the report must come first

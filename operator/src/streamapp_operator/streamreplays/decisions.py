@@ -32,7 +32,7 @@ from streamapp.topology import TopologyDescription
 from streamapp_operator import identity
 from streamapp_operator.connection import CA_DIR, CA_FILE, SecretKeyRef, credentials_env
 from streamapp_operator.identity import FOREIGN_OBJECT
-from streamapp_operator.kinds import API_VERSION, CONTAINER_SECURITY, Owner
+from streamapp_operator.kinds import API_VERSION, CONTAINER_SECURITY, REPLAY_UID_ANNOTATION, Owner
 from streamapp_operator.outcomes import Problem
 from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import app_code, dead_letters
@@ -73,8 +73,6 @@ POD_SECURITY = {
 #: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
 MEMORY_OVERHEAD_MB = 512
 REPLAY_LABEL = "streamapp.io/replay"
-#: The uid of the StreamReplay that created a new version (on the StreamApp): a name can be reused, a uid not.
-REPLAY_UID_ANNOTATION = "streamapp.io/replay-uid"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 #: Labels of what several replays share (the ServiceAccount): how the operator knows it made it.
 _SHARED_LABELS = {"app.kubernetes.io/name": "streamapp-replay", MANAGED_BY: "streamapp-operator"}

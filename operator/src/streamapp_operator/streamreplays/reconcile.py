@@ -62,8 +62,9 @@ from streamapp_operator.times import seconds_between
 DEFAULT_IMAGE = "localhost/streamapp-replay:dev"
 #: Lines of the Job pod's log read for its last progress report (Spark's own warnings share the log).
 PROGRESS_LOG_LINES = 200
-#: The replay's creation time in the identity check: sorts after every RFC 3339 instant, so that every StreamApp
-#: claiming the replay's ``application.id`` holds it (a replay never takes an id, whoever came first).
+#: The replay's creation time in the identity check when it is not known: sorts after every RFC 3339 instant, so
+#: that every StreamApp claiming the replay's ``application.id`` holds it. Known, a StreamApp created before the
+#: replay holds it, and one created after is refused on its side while the replay runs (``identity.replay_peer``).
 AFTER_EVERY_APP = "~"
 #: The replay's reason when the StreamApp it replays is gone before the replay could finish.
 APP_MISSING = "AppMissing"
@@ -159,11 +160,8 @@ def check_identity(ctx: ReplayContext) -> StepOutcome:
     assert ctx.kafka is not None
     _check_no_app_claims(ctx)
     _check_no_replay_in_progress(ctx)
+    _check_no_strangers(ctx)
     group = ctx.status["applicationId"]
-    members = [m.client_id for m in ctx.kafka.group_lag(group, []).members]
-    strangers = foreign_members(group, members, _new_name(ctx))
-    if strangers:
-        raise Failed(strangers[0].reason, strangers[0].message)
     inputs = ctx.kafka.partition_counts(ctx.description.external_source_topics())
     committed = ctx.kafka.committed_offsets(group, inputs)
     if committed:
@@ -195,13 +193,24 @@ def check_children(ctx: ReplayContext) -> StepOutcome:
 
 def _check_no_app_claims(ctx: ReplayContext) -> None:
     replay, application_id = ctx.replay, ctx.status["applicationId"]
-    me = Peer(replay.namespace, replay.name, replay.uid, AFTER_EVERY_APP, application_id)
+    # a StreamApp created after the replay is refused on its side while the replay runs (identity.replay_peer)
+    me = Peer(replay.namespace, replay.name, replay.uid, replay.created or AFTER_EVERY_APP, application_id)
     conflicts = identity_conflicts(me, ctx.world.peers())
     if conflicts:
         raise Failed(
             conflicts[0].reason,
             f"the replay's {conflicts[0].message}; a StreamReplay's default is <the app's application.id>-<its name>",
         )
+
+
+def _check_no_strangers(ctx: ReplayContext) -> None:
+    """The replay's consumer group has no member but the new version's pods (``ConsumerGroupInUse``)."""
+    assert ctx.kafka is not None
+    group = ctx.status["applicationId"]
+    members = [m.client_id for m in ctx.kafka.group_lag(group, []).members]
+    strangers = foreign_members(group, members, _new_name(ctx))
+    if strangers:
+        raise Failed(strangers[0].reason, strangers[0].message)
 
 
 def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
@@ -533,7 +542,10 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
     end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
     if _our_new_version(ctx) is not None:
         return f"group {group} kept: the new version exists already"  # never rewind a running version
-    _check_no_app_claims(ctx)  # a StreamApp that took the id during the Spark run keeps its offsets
+    # a StreamApp older than the replay that took the id during the Spark run keeps its offsets; a newer one is
+    # refused on its side (identity.replay_peer), but one that ran before the replay's id was claimed has members
+    _check_no_app_claims(ctx)
+    _check_no_strangers(ctx)
     counts = {t: len(parts) for t, parts in end.items()}
     if ctx.kafka.committed_offsets(group, counts) != end:
         ctx.kafka.set_group_offsets(group, end)
