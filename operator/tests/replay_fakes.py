@@ -143,3 +143,13 @@ def new_version_ready(cluster: ReplayCluster, name: str = "flights-v2") -> None:
     """The handover's new version reports Ready and caught up (lag 0), as its operator would."""
     ready = {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1}
     cluster.set_status("StreamApp", NS, name, ready)
+
+
+def fail_job_by_policy(cluster: ReplayCluster, exit_code: int) -> None:
+    """The Job controller's verdict when the replay container's exit code matches the pod failure policy."""
+    message = (
+        f"Container replay for pod {NS}/flights-v2-replay-abc failed with exit code {exit_code} "
+        "matching FailJob rule at index 0"
+    )
+    failed = {"type": "Failed", "status": "True", "reason": "PodFailurePolicy", "message": message}
+    cluster.set_status("Job", NS, "flights-v2-replay", {"conditions": [failed]})

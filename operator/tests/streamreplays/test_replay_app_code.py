@@ -98,8 +98,13 @@ def test_the_check_passes_the_same_runtime_and_refuses_another_naming_both_versi
     app_site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app_code_script.copy(tmp_path / "dest", app_site)
-    assert app_code_script.check(tmp_path / "dest", runtime="9.1.0") == 0
-    assert app_code_script.check(tmp_path / "dest", runtime="9.2.0") == app_code.MISMATCH_EXIT == 78
+    log = tmp_path / "termination-log"
+    log.touch()  # the kubelet's mount
+    assert app_code_script.check(tmp_path / "dest", runtime="9.1.0", termination_log=log) == 0
+    assert (
+        app_code_script.check(tmp_path / "dest", runtime="9.2.0", termination_log=log) == app_code.MISMATCH_EXIT == 78
+    )
+    assert log.read_text().startswith("RuntimeVersionMismatch: the app image has streamapp-runtime 9.1.0")
     said = capsys.readouterr().err.splitlines()[-1]
     assert said.startswith("Error: RuntimeVersionMismatch: the app image has streamapp-runtime 9.1.0")
     assert "the replay image streamapp-runtime 9.2.0" in said
@@ -169,17 +174,20 @@ def test_the_jobs_pod_copies_the_apps_code_first_and_checks_it_before_the_replay
     assert {"name": "app-code", "mountPath": "/opt/streamapp/app", "readOnly": True} in container["volumeMounts"]
     shell, flag, script, _, *run = container["command"]
     assert (shell, flag) == ("/bin/sh", "-c")
-    assert script == 'python /etc/streamapp-replay/app_code.py check /opt/streamapp/app && exec "$@"'
+    assert script == (
+        'python /etc/streamapp-replay/app_code.py check /opt/streamapp/app /etc/streamapp-replay/plan.yaml && exec "$@"'
+    )
     assert run[:3] == ["streamapp", "replay", "run"]
     assert {"name": "app-code", "emptyDir": {}} in pod["volumes"]
     rule = job["spec"]["podFailurePolicy"]["rules"][0]  # type: ignore[index]
-    assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == [78]
+    assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == [65, 78]
 
 
 def test_a_kubernetes_mode_replay_checks_in_the_driver_and_copies_the_code_into_every_executor() -> None:
     config_map, job = _job({"mode": "kubernetes", "serviceAccountName": "spark"})
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]  # type: ignore[index]
-    assert script.startswith("python /etc/streamapp-replay/app_code.py check /opt/streamapp/app || exit $?; ")
+    check = "python /etc/streamapp-replay/app_code.py check /opt/streamapp/app /etc/streamapp-replay/plan.yaml"
+    assert script.startswith(f"{check} || exit $?; ")
     executor = yaml.safe_load(config_map["data"][decisions.EXECUTOR_TEMPLATE_FILE])["spec"]  # type: ignore[index]
     assert executor["initContainers"][0]["image"] == "apps/flights:1"
     assert {"name": "plan", "configMap": {"name": "r-replay"}} in executor["volumes"]

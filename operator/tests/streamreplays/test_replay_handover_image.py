@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from replay_fakes import HANDOVER, NS, finish_job, reconcile_step, replay_world
+from replay_fakes import HANDOVER, NS, fail_job_by_policy, finish_job, reconcile_step, replay_world
 from streamapp_operator.streamreplays import app_code
 
 
@@ -44,22 +44,7 @@ def test_the_new_version_takes_the_handovers_image_and_replicas_and_the_job_runs
 def test_a_job_refusing_the_app_images_runtime_fails_the_replay_as_a_version_mismatch() -> None:
     world, cluster, _ = replay_world()
     status = reconcile_step(world, HANDOVER, {})
-    cluster.set_status(
-        "Job",
-        NS,
-        "flights-v2-replay",
-        {
-            "conditions": [
-                {
-                    "type": "Failed",
-                    "status": "True",
-                    "reason": "PodFailurePolicy",
-                    "message": "Container replay for pod replays/flights-v2-replay-abc failed with exit code 78 "
-                    "matching FailJob rule at index 0",
-                }
-            ]
-        },
-    )
+    fail_job_by_policy(cluster, 78)
     status = reconcile_step(world, HANDOVER, status)  # no pod log (the e2e node agent serves none)
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert status["phase"] == "Failed" and failed["reason"] == "RuntimeVersionMismatch"

@@ -35,6 +35,10 @@ INIT_CONTAINER = "app-code"
 SCRIPT_FILE = "app_code.py"
 MISMATCH = app_code_script.MISMATCH
 MISMATCH_EXIT = app_code_script.MISMATCH_EXIT
+NOT_IMPORTABLE = app_code_script.NOT_IMPORTABLE
+NOT_IMPORTABLE_EXIT = app_code_script.NOT_IMPORTABLE_EXIT
+#: The check's refusals, each failing the Job at once (its exit code) with the replay's reason.
+REFUSALS = {MISMATCH_EXIT: MISMATCH, NOT_IMPORTABLE_EXIT: NOT_IMPORTABLE}
 #: The init container's resources: a file copy (requests = limits, so a namespace's ResourceQuota admits it).
 INIT_RESOURCES = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "256Mi"}}
 
@@ -105,29 +109,30 @@ def python_path_env() -> dict[str, str]:
     return {"name": "PYTHONPATH", "value": CODE_SITE}
 
 
-def check_command(plan_dir: str) -> str:
-    """The shell step before ``streamapp replay run``: exits :data:`MISMATCH_EXIT` on a version mismatch."""
-    return f"python {plan_dir}/{SCRIPT_FILE} check {CODE_DIR}"
+def check_command(plan_dir: str, plan_file: str) -> str:
+    """The shell step before ``streamapp replay run``: exits :data:`MISMATCH_EXIT` on a version mismatch and
+    :data:`NOT_IMPORTABLE_EXIT` when a function of the plan's topology does not import."""
+    return f"python {plan_dir}/{SCRIPT_FILE} check {CODE_DIR} {plan_dir}/{plan_file}"
 
 
 def pod_failure_policy() -> dict[str, Any]:
-    """A version mismatch fails the Job at once (no retry can help): ``FailJob`` on the check's exit code."""
+    """A version mismatch or a function that does not import fails the Job at once (no retry can help; Spark's
+    tasks would each try 4 times, and the Job ``backoffLimit`` times more): ``FailJob`` on the check's exit codes."""
     return {
         "rules": [
             {
                 "action": "FailJob",
-                "onExitCodes": {"containerName": "replay", "operator": "In", "values": [MISMATCH_EXIT]},
+                "onExitCodes": {"containerName": "replay", "operator": "In", "values": sorted(REFUSALS)},
             }
         ]
     }
 
 
 def failure_reason(job_reason: str, job_message: str, log_detail: str) -> str:
-    """The replay's reason for a failed Job: :data:`MISMATCH` when the check refused the app's code (its line in
-    the pod's log, or, when the log cannot be read, the Job's ``PodFailurePolicy`` on the check's exit code), else
-    the Job's reason."""
-    if MISMATCH in log_detail:
-        return MISMATCH
-    if job_reason == "PodFailurePolicy" and f"exit code {MISMATCH_EXIT}" in job_message:
-        return MISMATCH
+    """The replay's reason for a failed Job: :data:`MISMATCH` or :data:`NOT_IMPORTABLE` when the check refused the
+    app's code (its line in the pod's log or termination message, or, when neither can be read, the Job's
+    ``PodFailurePolicy`` on the check's exit code), else the Job's reason."""
+    for code, reason in REFUSALS.items():
+        if reason in log_detail or (job_reason == "PodFailurePolicy" and f"exit code {code}" in job_message):
+            return reason
     return job_reason

@@ -12,9 +12,13 @@ standard library only.
   ``streamapp-operator``, ``pip``, ``setuptools``, ``wheel`` and every distribution they require, extras included
   (``pyspark``, ``pyarrow``, ``pandas`` of the ``replay`` extra). An image that declares its code folder with
   ``STREAMAPP_APP_CODE=/path`` has that folder copied instead, whole.
-- ``python app_code.py check DEST`` (before ``streamapp replay run``, in the replay image): the copied code's
+- ``python app_code.py check DEST [PLAN]`` (before ``streamapp replay run``, in the replay image): the copied code's
   ``streamapp-runtime`` and Python must be the replay image's; else it prints ``Error: RuntimeVersionMismatch: ...``
-  and exits :data:`MISMATCH_EXIT` (the Job's pod failure policy fails the Job at once, no retry).
+  and exits :data:`MISMATCH_EXIT`. Then every function reference of the plan's topology must import with that
+  code first on the path (the runtime's own ``TopologyDescription.resolve_functions``, what the Spark tasks call);
+  else it prints ``Error: FunctionNotImportable: ...`` naming each function and exits :data:`NOT_IMPORTABLE_EXIT`.
+  Either way the Job's pod failure policy fails the Job at once, no retry, and the line is also the container's
+  termination message (``/dev/termination-log``, which the kubelet puts in the pod's status).
 
 The replay container puts ``DEST/site-packages`` first on ``PYTHONPATH``: the user's code wins over a copy of it
 in the replay image (the flights example is in both), the platform is never copied, so ``streamapp`` and its
@@ -42,6 +46,11 @@ DECLARED = "STREAMAPP_APP_CODE"
 #: The replay's condition reason, and the check's exit code (EX_CONFIG) the Job's pod failure policy matches.
 MISMATCH = "RuntimeVersionMismatch"
 MISMATCH_EXIT = 78
+#: The replay's condition reason, and the check's exit code (EX_DATAERR), when a topology function does not import.
+NOT_IMPORTABLE = "FunctionNotImportable"
+NOT_IMPORTABLE_EXIT = 65
+#: Where a container's termination message goes (Kubernetes' default ``terminationMessagePath``).
+TERMINATION_LOG = Path("/dev/termination-log")
 
 
 def normalized(name: str) -> str:
@@ -154,9 +163,39 @@ def mismatch(manifest: dict[str, object], runtime: str, python: str) -> str | No
     )
 
 
-def check(dest: Path, runtime: str | None = None) -> int:
+def not_importable(plan: Path) -> str | None:
+    """Why the topology of the replay plan ``plan`` (YAML, ``topology`` in ``TopologyDescription.from_dict``'s
+    form) cannot run here: its functions that do not import (each named with its node and the import error), or
+    None. Imports the user's code, in the replay image (``streamapp`` and ``pyyaml`` are there)."""
+    import yaml
+    from streamapp.topology import TopologyDescription, TopologyError
+
+    description = TopologyDescription.from_dict(yaml.safe_load(plan.read_text())["topology"])
+    try:
+        description.resolve_functions()
+    except TopologyError as exc:
+        return f"{NOT_IMPORTABLE}: {exc}"
+    return None
+
+
+def _refuse(why: str, code: int, termination_log: Path) -> int:
+    """Say ``why`` on stderr and as the termination message, when ``termination_log`` exists (the kubelet mounts it
+    into every container; not every node does, and outside a pod it is not there); return ``code``."""
+    print(f"Error: {why}", file=sys.stderr)
+    try:
+        if termination_log.is_file():
+            termination_log.write_text(why[:4096])  # the kubelet keeps at most 4096 bytes
+    except OSError:
+        pass
+    return code
+
+
+def check(
+    dest: Path, runtime: str | None = None, plan: Path | None = None, termination_log: Path = TERMINATION_LOG
+) -> int:
     """0 when the code copied into ``dest`` runs with this image's ``streamapp`` (``runtime``: its version, default
-    the installed one); else :data:`MISMATCH_EXIT` (1: nothing was copied)."""
+    the installed one) and, with ``plan``, imports every function of its topology; else :data:`MISMATCH_EXIT` or
+    :data:`NOT_IMPORTABLE_EXIT` (1: nothing was copied)."""
     path = dest / MANIFEST
     if not path.exists():
         print(f"Error: {path} is missing: the init container app-code did not copy the app's code", file=sys.stderr)
@@ -164,20 +203,22 @@ def check(dest: Path, runtime: str | None = None) -> int:
     manifest = json.loads(path.read_text())
     why = mismatch(manifest, runtime or metadata.version(RUNTIME), python_version())
     if why is not None:
-        print(f"Error: {why}", file=sys.stderr)
-        return MISMATCH_EXIT
+        return _refuse(why, MISMATCH_EXIT, termination_log)
+    why = not_importable(plan) if plan is not None else None
+    if why is not None:
+        return _refuse(why, NOT_IMPORTABLE_EXIT, termination_log)
     copied = manifest.get("copied") or []
     print(f"app code: {len(copied)} entries of {manifest.get('source')} on PYTHONPATH", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("copy", "check"):
-        print("usage: app_code.py copy|check DEST", file=sys.stderr)
+    if not ((argv[:1] == ["copy"] and len(argv) == 2) or (argv[:1] == ["check"] and len(argv) in (2, 3))):
+        print("usage: app_code.py copy DEST | check DEST [PLAN]", file=sys.stderr)
         return 2
     dest = Path(argv[1])
     if argv[0] == "check":
-        return check(dest)
+        return check(dest, plan=Path(argv[2]) if len(argv) == 3 else None)
     manifest = copy(dest, declared=os.environ.get(DECLARED) or None)
     copied = manifest["copied"]
     assert isinstance(copied, list)

@@ -338,7 +338,7 @@ def job_manifests(
         command = [
             "/bin/sh",
             "-c",
-            ("" if code is None else f"{app_code.check_command(PLAN_DIR)} || exit $?; ")
+            ("" if code is None else f"{app_code.check_command(PLAN_DIR, PLAN_FILE)} || exit $?; ")
             + 'export PYSPARK_SUBMIT_ARGS="--conf spark.driver.host=$POD_IP --conf spark.driver.bindAddress=$POD_IP '
             '--conf spark.kubernetes.driver.pod.name=$POD_NAME --driver-memory $DRIVER_MEMORY pyspark-shell"; '
             f'exec {" ".join(run)} --master "k8s://https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" '
@@ -357,7 +357,13 @@ def job_manifests(
     else:
         command = [*run, "--master", f"local[{driver.cores}]", "--driver-memory", driver.memory]
         if code is not None:  # the check first; "$@" keeps the arguments as they are
-            command = ["/bin/sh", "-c", f'{app_code.check_command(PLAN_DIR)} && exec "$@"', "replay", *command]
+            command = [
+                "/bin/sh",
+                "-c",
+                f'{app_code.check_command(PLAN_DIR, PLAN_FILE)} && exec "$@"',
+                "replay",
+                *command,
+            ]
         env = [
             {"name": "HOME", "value": WORK_DIR},
             {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
@@ -576,6 +582,21 @@ def failure_detail(log: str, limit: int = 600) -> str:
         if line.startswith(("Error:", "ERROR")) or "Error" in line.split(":")[0]:
             return line[:limit]
     return " | ".join(lines[-3:])[-limit:]
+
+
+def termination_message(pods: Sequence[Mapping[str, Any]], container: str = "replay") -> str:
+    """The termination message of ``container`` in the last of ``pods`` (``state``, else ``lastState``,
+    ``.terminated.message``: what the container wrote to ``/dev/termination-log``), or "": the cause when the API
+    cannot serve the pod's log."""
+    for pod in reversed(pods):
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            if status.get("name") != container:
+                continue
+            for state in (status.get("state") or {}, status.get("lastState") or {}):
+                message = str((state.get("terminated") or {}).get("message") or "").strip()
+                if message:
+                    return message
+    return ""
 
 
 @dataclass(frozen=True)

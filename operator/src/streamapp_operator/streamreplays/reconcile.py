@@ -452,7 +452,8 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
         raise Waiting(state.message)
     log = _pod_log(ctx, job)
     if state.phase == "Failed":
-        detail = decisions.failure_detail(log) if log else ""
+        # no log (the API cannot serve it): the container's termination message (the app-code check writes one)
+        detail = decisions.failure_detail(log) if log else decisions.termination_message(_job_pods(ctx, job))
         reason = app_code.failure_reason(state.reason, state.message, detail)
         raise Failed(reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
     result = decisions.replay_result(log)
