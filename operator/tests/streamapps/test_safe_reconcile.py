@@ -302,3 +302,11 @@ def test_the_application_id_an_upgrade_runs_under_is_claimed_beside_the_specs() 
     assert list(application_ids(meta=meta, spec={}, status={}).values()) == [
         Peer("team-x", "orders", "uid-orders", "2026-01-01T00:00:00Z", "orders")
     ]
+
+
+def test_many_refused_client_settings_name_ten_and_count_the_rest() -> None:
+    """A condition message stays small: 30 librdkafka typos name the first ten and count the other twenty."""
+    result = _run(TestingCluster(), TestingKafka(), flights_spec(config={f"consumer.x{i:02d}": "v" for i in range(30)}))
+    degraded = _degraded(result)
+    assert degraded["reason"] == "ConfigInvalid" and degraded["message"].count("config key 'consumer.x") == 10
+    assert '"x09"; and 20 more' in degraded["message"]

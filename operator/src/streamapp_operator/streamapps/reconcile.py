@@ -507,7 +507,13 @@ def _client_setting_problems(spec: StreamAppSpec, application_id: str) -> list[P
     refused = _refused_settings(json.dumps(desired.streams_config(plain, application_id), sort_keys=True))
     if not refused:
         return []
-    return [Problem(CONFIG_INVALID, "spec.config: Kafka client settings refused: " + "; ".join(refused))]
+    shown = "; ".join(refused[:_REFUSED_SHOWN])
+    more = f"; and {len(refused) - _REFUSED_SHOWN} more" if len(refused) > _REFUSED_SHOWN else ""
+    return [Problem(CONFIG_INVALID, f"spec.config: Kafka client settings refused: {shown}{more}")]
+
+
+#: refused settings named in the condition's message (the rest counted): a message stays readable and small
+_REFUSED_SHOWN = 10
 
 
 @functools.lru_cache(maxsize=256)
