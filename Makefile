@@ -84,6 +84,9 @@ crds: setup ## Regenerate crds/ from the operator's typed models and copy them i
 test-unit: setup ## Unit tests only (no broker, no cluster)
 	$(RUN) pytest -n 2 -m "not integration and not e2e" runtime/tests operator/tests e2e hack bench
 
+# A failed run ends with one line per failed test and its message (CI shows a run's last lines): hack/ci/failed_tests.py
 test: operator-install lint ## The whole suite: unit, integration (real Kafka) and e2e (real Kubernetes, pods, image)
+	rm -f .cache/ci/junit.xml
 	$(RUN) pytest -n $(TEST_WORKERS) --dist loadgroup --time-budget $(TEST_BUDGET_MINUTES) --durations=25 \
-	  runtime/tests operator/tests e2e hack bench
+	  runtime/tests operator/tests e2e hack bench \
+	  || { status=$$?; $(RUN) python hack/ci/failed_tests.py .cache/ci/junit.xml; exit $$status; }

@@ -75,7 +75,7 @@ class Package:
     def start(self, *args: str) -> subprocess.Popen[str]:
         """``streamapp ARGS`` started in the package folder with the package importable (``pip install -e .``)."""
         env = {**cluster.process_env(), "PYTHONPATH": str(self.folder / "src")}
-        env["PATH"] = f"{cluster.ROOT / 'hack' / 'bin'}:{env['PATH']}"  # the image build's `uv build`
+        env["UV"] = str(cluster.ROOT / "hack" / "bin" / "uv")  # the image build's `$UV build`
         self.started.append(subprocess.Popen([str(Path(sys.executable).parent / "streamapp"), *args],
                                              cwd=self.folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              text=True))  # fmt: skip

@@ -15,6 +15,7 @@ UV_HOME=$STREAMAPP_ROOT/.cache/uv-$UV_VERSION
 # uv and uvx as every script calls them ("$UV" ..., "$UVX" ...): the wrappers install the pinned uv on first use.
 UV=$STREAMAPP_ROOT/hack/bin/uv
 UVX=$STREAMAPP_ROOT/hack/bin/uvx
+export UV UVX  # `streamapp image build` builds a project folder's wheel with $UV
 STACK_BIN=$STREAMAPP_ROOT/.cache/k8s-v$K8S_VERSION/bin
 # uv's download cache next to the venv (same file system: hard links, no copies) and project-local, so that a
 # fresh clone really starts from nothing; a user's own UV_CACHE_DIR wins.

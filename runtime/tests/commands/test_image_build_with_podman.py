@@ -31,7 +31,7 @@ BASE = os.environ.get("STREAMAPP_IMAGE", DEFAULT_BASE)
 def tools() -> LocalTools:
     if shutil.which("podman") is None or shutil.which("buildah") is None:
         pytest.skip("podman/buildah not installed (hack/image/setup.sh)")
-    env = {**os.environ, "PATH": f"{REPO / 'hack' / 'bin'}:{os.environ['PATH']}"}  # uv builds the wheel
+    env = {**os.environ, "UV": str(REPO / "hack" / "bin" / "uv")}  # $UV builds the wheel
     if subprocess.run(["podman", "image", "exists", BASE], env=env, check=False).returncode != 0:
         pytest.skip(f"{BASE} not built (make image)")
     return LocalTools(env)

@@ -4,7 +4,7 @@ wheel, ask the base image what it has installed, build the image, run a command 
 ``LocalTools`` does them with the local tooling the project's own image uses (``hack/image/README.md``): podman
 and buildah without a daemon (``--isolation chroot``, ``--pull=never``: the base image is a local one), in the
 containers/storage the local cluster's node agent reads (``STORAGE_DRIVER``, default ``overlay``). A wheel is
-built with ``uv build`` when uv is on ``PATH``, else with ``pip wheel`` of this interpreter.
+built with ``$UV build`` when the environment variable ``UV`` names a uv, else with ``pip wheel`` of this interpreter.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ class LocalTools:
         self._env.setdefault("STORAGE_DRIVER", "overlay")
 
     def build_wheel(self, project: Path, out_dir: Path) -> Path:
-        uv = shutil.which("uv", path=self._env.get("PATH"))
-        if uv is not None:
+        uv = self._env.get("UV")  # where the caller keeps its uv (this project's scripts: hack/env.sh); no PATH lookup
+        if uv:
             command = [uv, "build", "--wheel", "--out-dir", str(out_dir), str(project)]
         else:
             command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(out_dir), str(project)]
