@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from replay_fakes import HANDOVER, NS, SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
+from replay_fakes import HANDOVER, SECOND_TOPOLOGY, finish_job, new_version_ready, reconcile_step, replay_world
 
 BACKFILL = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
 INTERNAL = ["flights-flights-v2-count-changelog", "flights-flights-v2-by-key-repartition"]
@@ -30,12 +30,7 @@ def test_a_handover_keeps_them_for_the_new_version() -> None:
     kafka.topics.update({topic: 2 for topic in INTERNAL})
     finish_job(cluster)
     status = reconcile_step(world, HANDOVER, status)
-    cluster.set_status(
-        "StreamApp",
-        NS,
-        "flights-v2",
-        {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1},
-    )
+    new_version_ready(cluster)
     status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "Succeeded" and status["topicsDeleted"] == []
     assert set(INTERNAL) <= set(kafka.topics)

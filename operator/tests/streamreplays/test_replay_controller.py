@@ -27,6 +27,7 @@ from replay_fakes import (
     ReplayKafka,
     add_job_pod,
     finish_job,
+    new_version_ready,
     reconcile_step,
     replay_world,
 )
@@ -291,12 +292,7 @@ def test_handover_sets_offsets_before_the_new_version_exists_waits_for_it_then_r
     assert [w["handover"][-1]["name"] for w in cluster.replay_status_writes if "handover" in w] == [
         "setGroupOffsets", "createNewVersion", "awaitCaughtUp"
     ]  # fmt: skip
-    cluster.set_status(
-        "StreamApp",
-        NS,
-        "flights-v2",
-        {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1},
-    )
+    new_version_ready(cluster)
     status = reconcile_step(world, HANDOVER, status)
     assert status["phase"] == "Succeeded" and status["newVersion"] == "flights-v2"
     assert cluster.get("StreamApp", NS, "flights") is None
@@ -623,12 +619,7 @@ def test_old_version_keep_hands_over_and_leaves_the_old_streamapp_running() -> N
     status = reconcile_step(world, spec, {})
     finish_job(cluster)
     status = reconcile_step(world, spec, status)
-    cluster.set_status(
-        "StreamApp",
-        NS,
-        "flights-v2",
-        {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1},
-    )
+    new_version_ready(cluster)
     status = reconcile_step(world, spec, status)
     assert status["phase"] == "Succeeded" and status["newVersion"] == "flights-v2"
     assert [s["name"] for s in status["handover"] if s["state"] == "Done"] == list(decisions.HANDOVER_STEPS)

@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 import pytest
 from operator_fakes import flights_spec
-from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, reconcile_step, replay_world
+from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, new_version_ready, reconcile_step, replay_world
 from streamapp_operator.identity import Peer
 from streamapp_operator.kafka import GroupMember
 from streamapp_operator.kinds import owned_by
@@ -28,9 +28,7 @@ def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _ready(cluster: Any, name: str) -> None:
-    cluster.set_status(
-        "StreamApp", NS, name, {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1}
-    )
+    new_version_ready(cluster, name)
 
 
 # -- the new version's name -------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from operator_fakes import flights_spec
-from replay_fakes import NS, REPLAY, SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
+from replay_fakes import NS, REPLAY, SECOND_TOPOLOGY, finish_job, new_version_ready, reconcile_step, replay_world
 from streamapp_operator.kafka import GroupLag, GroupMember
 from streamapp_operator.streamreplays import takeover
 from streamapp_operator.streamreplays.reconcile import reconcile_replay
@@ -84,12 +84,7 @@ def test_the_range_ends_where_the_old_version_stopped_and_the_job_leaves_its_top
     # the old version's replicas as recorded before its stop, not its spec's 0 of now
     assert new["spec"]["replicas"] == 2 == status["takeOver"]["replicas"]
     assert kafka.group_offsets["flights-flights-v2"] == {"flights": {0: 60, 1: 5}}  # it starts at the switch
-    cluster.set_status(
-        "StreamApp",
-        NS,
-        "flights-v2",
-        {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1},
-    )
+    new_version_ready(cluster)
     status = reconcile_step(world, TAKE_OVER, status)
     assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
 
@@ -127,12 +122,7 @@ def test_keep_leaves_the_old_version_stopped() -> None:
     status = reconcile_step(world, spec, status)
     finish_job(cluster)
     status = reconcile_step(world, spec, status)
-    cluster.set_status(
-        "StreamApp",
-        NS,
-        "flights-v2",
-        {"conditions": [{"type": "Ready", "status": "True"}], "lag": 0, "readyReplicas": 1},
-    )
+    new_version_ready(cluster)
     status = reconcile_step(world, spec, status)
     assert status["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights")["spec"]["replicas"] == 0
     assert "kept at 0 replicas" in status["handover"][-1]["message"]
