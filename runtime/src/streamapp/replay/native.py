@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
@@ -65,6 +66,7 @@ __all__ = [
     "FALLBACK",
     "WINDOWED_CLASSIFIED_SCHEMA",
     "WINDOW_PAIRS",
+    "Columns",
     "classify_batch",
     "classify_windowed_batch",
 ]
@@ -88,6 +90,45 @@ WINDOWED_CLASSIFIED_SCHEMA = pa.schema(
 """``classify_windowed_batch``'s rows: per counted record the starts of its windows (oldest first) and the sink
 partition of each windowed key (empty lists unless counted)."""
 
+
+@dataclass
+class Columns:
+    """One partition's records to classify: ``keys``, ``values`` and ``timestamps`` as Python lists (what the
+    serdes read), ``partition`` and ``offsets`` as given. Built from an Arrow batch (``of``) or from what a
+    reader consumed (``streamapp.replay.spark.source``: the values never become an Arrow column)."""
+
+    partition: pa.Array | int
+    offsets: pa.Array | list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    timestamps: list[int]
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch) -> Columns:
+        """The columns of a ``(partition, offset, key, value, timestamp)`` batch."""
+        return cls(
+            batch.column("partition"),
+            batch.column("offset"),
+            batch.column("key").to_pylist(),
+            batch.column("value").to_pylist(),
+            batch.column("timestamp").to_pylist(),
+        )
+
+    def partition_array(self) -> pa.Array:
+        if isinstance(self.partition, int):
+            return pa.array([self.partition] * len(self.keys), pa.int32())
+        return self.partition
+
+    def offset_array(self) -> pa.Array:
+        return self.offsets if isinstance(self.offsets, pa.Array) else pa.array(self.offsets, pa.int64())
+
+    def key_array(self) -> pa.Array:
+        return pa.array(self.keys, pa.binary())
+
+    def timestamp_array(self) -> pa.Array:
+        return pa.array(self.timestamps, pa.int64())
+
+
 _Count = TypeVar("_Count", NativeCount, NativeWindowedCount)
 
 
@@ -108,11 +149,15 @@ class _Classifier(Generic[_Count]):
         """A Spark accumulator of the ``DROPPED`` records by reason (``replay.drops.DropCounts``), or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return self.classify_read(Columns.of(batch) for batch in batches)
+
+    def classify_read(self, batches: Iterator[Columns]) -> Iterator[pa.RecordBatch]:
+        """The classified batches of ``batches`` (as ``__call__``, from columns a reader gave)."""
         cache: dict[bytes, int] = {}
         for batch in batches:
             classified = self.classify(batch, cache)
             if self.records is not None:
-                self.records.add(batch.num_rows)
+                self.records.add(len(batch.keys))
             if self.fallbacks is not None:
                 fallback = pc.sum(pc.equal(classified.column("status"), FALLBACK)).as_py()
                 if fallback:
@@ -124,7 +169,7 @@ class _Classifier(Generic[_Count]):
                 self.count_windows(classified)
             yield classified
 
-    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+    def classify(self, batch: Columns, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
         raise NotImplementedError
 
     def count_windows(self, classified: pa.RecordBatch) -> None:
@@ -135,22 +180,21 @@ class BatchClassifier(_Classifier[NativeCount]):
     """``classify_batch`` as a ``mapInArrow`` function; the output partition of each key is cached per worker
     (few distinct keys)."""
 
-    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+    def classify(self, batch: Columns, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
         return classify_batch(batch, self.count, self.sink_partitions, partition_cache)
 
 
 def classify_batch(
-    batch: pa.RecordBatch, count: NativeCount, sink_partitions: int, partition_cache: dict[bytes, int]
+    batch: pa.RecordBatch | Columns, count: NativeCount, sink_partitions: int, partition_cache: dict[bytes, int]
 ) -> pa.RecordBatch:
     """Deserialize each record's key and value with the runtime's serdes (column-wise, no per-row dicts) and
     return ``CLASSIFIED_SCHEMA`` rows: ``status`` (``COUNTED`` / ``DROPPED`` / ``FALLBACK``) and the sink
     partition the runtime's partitioner gives the key (-1 unless counted). ``partition_cache``: key bytes ->
     sink partition, kept between batches."""
+    batch = Columns.of(batch) if isinstance(batch, pa.RecordBatch) else batch
     key_serde = serde_for(count.key_serde, count.source_topic, is_key=True)
     value_deserialize = serde_for(count.value_serde, count.source_topic).deserialize
-    keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
-    timestamps = batch.column("timestamp").to_pylist()
+    keys, values, timestamps = batch.keys, batch.values, batch.timestamps
     statuses: list[int] = []
     out_partitions: list[int] = []
     for key, value, timestamp in zip(keys, values, timestamps, strict=True):
@@ -175,16 +219,16 @@ def classify_batch(
     return _classified(batch, statuses, [pa.array(out_partitions, pa.int32())], CLASSIFIED_SCHEMA)
 
 
-def _classified(batch: pa.RecordBatch, statuses: list[int], extra: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
+def _classified(batch: Columns, statuses: list[int], extra: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
     """``schema``'s rows: ``batch``'s partition, offset, key and timestamp, each record's status, then ``extra``."""
-    kept = [batch.column(name) for name in ("partition", "offset", "key", "timestamp")]
+    kept = [batch.partition_array(), batch.offset_array(), batch.key_array(), batch.timestamp_array()]
     return pa.RecordBatch.from_arrays([*kept, pa.array(statuses, pa.int8()), *extra], schema=schema)
 
 
 class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
     """``classify_windowed_batch`` as a ``mapInArrow`` function."""
 
-    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+    def classify(self, batch: Columns, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
         return classify_windowed_batch(batch, self.count, self.sink_partitions)
 
     def count_windows(self, classified: pa.RecordBatch) -> None:
@@ -198,19 +242,20 @@ class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
 _START = struct.Struct(">q")
 
 
-def classify_windowed_batch(batch: pa.RecordBatch, count: NativeWindowedCount, sink_partitions: int) -> pa.RecordBatch:
+def classify_windowed_batch(
+    batch: pa.RecordBatch | Columns, count: NativeWindowedCount, sink_partitions: int
+) -> pa.RecordBatch:
     """Deserialize each record's key and value with the runtime's serdes and return ``WINDOWED_CLASSIFIED_SCHEMA``
     rows: ``status`` (``COUNTED``: a non-null key, whatever the value, as the runtime's windowed count;
     ``DROPPED``: a null key; ``FALLBACK``: a serde refuses the bytes, or a negative timestamp), and for a counted
     record the starts of its windows (``WindowSpec.windows_for``) with the sink partition of each windowed key
     ``key bytes + start`` (8-byte big-endian, the ``windowed:`` serde's layout)."""
+    batch = Columns.of(batch) if isinstance(batch, pa.RecordBatch) else batch
     names = count.count
     key_deserialize = serde_for(names.key_serde, names.source_topic, is_key=True).deserialize
     value_deserialize = serde_for(names.value_serde, names.source_topic).deserialize
     windows_for = count.windows.windows_for
-    keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
-    timestamps = batch.column("timestamp").to_pylist()
+    keys, values, timestamps = batch.keys, batch.values, batch.timestamps
     statuses: list[int] = []
     list_offsets = [0]
     starts: list[int] = []
