@@ -111,31 +111,27 @@ def _refused(name: str, namespace: str) -> dict[str, Any]:
     return _condition(name, namespace, "Failed")
 
 
-def test_a_second_replay_of_the_same_app_is_refused_naming_the_one_in_flight(world: World) -> None:
+@pytest.mark.parametrize(
+    ("name", "app", "sink", "why"),
+    [
+        ("again", "idle", "again-out", "replays StreamApp {ns}/idle already"),  # the same app
+        ("same-out", "live", "first-out", "writes {prefix}-first-out already"),  # another app, the same topic
+    ],
+)
+def test_a_second_replay_of_an_app_or_into_a_topic_is_refused_naming_the_one_in_flight(
+    world: World, name: str, app: str, sink: str, why: str
+) -> None:
     ns = world.namespace
-    cluster.apply(_replay("again", "idle", world.prefix, "again-out"), ns)
+    cluster.apply(_replay(name, app, world.prefix, sink), ns)
 
-    failed = _refused("again", ns)
+    failed = _refused(name, ns)
 
     assert failed["reason"] == "ReplayInProgress"
     assert failed["message"] == (
-        f"StreamReplay {ns}/first (Pending) replays StreamApp {ns}/idle already: one replay of an app, and one writer "
-        "of an output topic, at a time; delete it or wait until it has finished"
-    )
-    assert replay.replay_status("first", ns)["phase"] == "Pending"
-
-
-def test_a_replay_into_a_topic_a_replay_in_flight_writes_is_refused_naming_it(world: World) -> None:
-    ns = world.namespace
-    cluster.apply(_replay("same-out", "live", world.prefix, "first-out"), ns)
-
-    failed = _refused("same-out", ns)
-
-    assert failed["reason"] == "ReplayInProgress"
-    assert failed["message"] == (
-        f"StreamReplay {ns}/first (Pending) writes {world.topic('first-out')} already: one replay of an app, and one "
+        f"StreamReplay {ns}/first (Pending) {why.format(ns=ns, prefix=world.prefix)}: one replay of an app, and one "
         "writer of an output topic, at a time; delete it or wait until it has finished"
     )
+    assert replay.replay_status("first", ns)["phase"] == "Pending"
 
 
 def test_a_streamapp_taking_an_in_flight_replays_application_id_is_refused_naming_it(world: World) -> None:
