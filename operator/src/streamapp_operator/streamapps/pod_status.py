@@ -52,6 +52,35 @@ def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+#: Seconds a pod stays ``PodScheduled=False`` (reason ``Unschedulable``) before it counts as failing: the scheduler
+#: says so for a few seconds while a new pod's volume is being bound, and retries.
+UNSCHEDULABLE_AFTER_SECONDS = 20.0
+
+
+def unschedulable_pods(pods: Sequence[dict[str, Any]], now: float) -> list[str]:
+    """One line per pod the scheduler has found no node for since at least ``UNSCHEDULABLE_AFTER_SECONDS`` before
+    ``now`` (epoch seconds), with the scheduler's message, e.g. ``pod app-0: Unschedulable (0/1 nodes are
+    available: 1 Insufficient memory. ...)``; pods being deleted are ignored. Its ``PodScheduled`` condition is
+    ``False`` with reason ``Unschedulable`` (Kubernetes' pod conditions): the pod never starts until a node fits its
+    requests, so it fails the app as a crash loop does (the audit's D-M4: it was a finished rollout)."""
+    lines = []
+    for pod in sorted(pods, key=lambda p: str(p.get("metadata", {}).get("name"))):
+        metadata, status = pod.get("metadata", {}), pod.get("status") or {}
+        if metadata.get("deletionTimestamp"):
+            continue
+        scheduled: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
+        if scheduled.get("status") != "False" or scheduled.get("reason") != "Unschedulable":
+            continue
+        if now - _epoch({"lastTimestamp": scheduled.get("lastTransitionTime")}) < UNSCHEDULABLE_AFTER_SECONDS:
+            continue
+        said = " ".join(str(scheduled.get("message") or "").split())
+        detail = f" ({_bounded(said, MAX_FAILURE_BYTES_PER_POD // 2)})" if said else ""
+        lines.append(f"pod {metadata.get('name')}: Unschedulable{detail}")
+    return lines
+
+
 #: A StatefulSet's ``FailedCreate`` event counts while at most this old (seconds): the controller retries
 #: with backoff and posts it again while the cause lasts.
 RECENT_EVENT_SECONDS = 300.0
