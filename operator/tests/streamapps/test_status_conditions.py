@@ -14,7 +14,12 @@ from streamapp_operator.streamapps.conditions import (
     conditions,
     rollout,
 )
-from streamapp_operator.streamapps.pod_status import UNSCHEDULABLE_AFTER_SECONDS, failing_pods, unschedulable_pods
+from streamapp_operator.streamapps.pod_status import (
+    UNBOUND_CLAIM_AFTER_SECONDS,
+    UNSCHEDULABLE_AFTER_SECONDS,
+    failing_pods,
+    unschedulable_pods,
+)
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"
 
@@ -195,6 +200,16 @@ def test_a_pod_no_node_can_take_is_failing_once_the_scheduler_said_so_for_the_gr
     said = " ".join(NO_NODE.split())
     assert unschedulable_pods(pods, later) == [f"pod app-{n}: Unschedulable ({said})" for n in (0, 1)]
     assert unschedulable_pods(pods, later - 1) == []
+
+
+def test_a_pod_waiting_for_its_volume_to_be_bound_is_failing_only_after_the_claims_grace_period() -> None:
+    waiting = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: not helpful"
+    pod = _pending("app-0", T0)
+    pod["status"]["conditions"][0]["message"] = waiting
+    start = datetime.fromisoformat(T0.replace("Z", "+00:00")).timestamp()
+
+    assert unschedulable_pods([pod], start + UNSCHEDULABLE_AFTER_SECONDS) == []
+    assert unschedulable_pods([pod], start + UNBOUND_CLAIM_AFTER_SECONDS) == [f"pod app-0: Unschedulable ({waiting})"]
 
 
 def test_unschedulable_pods_degrade_the_app_and_the_rollout_is_not_complete() -> None:
