@@ -455,6 +455,11 @@ class NativeRead:
     parts: list[Split]
     settings: Mapping[str, Any]
 
+    @property
+    def whole_partitions(self) -> bool:
+        """Each read task reads one whole partition (a task's records in one read, in offset order)."""
+        return len({part.partition for part in self.parts}) == len(self.parts)
+
     def classified(self, classifier: Any, schema: str) -> DataFrame:
         """The splits' records as ``classifier`` makes them (``schema`` rows), without headers: a record's value
         is read and deserialized in the Python worker and never enters the JVM."""
@@ -484,7 +489,7 @@ def _native_stage(
     if windowed is not None:
         classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks, drops)
         classified = read.classified(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
-        frame = _native_windowed_count_stage(classified, windowed, tasks, final)
+        frame = _native_windowed_count_stage(classified, windowed, tasks if not read.whole_partitions else None, final)
         changelog = (windowed.count.changelog_topic, windowed.count.store_value_serde)
         return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks, drops, changelog)
     return None
@@ -571,52 +576,51 @@ def _fold(
 
 _WINDOWED_CLASSIFIED_SCHEMA = (
     "partition int, offset long, key binary, timestamp long, status tinyint, starts array<long>, "
-    "out_partitions array<int>"
+    "out_partitions array<int>, stream_time long"
 )
 
 
 def _native_windowed_count_stage(
-    classified: DataFrame, windowed: NativeWindowedCount, tasks: int, final: bool
+    classified: DataFrame, windowed: NativeWindowedCount, tasks: int | None, final: bool
 ) -> DataFrame:
     """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
 
-    Per task (the ``partition`` column, one Spark partition each): stream time is the running ``max(timestamp)``
-    of the counted records ordered by offset (the record's own included, null keys excluded: they are dropped
-    before the runtime's processor moves its stream time); each record's windows (``starts``, oldest first) are
-    exploded and a window with ``start + size <= streamTime - grace`` is dropped as late; the sink record of an
-    accepted (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset,
-    with the largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task
-    by ``offset * windows_per_record + window index`` (the order the runtime writes them). The changelog record of
-    a window is its final count after its largest timestamp (Kafka's window store value), at that timestamp (Kafka's
-    ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at its value's timestamp). ``final``
-    (``EMIT_FINAL``): of the sink records only each window's last.
+    Per task (the ``partition`` column): stream time is the running ``max(timestamp)`` of the counted records
+    ordered by offset (the record's own included, null keys excluded: they are dropped before the runtime's
+    processor moves its stream time). With ``tasks`` None each read task read a whole partition and the classifier's
+    ``stream_time`` column is that already (no sort); else it is computed here with one Spark partition per task;
+    each record's windows (``starts``, oldest first) are exploded and a window with ``start + size <= streamTime -
+    grace`` is dropped as late; the sink record of an accepted (record, window) is the ``row_number`` of the record
+    in its ``(task, key, start)`` ordered by offset, with the largest timestamp of the window so far, keyed ``key +
+    start``. Records are ordered within the task by ``offset * windows_per_record + window index`` (the order the
+    runtime writes them). The changelog record of a window is its final count after its largest timestamp (Kafka's
+    window store value), at that timestamp (Kafka's ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at
+    its value's timestamp). ``final`` (``EMIT_FINAL``): of the sink records only each window's last.
     """
     count, size, grace = windowed.count, windowed.windows.size, windowed.windows.grace_ms
-    by_task = (
-        Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    windows = (
-        classified.where(F.col("status") == COUNTED)
-        .repartitionById(tasks, F.col("partition"))  # one Spark partition per task: the running max needs no shuffle
-        .withColumn("stream_time", F.max("timestamp").over(by_task))
-        .select(
-            "partition",
-            "offset",
-            "key",
-            "timestamp",
-            "stream_time",
-            F.posexplode(F.arrays_zip("starts", "out_partitions")).alias("window_index", "window"),
+    counted = classified.where(F.col("status") == COUNTED)
+    if tasks is not None:  # a task read in several splits: the running max over the task's whole sequence
+        by_task = (
+            Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
         )
-        .select(
-            "partition",
-            "key",
-            "timestamp",
-            "stream_time",
-            (F.col("offset") * windowed.windows_per_record + F.col("window_index")).alias("sequence"),
-            F.col("window.starts").alias("start"),
-            F.col("window.out_partitions").alias("out_partition"),
-        )
+        one_per_task = counted.repartitionById(tasks, F.col("partition"))  # the window needs no further shuffle
+        counted = one_per_task.withColumn("stream_time", F.max("timestamp").over(by_task))
+    windows = counted.select(
+        "partition",
+        "offset",
+        "key",
+        "timestamp",
+        "stream_time",
+        F.posexplode(F.arrays_zip("starts", "out_partitions")).alias("window_index", "window"),
+    ).select(
+        "partition",
+        "key",
+        "timestamp",
+        "stream_time",
+        (F.col("offset") * windowed.windows_per_record + F.col("window_index")).alias("sequence"),
+        F.col("window.starts").alias("start"),
+        F.col("window.out_partitions").alias("out_partition"),
     )
     accepted = windows.where(F.col("start") + size > F.col("stream_time") - grace)
     return _fold(
