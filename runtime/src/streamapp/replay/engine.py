@@ -44,6 +44,7 @@ from streamapp.drop_reasons import LATE
 from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.drops import DROPPED_KIND, DropCounts, add_counts
+from streamapp.replay.folds import FoldedCount
 from streamapp.replay.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
@@ -483,14 +484,21 @@ def _native_stage(
     count = native_count(plan.description, sub, plan.config)
     if count is not None:
         classifier: Any = BatchClassifier(count, counts[count.sink_topic], records, fallbacks, drops)
+        if read.whole_partitions:  # one pass per task: classified and folded in the reading worker
+            return _NativeStage(
+                read.classified(FoldedCount(classifier, final), RECORD_SCHEMA), PATH_NATIVE_COUNT, fallbacks, drops
+            )
         frame = _native_count_stage(read.classified(classifier, _CLASSIFIED_SCHEMA), count, final)
         return _NativeStage(frame, PATH_NATIVE_COUNT, fallbacks, drops)
     windowed = native_windowed_count(plan.description, sub, plan.config)
     if windowed is not None:
         classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks, drops)
-        classified = read.classified(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
-        frame = _native_windowed_count_stage(classified, windowed, tasks if not read.whole_partitions else None, final)
         changelog = (windowed.count.changelog_topic, windowed.count.store_value_serde)
+        if read.whole_partitions:  # one pass per task: classified and folded in the reading worker
+            frame = read.classified(FoldedCount(classifier, final), RECORD_SCHEMA)
+            return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks, drops, changelog)
+        classified = read.classified(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
+        frame = _native_windowed_count_stage(classified, windowed, tasks, final)
         return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks, drops, changelog)
     return None
 
@@ -581,31 +589,29 @@ _WINDOWED_CLASSIFIED_SCHEMA = (
 
 
 def _native_windowed_count_stage(
-    classified: DataFrame, windowed: NativeWindowedCount, tasks: int | None, final: bool
+    classified: DataFrame, windowed: NativeWindowedCount, tasks: int, final: bool
 ) -> DataFrame:
     """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
 
-    Per task (the ``partition`` column): stream time is the running ``max(timestamp)`` of the counted records
-    ordered by offset (the record's own included, null keys excluded: they are dropped before the runtime's
-    processor moves its stream time). With ``tasks`` None each read task read a whole partition and the classifier's
-    ``stream_time`` column is that already (no sort); else it is computed here with one Spark partition per task;
-    each record's windows (``starts``, oldest first) are exploded and a window with ``start + size <= streamTime -
-    grace`` is dropped as late; the sink record of an accepted (record, window) is the ``row_number`` of the record
-    in its ``(task, key, start)`` ordered by offset, with the largest timestamp of the window so far, keyed ``key +
-    start``. Records are ordered within the task by ``offset * windows_per_record + window index`` (the order the
-    runtime writes them). The changelog record of a window is its final count after its largest timestamp (Kafka's
-    window store value), at that timestamp (Kafka's ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at
-    its value's timestamp). ``final`` (``EMIT_FINAL``): of the sink records only each window's last.
+    Used when a task's partition is read in several ranges (else ``folds`` does it in the reading worker). Per task
+    (the ``partition`` column, one Spark partition each): stream time is the running ``max(timestamp)`` of the
+    counted records ordered by offset (the record's own included, null keys excluded: they are dropped before the
+    runtime's processor moves its stream time); each record's windows (``starts``, oldest first) are exploded and
+    a window with ``start + size <= streamTime - grace`` is dropped as late; the sink record of an accepted
+    (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset, with the
+    largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task by ``offset *
+    windows_per_record + window index`` (the order the runtime writes them). The changelog record of a window is its
+    final count after its largest timestamp (Kafka's window store value), at that timestamp (Kafka's
+    ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at its value's timestamp). ``final``
+    (``EMIT_FINAL``): of the sink records only each window's last.
     """
     count, size, grace = windowed.count, windowed.windows.size, windowed.windows.grace_ms
-    counted = classified.where(F.col("status") == COUNTED)
-    if tasks is not None:  # a task read in several splits: the running max over the task's whole sequence
-        by_task = (
-            Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        )
-        one_per_task = counted.repartitionById(tasks, F.col("partition"))  # the window needs no further shuffle
-        counted = one_per_task.withColumn("stream_time", F.max("timestamp").over(by_task))
+    by_task = (
+        Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    one_per_task = classified.where(F.col("status") == COUNTED).repartitionById(tasks, F.col("partition"))
+    counted = one_per_task.withColumn("stream_time", F.max("timestamp").over(by_task))  # no further shuffle
     windows = counted.select(
         "partition",
         "offset",

@@ -25,25 +25,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from streamapp.kafka.range_reader import RecordColumns, read_range
 from streamapp.replay.native import Columns
+from streamapp.replay.records import HEADERS_TYPE, RECORD_ARROW_SCHEMA
 
 __all__ = ["RAW_SCHEMA", "RangeRead", "Split", "read_frame", "splits"]
 
-_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-RAW_SCHEMA = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("timestamp", pa.int64()),
-        ("producer_sub", pa.int32()),
-        ("producer_part", pa.int32()),
-        ("kind", pa.string()),
-        ("headers", _HEADERS),
-    ]
-)
-"""The records as read (``engine.RECORD_SCHEMA``): producer -1, kind ``source``, headers null when none."""
+RAW_SCHEMA = RECORD_ARROW_SCHEMA
+"""The records as read: producer -1, kind ``source``, headers null when none."""
+_HEADERS = HEADERS_TYPE
 
 
 @dataclass(frozen=True)
