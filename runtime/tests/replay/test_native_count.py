@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from streamapp import StreamsBuilder
-from streamapp.replay import ReplayPlan, run_replay
 from streamapp.replay.progress import ReplayProgress
 from streamapp.replay.shapes import PATH_NATIVE_COUNT, PATH_TASK
 from streamapp.topology import TopologyDescription
@@ -132,20 +131,69 @@ def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fa
         assert finals[-1] == max(updates)
 
 
-def test_emit_final_is_refused_before_any_job_for_a_sub_topology_that_cannot_run_natively(spark_session: Any) -> None:
+def regrouped_table_count(source: str, sink: str) -> TopologyDescription:
+    """Two sub-topologies through the runtime's task: a table re-keyed (``KTable.group_by``: a repartition) and
+    counted per new key."""
     builder = StreamsBuilder()
-    builder.stream("events", key_serde="string", value_serde="json", name="events").filter(
-        "replay.functions:only_even", name="kept"
-    ).to("out", name="out")
-    plan = ReplayPlan(
-        builder.build(),
-        {"application.id": "app"},
-        "127.0.0.1:1",  # never contacted: the plan is refused first
-        start_offsets={"events": {0: 0}},
-        end_offsets={"events": {0: 1}},
-        partitions={"out": 1},
-        replay_id="final-refused",
-        emit="final",
+    (
+        builder.table(source, key_serde="string", value_serde="json", store="latest", name="rows")
+        .group_by("replay.functions:by_size", name="regroup")
+        .count(store="per-size", name="count")
+        .to_stream(name="changes")
+        .to(sink, value_serde="json", name="out")
     )
-    with pytest.raises(ValueError, match=r"sub-topology 0 .*does not"):
-        run_replay(spark_session, plan, on_progress=None)
+    return builder.build()
+
+
+def _last_per_key(sink: list[Any]) -> dict[tuple[int, bytes], bytes]:
+    """(sink partition, key) -> the last value written there."""
+    return {(record[0], record[1]): record[2] for record in sink}
+
+
+def test_emit_final_through_the_runtimes_task_writes_what_the_native_fold_writes(
+    spark_session: Any, conformance_bootstrap: str
+) -> None:
+    """The record cache's contract (Kafka's ``statestore.cache.max.bytes``, ``CachingKeyValueStore``): a cache
+    flushed once, at the end, forwards each key's latest value once per task: what the native stage's ``final``
+    writes, and the store a new version restores is the same (a ``default.key.serde`` keeps the same topology off
+    the native shape)."""
+    records = list(inputs())
+    task = replay_both_paths(
+        conformance_bootstrap, spark_session, records, {"default.key.serde": "string"}, emit="final", paths=("native",)
+    )["native"]
+    native = replay_both_paths(conformance_bootstrap, spark_session, records, {}, emit="final", paths=("native",))
+    assert set(task["result"].paths.values()) == {PATH_TASK}
+    assert set(native["native"]["result"].paths.values()) == {PATH_NATIVE_COUNT}
+    # the same records; the order between keys may differ (the cache flushes least recently used first)
+    assert sorted(task["sink"]) == sorted(native["native"]["sink"])
+    # the same store after a restore (the flush logs keys in the cache's order, the native fold in first-seen order)
+    assert _last_per_key(task["changelog"]) == _last_per_key(native["native"]["changelog"])
+
+
+def test_emit_final_through_two_sub_topologies_forwards_only_the_latest_rows_downstream(
+    spark_session: Any, conformance_bootstrap: str
+) -> None:
+    """A cached table flushed once forwards each row's latest value once (Kafka's ``CachingKeyValueStore``), so the
+    re-keyed count downstream sees only the final rows: every group it writes ends at the count the every-update
+    run ends at, and a group only earlier rows fell into (its every-update count back at 0) is never written."""
+    records = list(inputs())
+
+    def replay(emit: str) -> dict[str, Any]:
+        return native_paths.replay_both_paths(
+            conformance_bootstrap,
+            spark_session,
+            records,
+            {},
+            regrouped_table_count,
+            "per-size",
+            emit=emit,
+            paths=("native",),
+        )["native"]
+
+    every, final = replay("every_update"), replay("final")
+
+    last_every, last_final = _last_per_key(every["sink"]), _last_per_key(final["sink"])
+    assert set(final["result"].paths.values()) == {PATH_TASK}
+    assert len(final["sink"]) == len(last_final) < len(every["sink"])
+    assert last_final == {k: v for k, v in last_every.items() if k in last_final}
+    assert [int(v) for k, v in last_every.items() if k not in last_final] == [0]

@@ -4,7 +4,6 @@
   Kafka answered (earliest, latest, offsets for a timestamp): the replay never asks Spark for "latest", and
   the end offsets are the new version's starting point;
 - :func:`plan_document`: the replay plan ``streamapp replay run --plan`` reads (``streamapp.replay.ReplayPlan``);
-  :func:`emit_final_refusal`: why ``emit: final`` cannot run a topology (the engine's own condition);
 - :func:`job_manifests`: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and the Job
   (the app's SASL credentials from their Secrets as ``STREAMAPP_KAFKA_SASL_*`` variables, its TLS CA mounted);
 - :func:`foreign_children`: a Job, ConfigMap or ServiceAccount of the replay's names that someone else made;
@@ -26,8 +25,6 @@ from typing import Any
 import yaml
 from streamapp.drop_reasons import status_counts
 from streamapp.replay.progress import ReplayProgress, parse_progress
-from streamapp.replay.shapes import PATH_TASK, node_paths
-from streamapp.topology import TopologyDescription
 
 from streamapp_operator import identity
 from streamapp_operator.connection import CA_DIR, CA_FILE, SecretKeyRef, credentials_env
@@ -190,7 +187,7 @@ def plan_document(inputs: PlanInputs) -> dict[str, Any]:
     """The replay plan (``ReplayPlan.from_document``'s form) of ``inputs``. ``kafka_settings``: the non-secret client
     settings (``connection.security_config``: ``security.protocol``, ``sasl.mechanism``, ``ssl.ca.location``),
     the plan's ``kafka`` section; the credentials reach the Job's pod as variables from their Secrets.
-    ``emit``: the spec's (``every_update`` or ``final``; see :func:`emit_final_refusal`)."""
+    ``emit``: the spec's (``every_update`` or ``final``: docs/replay.md)."""
     plan: dict[str, Any] = {
         "replayId": inputs.replay_id,
         "bootstrapServers": inputs.bootstrap_servers,
@@ -204,26 +201,6 @@ def plan_document(inputs: PlanInputs) -> dict[str, Any]:
     if inputs.kafka_settings:
         plan["kafka"] = dict(sorted(inputs.kafka_settings.items()))
     return plan
-
-
-EMIT_FINAL_UNSUPPORTED = "EmitFinalUnsupported"
-
-
-def emit_final_refusal(description: TopologyDescription, config: Mapping[str, Any]) -> str | None:
-    """Why the replay cannot run ``description`` (with the replay's Kafka Streams ``config``) with ``emit: final``,
-    or None. The engine's own condition, asked of its own shapes: ``run_replay`` refuses ``final`` unless every
-    sub-topology runs Spark-native (a keyed or windowed count of a source topic), the per-node answer
-    ``streamapp.replay.shapes.node_paths`` gives before any job (plain Python on the description: no pyarrow,
-    which the operator's image has not)."""
-    paths = node_paths(description, config)
-    for sub in description.subtopologies():
-        if any(paths[node] == PATH_TASK for node in sub.nodes):
-            return (
-                f"emit: final needs every sub-topology to run Spark-native (a keyed or windowed count of a source "
-                f"topic, docs/replay.md); sub-topology {sub.id} ({', '.join(sub.nodes)}) runs through the runtime's "
-                "task: set emit: every_update (the default)"
-            )
-    return None
 
 
 def replay_config(app_config: Mapping[str, str], application_id: str) -> dict[str, Any]:

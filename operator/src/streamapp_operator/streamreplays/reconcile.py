@@ -47,7 +47,6 @@ from streamapp_operator.streamapps.resources import StreamAppSpec
 from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, overlap, takeover
 from streamapp_operator.streamreplays.resources import (
     KIND,
-    EmitMode,
     OldVersionPolicy,
     OutputsPolicy,
     Phase,
@@ -756,8 +755,6 @@ def _context(
         status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)
         status["replayId"] = decisions.replay_id(replay.name, replay.uid)
         status["appUid"] = (app or {}).get("metadata", {}).get("uid")
-    if app_spec is not None and parsed.emit == EmitMode.FINAL and not status.get("job"):
-        _check_emit_final(description, decisions.replay_config(app_spec.config, status["applicationId"]))
     kafka = None
     if app_spec is not None:
         connection, problems = kafka_connection(world.cluster, replay.namespace, app_spec.kafka)
@@ -795,14 +792,6 @@ def _app_deleted_mid_job(
     status["progress"] = "app deleted: waiting for the Spark job to end"
     then = "its output keeps what it commits; delete the StreamReplay to stop it now"
     raise Blocked(Problem(APP_MISSING, f"{gone}: the replay fails when Job {name} ends ({then})"))
-
-
-def _check_emit_final(description: TopologyDescription, config: Mapping[str, Any]) -> None:
-    """Before any Job: ``emit: final`` on a topology the engine would refuse it for fails the replay, naming the
-    sub-topology (the engine's own shapes, plain Python: the operator's image has no pyarrow)."""
-    refusal = decisions.emit_final_refusal(description, config)
-    if refusal is not None:
-        raise Failed(decisions.EMIT_FINAL_UNSUPPORTED, refusal)
 
 
 def _our_new_version(ctx: ReplayContext) -> dict[str, Any] | None:

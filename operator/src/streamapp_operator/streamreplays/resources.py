@@ -278,9 +278,8 @@ class StreamReplaySpec(SpecModel):
         default=EmitMode.EVERY_UPDATE,
         description="every_update (the default): every update of every aggregation reaches its sink, as a streaming "
         "run with the record cache off writes; final: only the last value per key (and window) of each input "
-        "partition, as a record cache flushed once at the end writes. final needs every sub-topology to run "
-        "Spark-native (a keyed or windowed count of a source topic): any other topology fails the replay, naming "
-        "the sub-topology (EmitFinalUnsupported, docs/replay.md).",
+        "partition, as a record cache flushed once at the end writes (any topology: the Spark-native counts fold "
+        "it, the runtime's task runs its own record cache; docs/replay.md).",
     )
     allow_overlap: bool | None = Field(
         default=None,

@@ -129,16 +129,16 @@ def run_replay(
     changelog is no longer the streaming run's record for record (the conformance harness compares them), so it
     is off by default.
 
-    ``plan.emit == EMIT_FINAL`` needs every sub-topology to have a native shape (ValueError naming one that has
-    not, before any job); a sub-topology that falls back to the task then keeps only the last sink record per key
-    of each task, the final value the native stage writes.
+    ``plan.emit == EMIT_FINAL``: what a streaming run whose record cache flushes once, at the end, writes (Kafka
+    Streams' ``statestore.cache.max.bytes``: only the latest value per key of a cached store is the cache's
+    contract): a native stage writes each task's last value per key or window; a task-path stage runs the
+    runtime's own caching stores with a cache nothing evicts and flushes it when the task ends
+    (``tasks.ReplayTask``'s ``final``), so a downstream stage reads what such a run would have repartitioned.
 
     Raises UnsupportedTopologyError / ValueError (``ReplayPlan.check``) before any job starts; a failing task
     fails the job (Spark's error names the Python exception, e.g. ProcessingError naming the record).
     """
     plan.check()
-    if plan.emit == EMIT_FINAL:
-        _check_final(plan, native)
     settings = client_settings(plan.kafka_settings, os.environ)
     read_settings = {"bootstrap.servers": plan.bootstrap_servers, **settings}
     result = ReplayResult()
@@ -252,7 +252,14 @@ def _run_stages(
         if stage is None:
             result.paths[sub.id] = PATH_TASK
             task = _StageFunction(
-                document, sub.id, dict(counts), dict(plan.config), plan.wall_clock_ms, tracker.records, global_records
+                document,
+                sub.id,
+                dict(counts),
+                dict(plan.config),
+                plan.wall_clock_ms,
+                tracker.records,
+                global_records,
+                final=final,
             )
             stage = (
                 # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
@@ -261,7 +268,7 @@ def _run_stages(
                 .sortWithinPartitions("partition", "topic", "producer_sub", "producer_part", "offset")
                 .mapInArrow(task, RECORD_SCHEMA)
             )
-            stage = (_final_per_key(stage) if final else stage).persist(StorageLevel.MEMORY_AND_DISK)
+            stage = stage.persist(StorageLevel.MEMORY_AND_DISK)
             summary = _summarize(stage, retentions)
         assert summary is not None
         cached.append(stage)
@@ -657,27 +664,6 @@ def _native_windowed_count_stage(
     )
 
 
-def _check_final(plan: ReplayPlan, native: bool) -> None:
-    """Raise ValueError unless every sub-topology of ``plan`` has a native shape (``EMIT_FINAL``'s condition)."""
-    for sub in plan.description.subtopologies():
-        shaped = native_count(plan.description, sub, plan.config) or native_windowed_count(
-            plan.description, sub, plan.config
-        )
-        if not native or shaped is None:
-            raise ValueError(
-                f"replay plan: emit '{EMIT_FINAL}' needs every sub-topology to run Spark-native (a keyed or windowed "
-                f"count of a source topic); sub-topology {sub.id} ({', '.join(sub.nodes)}) does not"
-            )
-
-
-def _final_per_key(stage: DataFrame) -> DataFrame:
-    """A native shape's task-path output reduced to ``EMIT_FINAL``: of its sink records, the last per key of each
-    task (the final value of the key's aggregate, or of the window's); changelog records as they are."""
-    last = Window.partitionBy("topic", "producer_sub", "producer_part", "key").orderBy(F.col("offset").desc())
-    ranked = stage.withColumn("rank", F.when(F.col("kind") == "sink", F.row_number().over(last)).otherwise(1))
-    return ranked.where(F.col("rank") == 1).drop("rank")
-
-
 def _native_record(
     count: NativeCount,
     kind: str,
@@ -809,11 +795,15 @@ class _StageFunction:
         wall_clock_ms: int,
         records: Any = None,
         global_records: list[_GlobalRecord] | None = None,
+        *,
+        final: bool = False,
     ) -> None:
         self.document = document
         self.global_records = global_records or []
         self.sub_id = sub_id
         self.counts = counts
+        self.final = final
+        """``EMIT_FINAL``: the tasks cache their stores' updates and flush them once, at the end."""
         self.config = config
         self.wall_clock_ms = wall_clock_ms
         self.records = records
@@ -847,6 +837,7 @@ class _StageFunction:
                         functions=functions,
                         wall_clock_ms=self.wall_clock_ms,
                         global_records=(ConsumerRecord(*record) for record in self.global_records),
+                        final=self.final,
                     )
                 if streamed:
                     task.add(sources[0], records[start:end])

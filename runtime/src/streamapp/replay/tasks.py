@@ -39,6 +39,7 @@ from streamapp.processing.partition_group import MAX_TASK_IDLE_DISABLED
 from streamapp.processing.task import StreamTask, TaskId
 from streamapp.state.global_store import GlobalStateManager
 from streamapp.state.memory import InMemoryKeyValueStore
+from streamapp.state.record_cache import ThreadCache
 from streamapp.topology import Subtopology, TopologyDescription
 
 __all__ = ["ReplayTask", "TaskOutput", "iter_merged", "merge_by_head_timestamp", "run_task"]
@@ -88,6 +89,11 @@ def iter_merged(sequences: Sequence[Iterable[ConsumerRecord]]) -> Iterator[Consu
             heapq.heappush(heap, (following.timestamp, index, following))
 
 
+FINAL_CACHE_BYTES = 1 << 62
+"""The record cache of a ``final`` replay task: larger than any task's state, so nothing is evicted before the
+end (the cache holds one entry per dirty key, as the task's in-memory stores hold one per key anyway)."""
+
+
 class ReplayTask:
     """Task ``<subtopology.id>_<partition>`` of a replay, fed incrementally (see the module docstring).
 
@@ -116,8 +122,12 @@ class ReplayTask:
         functions: dict[str, dict[str, Callable[..., Any]]] | None = None,
         wall_clock_ms: int = 0,
         global_records: Iterable[ConsumerRecord] = (),
+        final: bool = False,
     ) -> None:
-        # the record cache off: one update per record, the output the parity tests define
+        # the record cache off (one update per record, the output the parity tests define), or with ``final`` a
+        # cache no record evicts, flushed once by ``finish``: what a streaming run whose cache flushes at the end
+        # writes (``EMIT_FINAL``), by the runtime's own caching stores
+        self._final = final
         streams_config = StreamsConfig.from_mapping(
             {"bootstrap.servers": "replay:9092", **config, "statestore.cache.max.bytes": 0}
         )
@@ -148,6 +158,7 @@ class ReplayTask:
             clock_ms=lambda: wall_clock_ms,
             max_task_idle_ms=MAX_TASK_IDLE_DISABLED,
             global_tables=None if self._globals is None else self._globals.table,
+            record_cache=ThreadCache(FINAL_CACHE_BYTES) if final else None,
         )
         self._task.initialize()
         self._task.mark_running()
@@ -176,8 +187,11 @@ class ReplayTask:
         return self._producer.take()
 
     def finish(self) -> list[ConsumerRecord]:
-        """Send the final store contents to the changelog partitions (one record per key, the latest value) and
-        return everything written since the last ``process``."""
+        """Flush the record cache (``final``: each cached key's or window's last value goes downstream, in the cache's
+        order), send the final store contents to the changelog partitions (one record per key, the latest value)
+        and return everything written since the last ``process``."""
+        if self._final:
+            self._task.flush_cache()
         self._task.send_changelog()
         self._producer.flush(0)
         return self._producer.take()
