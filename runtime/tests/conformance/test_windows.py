@@ -11,23 +11,29 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp import StreamsBuilder
-from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.dsl.windowed import SessionWindowedKStream
+from streamapp.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from streamapp.windowed import Windowed
 
 from conformance import windows_functions as fn
-from conformance.harness import Engine, final_values
+from conformance.harness import DriverEngine, Engine, final_values
 
 SECOND = 1_000
 
 
-def readings_counted(windows: TimeWindows, *, suppressed: bool = False) -> StreamsBuilder:
+def readings_counted(
+    windows: TimeWindows, *, suppressed: bool = False, emit: EmitStrategy | None = None
+) -> StreamsBuilder:
     builder = StreamsBuilder()
-    counts = (
+    windowed = (
         builder.stream("readings", key_serde="string", value_serde="json", name="readings")
         .group_by_key()
         .windowed_by(windows)
-        .count(name="counts")
     )
+    if emit is not None:
+        assert not isinstance(windowed, SessionWindowedKStream)
+        windowed = windowed.emit_strategy(emit)
+    counts = windowed.count(name="counts")
     if suppressed:
         counts = counts.suppress(Suppressed.until_window_closes().with_name("final-counts"))
     counts.to_stream(name="count-changes").to("window-counts", name="window-counts-out")
@@ -254,3 +260,95 @@ def test_suppress_until_window_closes_with_a_strict_bound_holds_final_results_wi
         (window(0, key="b"), 1, 2 * SECOND),
         (window(5, key="a"), 1, 6 * SECOND),
     ]
+
+
+# -- EmitStrategy (KIP-825) ---------------------------------------------------------------------------------------
+
+EMIT_ON_CLOSE_INPUTS = [
+    reading(1, "a"),
+    reading(2, "b"),
+    reading(3, "a"),
+    reading(6, "a"),  # close time 4 s: no window has closed
+    reading(4, "b"),
+    reading(7, "b"),  # close time 5 s: [0 s, 5 s) closes, both keys' final counts leave
+    reading(8, "a"),  # close time 6 s: no new window closed, nothing emitted
+    reading(2.5, "b"),  # late for the closed [0 s, 5 s): dropped, nothing emitted again
+    reading(12, "a"),  # close time 10 s: [5 s, 10 s) closes
+]
+EMIT_ON_CLOSE_FINALS = [
+    (window(0, key="a"), 2, 3 * SECOND),
+    (window(0, key="b"), 2, 4 * SECOND),
+    (window(5, key="a"), 2, 8 * SECOND),
+    (window(5, key="b"), 1, 7 * SECOND),
+]
+
+
+def test_emit_on_window_close_forwards_each_windows_final_count_once_by_start_then_key(engine: Engine) -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` (KIP-825,
+    ``AbstractKStreamTimeWindowAggregateProcessor``): nothing per update; after the record that moves
+    ``streamTime - grace`` past a window's end, its aggregate once as ``Change(agg, null)`` at the window's timestamp,
+    the windows of one emission by start then key (its time-ordered window store's ``fetchAll``); a late record is
+    dropped and emits nothing."""
+    emit = EmitStrategy.on_window_close()
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND), emit=emit)
+    out = engine.run(topology, EMIT_ON_CLOSE_INPUTS, ["window-counts"], compare=True)
+    assert out["window-counts"] == EMIT_ON_CLOSE_FINALS
+
+
+def test_emit_on_window_close_behind_the_default_record_cache_emits_the_same_final_counts(engine: Engine) -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` over a cached window store
+    (``TimeWindowedKStreamImpl`` keeps caching on; the aggregation sets no cache flush listener): the cache forwards
+    nothing when it flushes, and the emission reads the cache merged over the store (``CachingWindowStore.fetchAll``),
+    so Kafka's default cache on the broker gives the records the driver gives."""
+    emit = EmitStrategy.on_window_close()
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND), emit=emit)
+    out = engine.run(topology, EMIT_ON_CLOSE_INPUTS, ["window-counts"], KAFKA_DEFAULT_CACHE, compare=True)
+    assert out["window-counts"] == EMIT_ON_CLOSE_FINALS
+
+
+def test_emit_on_window_close_of_hopping_windows_emits_every_window_a_closing_step_passes(engine: Engine) -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` and hopping ``TimeWindows``: one
+    emission fetches the windows with ``lastEmitCloseTime - size < start <= closeTime - size`` (the range of
+    ``emitRangeLowerBound`` / ``emitRangeUpperBound``), by start then key; a close time that passes no window start
+    (``shouldRangeFetch``) emits nothing. Emitted windows are read from the store, so its retention must keep a
+    window until it closes."""
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("payments", key_serde="string", value_serde="json", name="payments")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10 * SECOND).advance_by(5 * SECOND))
+    )
+    assert not isinstance(windowed, SessionWindowedKStream)
+    (
+        windowed.emit_strategy(EmitStrategy.on_window_close())
+        # a retention beyond size + grace: with the minimum, the window starting at 20 s expires [5 s, 15 s) from
+        # the store before it is emitted (Kafka's segmented store hides starts <= observed - retention too)
+        .aggregate(fn.zero, fn.add_amount, name="totals", value_serde="long", retention_ms=60 * SECOND)
+        .to_stream(name="total-changes")
+        .to("totals", name="totals-out")
+    )
+    inputs = [
+        ("payments", "alice", {"amount": 3}, 6 * SECOND),
+        ("payments", "alice", {"amount": 4}, 12 * SECOND),  # closes [0 s, 10 s)
+        ("payments", "bob", {"amount": 5}, 13 * SECOND),  # no window start in (2 s, 3 s]: nothing
+        ("payments", "alice", {"amount": 1}, 21 * SECOND),  # closes [5 s, 15 s) and [10 s, 20 s)
+    ]
+    out = engine.run(builder, inputs, ["totals"], compare=True)
+    assert out["totals"] == [
+        (window(0, 10, "alice"), 3, 6 * SECOND),
+        (window(5, 10, "alice"), 7, 12 * SECOND),
+        (window(5, 10, "bob"), 5, 13 * SECOND),
+        (window(10, 10, "alice"), 4, 12 * SECOND),
+        (window(10, 10, "bob"), 5, 13 * SECOND),
+    ]
+
+
+def test_emit_on_window_update_is_the_default_every_update(engine: Engine) -> None:
+    """Kafka's ``EmitStrategy.onWindowUpdate()`` is ``KStreamWindowAggregate``'s default: naming it changes nothing
+    (the seed example's updates, with the late record's)."""
+    windows = TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND)
+    topology = readings_counted(windows, emit=EmitStrategy.on_window_update())
+    out = engine.run(topology, SEED, ["window-counts"], compare=True)
+    assert (
+        out["window-counts"] == DriverEngine().run(readings_counted(windows), SEED, ["window-counts"])["window-counts"]
+    )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
-from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from streamapp.topology.windows import WindowSpec
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class _WindowedKStream:
         self.spec = spec
         self.key_serde = grouped.key_serde
         self.value_serde = grouped.value_serde
+        self._emit_strategy: str | None = None
 
     def _aggregation(
         self,
@@ -82,6 +83,8 @@ class _WindowedKStream:
                 value_serde=self.value_serde,
             )
         windows = self.spec.model_dump(exclude_none=True)
+        if self._emit_strategy is not None:
+            functions = {**functions, "emit_strategy": self._emit_strategy}
         node = builder._add(node_type, name, prefix, input=upstream, store=store_name, windows=windows, **functions)
         return KTable(builder, node, key_serde=self._windowed_key_serde(), value_serde=value_serde)
 
@@ -136,6 +139,23 @@ class _WindowedKStream:
 
 class TimeWindowedKStream(_WindowedKStream):
     """A grouped stream cut into time (tumbling, hopping) or sliding windows (Kafka's ``TimeWindowedKStream``)."""
+
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """When the aggregation that follows forwards its results (Kafka's ``TimeWindowedKStream.emitStrategy``,
+        KIP-825): ``EmitStrategy.on_window_update()`` (the default) or ``EmitStrategy.on_window_close()``, each
+        window's final result once (time windows only: ValueError for sliding windows). Returns this stream, as
+        Kafka does; the node records ``emitStrategy`` unless it is the default."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(
+                f"emit_strategy expects EmitStrategy.on_window_close() or .on_window_update(), got {strategy!r}"
+            )
+        if strategy.type == "on_window_close" and not self.spec.is_time_window:
+            raise ValueError(
+                "EmitStrategy.on_window_close() is supported for time windows (tumbling, hopping), not "
+                f"{self.spec.type} windows"
+            )
+        self._emit_strategy = None if strategy.type == "on_window_update" else strategy.type
+        return self
 
     def aggregate(
         self,

@@ -86,4 +86,13 @@ def build_windowed_aggregation(
             node.name, sliding, windows, initializer, aggregator, children, ctx.metrics
         )
     store = ctx.cached_window_store(node.store)
-    return TimeWindowAggregateProcessor(node.name, store, windows, initializer, aggregator, children, ctx.metrics)
+    return TimeWindowAggregateProcessor(
+        node.name,
+        store,
+        windows,
+        initializer,
+        aggregator,
+        children,
+        ctx.metrics,
+        emit_on_close=node.emits_on_window_close,
+    )

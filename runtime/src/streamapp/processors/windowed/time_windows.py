@@ -13,7 +13,7 @@ from streamapp.state.window_store import WindowStore
 from streamapp.topology.windows import WindowSpec
 from streamapp.windowed import Windowed
 
-__all__ = ["TimeWindowAggregateProcessor"]
+__all__ = ["TimeWindowAggregateProcessor", "windows_closed_between"]
 
 
 class TimeWindowAggregateProcessor(WindowAggregateBase):
@@ -23,6 +23,21 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
     updated and forwarded with timestamp ``max(record timestamps in the window)``; otherwise the record is late
     for that window and counted as dropped (once per closed window, as Kafka does). Null keys are dropped; null
     values are aggregated (Kafka checks only the key here).
+
+    ``emit_on_close`` (``EmitStrategy.on_window_close()``, KIP-825; Kafka's
+    ``AbstractKStreamTimeWindowAggregateProcessor`` with ``StrategyType.ON_WINDOW_CLOSE``): updates are written to
+    the store (behind the record cache when it is on, which then forwards nothing) but not forwarded. After each
+    record with a key, when the close time ``streamTime - grace`` moved past the last emission's
+    (``last_emit_close_time``, -1 before the first), every window of the store with ``lower <= start <= closeTime -
+    size`` is forwarded as ``Change(aggregate, None)`` at the window's timestamp, with the record's headers, by
+    start then serialized key (Kafka's time-ordered window store); ``lower`` is 0 the first time, else the last
+    emission's upper bound + 1. Kafka skips the store scan when no window start lies in that range, and so does
+    this processor (``windows_closed_between``); it also checks at most once per
+    ``__emit.interval.ms.kstreams.windowed.aggregation__`` of wall-clock time (an internal setting, 1 s by default),
+    which only moves the same sequence of final results to a later record: the runtime checks after every record,
+    so all three engines emit at the same record. The last emission's close time is not kept across a restart
+    (Kafka keeps it in the committed offsets' metadata): a restarted task emits the closed windows still in the
+    store again, as Kafka does without that metadata.
     """
 
     def __init__(
@@ -34,14 +49,19 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
         aggregator: Aggregator,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        *,
+        emit_on_close: bool = False,
     ) -> None:
         super().__init__(name, windows, initializer, aggregator, children, metrics)
         self._store = store
         self._size, self._advance, self._grace = windows.size, windows.advance, windows.grace_ms
-        self._cached = isinstance(store, CachingWindowStore)
-        """Whether the record cache forwards the updates when it flushes (Kafka's ``CachingWindowStore`` with
-        ``TimestampedCacheFlushListener``): the processor then only writes."""
-        if isinstance(store, CachingWindowStore):
+        self._emit_on_close = emit_on_close
+        self.last_emit_close_time = -1
+        """The close time (ms) of the last final-results emission (``emit_on_close``); -1 before the first."""
+        self._cached = isinstance(store, CachingWindowStore) or emit_on_close
+        """Whether the processor only writes: the record cache forwards the updates when it flushes (Kafka's
+        ``CachingWindowStore`` with ``TimestampedCacheFlushListener``), or only final results are forwarded."""
+        if isinstance(store, CachingWindowStore) and not emit_on_close:
             store.set_flush_listener(self._forward_flushed, node=self.name)
 
     def _forward_flushed(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
@@ -86,3 +106,27 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
             windowed, change = Windowed(key, start, end), Change(new_agg, old_agg)
             for child in children:
                 child.process(windowed, change, new_timestamp)
+        if self._emit_on_close and close_time > self.last_emit_close_time:
+            self._emit_final_results(close_time)
+
+    def _emit_final_results(self, close_time: int) -> None:
+        """Forward the windows closed since the last emission (class docstring)."""
+        upper = close_time - self._size
+        if upper < 0:
+            return  # no window has closed yet
+        last = self.last_emit_close_time
+        lower = 0 if last == -1 else max(0, last - self._size) + 1
+        if not windows_closed_between(lower, upper, self._advance):
+            return  # Kafka's shouldRangeFetch: no new window to emit, the last emission's close time is kept
+        children = self._children
+        for windowed, found in self._store.fetch_all_by_start(lower, upper):
+            change = Change(found.value, None)
+            for child in children:
+                child.process(windowed, change, found.timestamp)
+        self.last_emit_close_time = close_time
+
+
+def windows_closed_between(lower: int, upper: int, advance: int) -> bool:
+    """Whether a window start (a multiple of ``advance``, ms) lies in ``[lower, upper]``."""
+    first = -(-lower // advance) * advance
+    return first <= upper
