@@ -31,3 +31,7 @@ def add_amount(key: Any, value: dict[str, Any], total: int) -> int:
 
 def subtract_amount(key: Any, value: dict[str, Any], total: int) -> int:
     return total - int(value["amount"])
+
+
+def merge_activity(key: Any, first: dict[str, int], second: dict[str, int]) -> dict[str, int]:
+    return {"clicks": first["clicks"] + second["clicks"], "spent": first["spent"] + second["spent"]}

@@ -7,6 +7,8 @@ each with its own aggregator over the shared store and initializer, and a ``KTab
 from __future__ import annotations
 
 from streamapp import KTable, StreamsBuilder
+from streamapp.dsl.windows import SessionWindows, TimeWindows
+from streamapp.windowed import Windowed
 
 from conformance import cogroup_functions as fn
 from conformance.harness import Engine, final_values
@@ -86,3 +88,61 @@ def test_cogroup_repartitions_a_rekeyed_grouped_stream_behind_the_default_record
     )
     assert final_values(out["balances"]) == {"alice": 13, "bob": 4, "carol": -1}
     assert sorted(key for key, _, _ in out["{application_id}-orders-by-user-repartition"]) == ["alice", "alice", "bob"]
+
+
+def clicks_and_purchases_windowed(windows: TimeWindows | SessionWindows) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks", key_serde="string", value_serde="string", name="clicks").group_by_key()
+    purchases = builder.stream("purchases", key_serde="string", value_serde="json", name="purchases").group_by_key()
+    windowed = clicks.cogroup(fn.count_click).cogroup(purchases, fn.add_spent).windowed_by(windows)
+    merger = fn.merge_activity if isinstance(windows, SessionWindows) else None
+    written(windowed.aggregate(fn.no_activity, merger, name="sessions"), "activity")
+    return builder
+
+
+def test_a_time_windowed_cogroup_keeps_a_stream_time_per_grouped_stream(engine: Engine) -> None:
+    """Kafka's ``TimeWindowedCogroupedKStreamImpl``: one ``KStreamWindowAggregate`` per grouped stream over the shared
+    window store, each with its own ``observedStreamTime``: a purchase at 7 s still updates ``[0 s, 10 s)`` after a
+    click at 12 s (the purchases' stream time is 3 s), a click at 8 s is late for the clicks' (12 s, no grace)."""
+    inputs = [
+        ("clicks", "alice", "a", 1 * SECOND),
+        ("purchases", "alice", {"amount": 5}, 3 * SECOND),
+        ("clicks", "alice", "b", 12 * SECOND),
+        ("purchases", "alice", {"amount": 2}, 7 * SECOND),
+        ("clicks", "alice", "c", 8 * SECOND),  # late for the clicks' aggregation: dropped
+    ]
+    topology = clicks_and_purchases_windowed(TimeWindows.of_size_with_no_grace(10 * SECOND))
+    out = engine.run(topology, inputs, ["activity"], one_at_a_time=True, compare=True)
+    first, second = Windowed("alice", 0, 10 * SECOND), Windowed("alice", 10 * SECOND, 20 * SECOND)
+    assert out["activity"] == [
+        (first, {"clicks": 1, "spent": 0}, 1 * SECOND),
+        (first, {"clicks": 1, "spent": 5}, 3 * SECOND),
+        (second, {"clicks": 1, "spent": 0}, 12 * SECOND),
+        (first, {"clicks": 1, "spent": 7}, 7 * SECOND),
+    ]
+
+
+def test_a_session_windowed_cogroup_merges_sessions_across_grouped_streams(engine: Engine) -> None:
+    """Kafka's ``SessionWindowedCogroupedKStreamImpl``: one ``KStreamSessionWindowAggregate`` per grouped stream over
+    the shared session store and merger; a record of either stream merges the sessions it bridges, whoever made them,
+    replaced sessions forwarded as tombstones."""
+    inputs = [
+        ("clicks", "alice", "a", 1 * SECOND),
+        ("purchases", "alice", {"amount": 5}, 3 * SECOND),
+        ("purchases", "alice", {"amount": 2}, 12 * SECOND),
+        ("clicks", "alice", "b", 14 * SECOND),
+        ("clicks", "alice", "c", 8 * SECOND),  # bridges [1 s, 3 s] and [12 s, 14 s] (gap 5 s)
+    ]
+    topology = clicks_and_purchases_windowed(SessionWindows.of_inactivity_gap_and_grace(5 * SECOND, 30 * SECOND))
+    out = engine.run(topology, inputs, ["activity"], one_at_a_time=True, compare=True)
+    assert out["activity"] == [
+        (Windowed("alice", 1 * SECOND, 1 * SECOND), {"clicks": 1, "spent": 0}, 1 * SECOND),
+        (Windowed("alice", 1 * SECOND, 1 * SECOND), None, 1 * SECOND),
+        (Windowed("alice", 1 * SECOND, 3 * SECOND), {"clicks": 1, "spent": 5}, 3 * SECOND),
+        (Windowed("alice", 12 * SECOND, 12 * SECOND), {"clicks": 0, "spent": 2}, 12 * SECOND),
+        (Windowed("alice", 12 * SECOND, 12 * SECOND), None, 12 * SECOND),
+        (Windowed("alice", 12 * SECOND, 14 * SECOND), {"clicks": 1, "spent": 2}, 14 * SECOND),
+        (Windowed("alice", 1 * SECOND, 3 * SECOND), None, 3 * SECOND),
+        (Windowed("alice", 12 * SECOND, 14 * SECOND), None, 14 * SECOND),
+        (Windowed("alice", 1 * SECOND, 14 * SECOND), {"clicks": 3, "spent": 7}, 14 * SECOND),
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from conformance import cogroup_functions as fn
 from streamapp import StreamsBuilder
+from streamapp.dsl.windows import SessionWindows, TimeWindows
 from streamapp.topology import TopologyDescription, TopologyError
 
 F = "conformance.cogroup_functions"
@@ -77,3 +78,31 @@ def test_two_unnamed_rekeyed_groupings_are_refused_and_a_grouped_stream_added_tw
     assert desc.node("total-cogroup-agg-1").input == "d"
     with pytest.raises(TypeError, match="cogroup expects a KGroupedStream"):
         cogrouped.cogroup(StreamsBuilder().stream("e", name="e").group_by_key(), fn.add_amount)
+
+
+def test_a_windowed_cogroup_records_a_windowed_aggregate_per_grouped_stream_over_one_window_store() -> None:
+    """Kafka's ``CogroupedKStream.windowedBy``: ``KStreamWindowAggregate`` / ``KStreamSessionWindowAggregate`` per
+    grouped stream over one store (retention Kafka's minimum), the merge a windowed table."""
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks", key_serde="string", value_serde="string", name="clicks").group_by_key()
+    buys = builder.stream("buys", key_serde="string", value_serde="json", name="buys").group_by_key()
+    cogrouped = clicks.cogroup(fn.count_click).cogroup(buys, fn.add_spent)
+    timed = cogrouped.windowed_by(TimeWindows.of_size_and_grace(10, 5)).aggregate(fn.no_activity, name="per-window")
+    timed.to_stream(name="a").to("a", name="a-out")
+    sessions = cogrouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 0))
+    with pytest.raises(ValueError, match="a session-windowed cogroup needs a merger"):
+        sessions.aggregate(fn.no_activity)
+    sessions.aggregate(fn.no_activity, fn.merge_activity, store="sessions").to_stream(name="b").to("b", name="b-out")
+
+    desc = builder.build()
+
+    agg0, agg1 = (desc.node(f"per-window-cogroup-agg-{i}") for i in (0, 1))
+    assert (agg0.type, agg0.input, agg1.input) == ("windowed_aggregate", "clicks", "buys")
+    store = desc.store("per-window-store")
+    assert (store.type, store.retention_ms, store.window_size_ms) == ("window", 15, 10)
+    assert desc.node("per-window-cogroup-merge").inputs() == ["per-window-cogroup-agg-0", "per-window-cogroup-agg-1"]
+    (merge,) = [n for n in desc.nodes if n.type == "cogroup_merge" and n.stores() == ["sessions"]]
+    assert [desc.node(i).functions()["merger"] for i in merge.inputs()] == [f"{F}:merge_activity"] * 2
+    assert desc.store("sessions").type == "session"
+    assert [n.key_serde for n in desc.nodes if n.type == "sink"] == ["windowed:string:10", "session_windowed:string"]
+    assert TopologyDescription.from_dict(desc.to_dict()).to_dict() == desc.to_dict()

@@ -279,3 +279,16 @@ def test_a_cogroup_merge_reads_only_cogroup_aggregates_of_its_own_key_value_stor
     other["nodes"] = [*doc["nodes"][:3], {**doc["nodes"][3], "store": "t"}, doc["nodes"][4]]
     with pytest.raises(TopologyError, match="'merge': input 'agg-b' must be a cogroup_aggregate node of store 's'"):
         TopologyDescription.from_dict(other)
+    windowed = {**doc, "stores": [{"name": "s", "type": "window", "retentionMs": 10, "windowSizeMs": 10}]}
+    windows = {"type": "tumbling", "sizeMs": 10}
+    windowed["nodes"] = [
+        *doc["nodes"][:2],
+        *({**node, "type": "windowed_aggregate", "windows": windows} for node in doc["nodes"][2:4]),
+        doc["nodes"][4],
+    ]
+    assert TopologyDescription.from_dict(windowed).output_kinds()["merge"] == "table"
+    windowed["nodes"][3] = {**windowed["nodes"][3], "windows": {"type": "tumbling", "sizeMs": 20}}
+    windowed["stores"] = [*windowed["stores"], {"name": "t", "type": "window", "retentionMs": 20, "windowSizeMs": 20}]
+    windowed["nodes"][3]["store"] = "t"
+    with pytest.raises(TopologyError, match="input 'agg-b' must be a windowed_aggregate node of store 's'"):
+        TopologyDescription.from_dict(windowed)

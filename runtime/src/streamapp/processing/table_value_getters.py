@@ -60,6 +60,8 @@ def table_value_getter(
     module docstring), else ``None``. ``store`` is the task's typed store by name (a cached store reads its cache
     first); ``functions`` the resolved user functions by node and parameter."""
     node = description.node(table)
+    if isinstance(node, CogroupMergeNode) and description.store(node.store).type != "key_value":
+        return None  # a windowed cogroup's table
     if isinstance(node, _MATERIALIZED):
         typed = store(node.store)
         return typed.get if typed.cached else None

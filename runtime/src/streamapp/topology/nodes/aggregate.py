@@ -25,7 +25,8 @@ A **cogroup** (Kafka's ``KGroupedStream.cogroup``, KIP-150, ``CogroupedStreamAgg
 grouped streams into one aggregate per key, in one store: one ``cogroup_aggregate`` per grouped stream, each with
 its own aggregator (a ``KStreamAggregate`` over the shared store and initializer), and one ``cogroup_merge`` that
 passes every update of any of them on as the cogroup's KTable (``KTablePassThrough``). Its inputs are in one
-sub-topology, so the streams must be co-partitioned (a grouped stream whose key changed is repartitioned first).
+sub-topology, so the streams must be co-partitioned (a grouped stream whose key changed is repartitioned first). A
+windowed cogroup's inputs are ``windowed_aggregate`` nodes (the ``windowed`` family) over one window or session store.
 """
 
 from __future__ import annotations
@@ -158,7 +159,9 @@ class CogroupAggregateNode(NodeBase):
 class CogroupMergeNode(NodeBase):
     """The KTable of a cogroup (Kafka's ``KTablePassThrough`` of ``CogroupedStreamAggregateBuilder``): forwards every
     update of its ``inputs`` (the cogroup's ``cogroup_aggregate`` nodes, in the order the grouped streams joined the
-    cogroup) unchanged; its value is the store ``store`` they share."""
+    cogroup) unchanged; its value is the store ``store`` they share. A windowed cogroup
+    (``CogroupedKStream.windowedBy``) reads ``windowed_aggregate`` nodes instead, of one window or session store and
+    one window spec."""
 
     type: Literal["cogroup_merge"] = "cogroup_merge"
     inputs_: list[str] = Field(alias="inputs", min_length=1)
@@ -173,12 +176,17 @@ class CogroupMergeNode(NodeBase):
         return [self.store]
 
     def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
-        """Every input is a ``cogroup_aggregate`` of this store, and the store is a ``key_value`` store."""
-        for name in self.inputs_:
-            node = nodes[name]
-            if not isinstance(node, CogroupAggregateNode) or node.store != self.store:
-                return f"input '{name}' must be a cogroup_aggregate node of store '{self.store}'"
+        """Every input is a ``cogroup_aggregate`` of this store (a ``key_value`` store), or every input a
+        ``windowed_aggregate`` of this store with the first input's windows."""
+        inputs = [nodes[name] for name in self.inputs_]
+        windows = getattr(inputs[0], "windows", None)
+        kind = "windowed_aggregate" if windows is not None else "cogroup_aggregate"
+        for node in inputs:
+            if node.type != kind or getattr(node, "store", None) != self.store:
+                return f"input '{node.name}' must be a {kind} node of store '{self.store}'"
+            if getattr(node, "windows", None) != windows:
+                return f"input '{node.name}' must have the windows of '{inputs[0].name}'"
         spec = stores.get(self.store)
-        if spec is not None and spec.type != "key_value":
+        if kind == "cogroup_aggregate" and spec is not None and spec.type != "key_value":
             return f"store '{self.store}' must be a key_value store, not {spec.type}"
         return None
