@@ -519,3 +519,27 @@ def test_emit_on_window_close_behind_the_record_cache_forwards_nothing_when_the_
     assert out.records == [] and below.fetch("a", 0).value == 1
     p.process("b", "v", 5000)  # close time 5000: [0, 5000) closes, read through the cache
     assert out.records == [(Windowed("a", 0, 5000), Change(2, None), 2000)]
+
+
+def test_emit_on_window_close_after_a_restart_does_not_emit_windows_closed_before_the_stores_stream_time() -> None:
+    """Kafka keeps the last emission's close time in the commit's metadata; the runtime derives a lower bound from
+    the restored store's stream time (largest window start written) minus grace: windows that ended by then were
+    emitted before that write was committed, and a new processor over the store does not emit them again."""
+    spec = WindowSpec(type="tumbling", size_ms=5000, grace_ms=0)
+    store = WindowStore(logged(), STRING, LONG, retention_ms=60_000, window_size_ms=spec.size)
+    before, after = Collect(), Collect()
+    first = TimeWindowAggregateProcessor(
+        "count", store, spec, lambda: 0, count, [before], ProcessorMetrics(), emit_on_close=True
+    )
+    for key, ts in (("a", 1000), ("b", 6000), ("a", 11_000)):
+        first.process(key, "v", ts)
+    assert [k for k, _, _ in before.records] == [Windowed("a", 0, 5000), Windowed("b", 5000, 10_000)]
+
+    second = TimeWindowAggregateProcessor(
+        "count", store, spec, lambda: 0, count, [after], ProcessorMetrics(), emit_on_close=True
+    )
+    second.process(
+        "c", "v", 16_000
+    )  # a fresh stream time: Kafka without metadata would emit [0, 5000) and [5000, ...) again
+
+    assert [k for k, _, _ in after.records] == [Windowed("a", 10_000, 15_000)]

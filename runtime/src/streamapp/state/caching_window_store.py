@@ -111,6 +111,10 @@ class CachingWindowStore(CachedStore):
         value = entry[0][_VALUE]
         return None if value is None else WindowValue(value, entry[1])
 
+    def stream_time(self) -> int:
+        """The store below's stream time (ms, -1 when empty): the largest window start flushed to it."""
+        return self.below.stream_time()
+
     def fetch_all_by_start(self, time_from: int, time_to: int) -> list[tuple[Windowed, WindowValue]]:
         """``WindowStore.fetch_all_by_start`` with the cache merged over the store below: a window waiting in the
         cache replaces the store's, a cached delete hides it (Kafka's ``CachingWindowStore.fetchAll`` merges its

@@ -35,9 +35,16 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
     this processor (``windows_closed_between``); it also checks at most once per
     ``__emit.interval.ms.kstreams.windowed.aggregation__`` of wall-clock time (an internal setting, 1 s by default),
     which only moves the same sequence of final results to a later record: the runtime checks after every record,
-    so all three engines emit at the same record. The last emission's close time is not kept across a restart
-    (Kafka keeps it in the committed offsets' metadata): a restarted task emits the closed windows still in the
-    store again, as Kafka does without that metadata.
+    so all three engines emit at the same record.
+
+    Across a restart (restore, task migration) Kafka keeps the last emission's close time in the committed offsets'
+    metadata (``processorMetadataForKey``); the runtime commits none, so before its first record a task derives a
+    lower bound from the restored store instead: its stream time (the largest window start written, which the
+    segmented store keeps) minus grace. The record that wrote that start had stream time at least that start, so
+    every window ending at or before that close time was emitted before the commit that made its write durable, and
+    is not emitted again; at most the windows that closed after it (one window start of a tumbling window) are
+    emitted a second time. A task with an empty store starts from -1, as Kafka without metadata (which emits every
+    closed window still in the store again).
     """
 
     def __init__(
@@ -58,6 +65,8 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
         self._emit_on_close = emit_on_close
         self.last_emit_close_time = -1
         """The close time (ms) of the last final-results emission (``emit_on_close``); -1 before the first."""
+        self._resumed = not emit_on_close
+        """Whether the last emission's close time was derived from the restored store (before the first record)."""
         self._cached = isinstance(store, CachingWindowStore) or emit_on_close
         """Whether the processor only writes: the record cache forwards the updates when it flushes (Kafka's
         ``CachingWindowStore`` with ``TimestampedCacheFlushListener``), or only final results are forwarded."""
@@ -73,6 +82,8 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
         if key is None or timestamp < 0:
             self._drop_invalid(key, timestamp)
             return
+        if not self._resumed:
+            self._resume()
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
         lateness, record = self.observed_stream_time - timestamp, self._lateness  # _observe, inlined: a hot path
@@ -108,6 +119,13 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
                 child.process(windowed, change, new_timestamp)
         if self._emit_on_close and close_time > self.last_emit_close_time:
             self._emit_final_results(close_time)
+
+    def _resume(self) -> None:
+        """Derive the last emission's close time from the restored store (class docstring)."""
+        self._resumed = True
+        close_time = self._store.stream_time() - self._grace
+        if close_time - self._size >= 0:
+            self.last_emit_close_time = close_time
 
     def _emit_final_results(self, close_time: int) -> None:
         """Forward the windows closed since the last emission (class docstring)."""
