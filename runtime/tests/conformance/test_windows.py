@@ -352,3 +352,30 @@ def test_emit_on_window_update_is_the_default_every_update(engine: Engine) -> No
     assert (
         out["window-counts"] == DriverEngine().run(readings_counted(windows), SEED, ["window-counts"])["window-counts"]
     )
+
+
+def test_emit_on_window_close_of_sliding_windows_emits_each_window_once_its_inclusive_end_passed(
+    engine: Engine,
+) -> None:
+    """Kafka's ``KStreamSlidingWindowAggregate`` with ``EmitStrategy.onWindowClose()``: windows ``[s, s + d]`` whose
+    end is below ``streamTime - grace`` (``emitRangeUpperBound = closeTime - d - 1``), from the last emission's close
+    time - d, by start; a late record emits nothing. Behind Kafka's default record cache (no flush listener) the
+    emission reads the cache merged over the store, so the records are the same."""
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_with_no_grace(10 * SECOND))
+    )
+    assert not isinstance(windowed, SessionWindowedKStream)
+    windowed.emit_strategy(EmitStrategy.on_window_close()).count(name="nearby").to_stream(name="nearby-changes").to(
+        "nearby", name="nearby-out"
+    )
+    inputs = [reading(20), reading(25), reading(40), reading(22), reading(60)]  # 22 s is late at stream time 40 s
+    out = engine.run(builder, inputs, ["nearby"], KAFKA_DEFAULT_CACHE, compare=True)  # the same with the cache
+    assert out["nearby"] == [
+        (window(10, 10), 1, 20 * SECOND),  # [10 s, 20 s], closed at 25 s
+        (window(15, 10), 2, 25 * SECOND),  # [15 s, 25 s] and the right window of 20 s, closed at 40 s
+        (Windowed("sensor", 20_001, 30_001), 1, 25 * SECOND),  # right window of 20 s: 25 s
+        (window(30, 10), 1, 40 * SECOND),  # closed at 60 s
+    ]

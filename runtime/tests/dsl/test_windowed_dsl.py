@@ -239,13 +239,14 @@ def test_emit_strategy_on_window_close_is_recorded_on_the_aggregation_and_the_de
     assert TopologyDescription.from_dict(desc.to_dict()).to_dict() == desc.to_dict()  # what `topology export` writes
 
 
-def test_emit_on_window_close_is_refused_for_sliding_windows_and_takes_only_an_emit_strategy() -> None:
+def test_emit_strategy_takes_only_an_emit_strategy_and_sliding_windows_record_it_too() -> None:
     from streamapp import EmitStrategy
 
-    grouped = StreamsBuilder().stream("in", key_serde="string", value_serde="json", name="in").group_by_key()
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", key_serde="string", value_serde="json", name="in").group_by_key()
     sliding = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
     assert not isinstance(sliding, SessionWindowedKStream)
-    with pytest.raises(ValueError, match=r"supported for time windows .* not sliding windows"):
-        sliding.emit_strategy(EmitStrategy.on_window_close())
     with pytest.raises(TypeError, match="emit_strategy expects"):
         sliding.emit_strategy("on_window_close")  # type: ignore[arg-type]
+    sliding.emit_strategy(EmitStrategy.on_window_close()).count(name="near").to_stream(name="a").to("a", name="o")
+    assert builder.build().to_dict()["nodes"][1]["emitStrategy"] == "on_window_close"

@@ -496,9 +496,9 @@ def test_emit_on_window_close_forwards_each_closed_window_once_and_no_update() -
         (Windowed("a", 0, 5000), Change(1, None), 2000),
         (Windowed("b", 0, 5000), Change(2, None), 3000),
     ]
-    assert p.last_emit_close_time == 5000
+    assert p.final_results is not None and p.final_results.last_close_time == 5000
     p.process("a", "v", 8000)  # close time 7000: no window start in (0, 2000]
-    assert len(out.records) == 2 and p.last_emit_close_time == 5000
+    assert len(out.records) == 2 and p.final_results.last_close_time == 5000
     p.process("b", "v", 4000)  # late: dropped, nothing emitted
     p.process("a", "v", 11_000)  # close time 10_000: [5000, 10_000) closes
     assert out.records[2:] == [(Windowed("a", 5000, 10_000), Change(3, None), 8000)]

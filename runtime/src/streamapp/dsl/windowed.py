@@ -157,16 +157,11 @@ class TimeWindowedKStream(_WindowedKStream):
     def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
         """When the aggregation that follows forwards its results (Kafka's ``TimeWindowedKStream.emitStrategy``,
         KIP-825): ``EmitStrategy.on_window_update()`` (the default) or ``EmitStrategy.on_window_close()``, each
-        window's final result once (time windows only: ValueError for sliding windows). Returns this stream, as
-        Kafka does; the node records ``emitStrategy`` unless it is the default."""
+        window's final result once. Returns this stream, as Kafka does; the node records ``emitStrategy`` unless it is
+        the default. (Session windows have no ``emit_strategy`` here.)"""
         if not isinstance(strategy, EmitStrategy):
             raise TypeError(
                 f"emit_strategy expects EmitStrategy.on_window_close() or .on_window_update(), got {strategy!r}"
-            )
-        if strategy.type == "on_window_close" and not self.spec.is_time_window:
-            raise ValueError(
-                "EmitStrategy.on_window_close() is supported for time windows (tumbling, hopping), not "
-                f"{self.spec.type} windows"
             )
         self._emit_strategy = None if strategy.type == "on_window_update" else strategy.type
         return self

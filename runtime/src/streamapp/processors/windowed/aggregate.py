@@ -79,16 +79,15 @@ def build_windowed_aggregation(
             children,
             ctx.metrics,
         )
-    if windows.type == "sliding":
-        sliding = ctx.cached_window_store(node.store)
-        assert not isinstance(sliding, CachingWindowStore) or isinstance(sliding, CachingSlidingWindowStore)
-        return SlidingWindowAggregateProcessor(
-            node.name, sliding, windows, initializer, aggregator, children, ctx.metrics
-        )
     store = ctx.cached_window_store(node.store)
-    return TimeWindowAggregateProcessor(
+    if windows.type == "sliding":
+        assert not isinstance(store, CachingWindowStore) or isinstance(store, CachingSlidingWindowStore)
+        kind: type[SlidingWindowAggregateProcessor | TimeWindowAggregateProcessor] = SlidingWindowAggregateProcessor
+    else:
+        kind = TimeWindowAggregateProcessor
+    return kind(
         node.name,
-        store,
+        store,  # type: ignore[arg-type]
         windows,
         initializer,
         aggregator,

@@ -19,9 +19,10 @@ suppress            input (a table), store, until: window_closes | time_limit,  
 ==================  ==========================================================  ===============================
 
 ``emitStrategy`` (Kafka's ``EmitStrategy``, KIP-825): left out, or ``on_window_update``, every update of a window is
-forwarded (behind the record cache: when the cache flushes it); ``on_window_close`` (time windows only, as Kafka's
-``KStreamWindowAggregate`` with ``StrategyType.ON_WINDOW_CLOSE``) forwards each window's final aggregate once, when
-stream time passes its end plus grace (``WindowedAggregationNode``).
+forwarded (behind the record cache: when the cache flushes it); ``on_window_close`` (time and sliding windows, as
+Kafka's ``KStreamWindowAggregate`` / ``KStreamSlidingWindowAggregate`` with ``StrategyType.ON_WINDOW_CLOSE``)
+forwards each window's final aggregate once, when stream time passes its end plus grace
+(``WindowedAggregationNode``).
 
 The store of a windowed aggregation is a ``window`` store (time and sliding windows) or a ``session`` store,
 whose ``retentionMs`` must be at least the window's ``min_retention_ms()``. The store of a suppress node is a
@@ -59,8 +60,8 @@ class WindowedAggregationNode(NodeBase):
     every update; ``"on_window_close"`` forwards nothing per update and, after each record, every window of the
     store with ``end <= streamTime - grace`` not forwarded before, as ``Change(aggregate, None)`` at the window's
     timestamp, by window start then serialized key (Kafka's ``KStreamWindowAggregate`` with
-    ``EmitStrategy.onWindowClose()``, KIP-825, over its time-ordered window store). Only time windows (tumbling,
-    hopping) take ``on_window_close`` here.
+    ``EmitStrategy.onWindowClose()``, KIP-825, over its time-ordered window store; ``KStreamSlidingWindowAggregate``
+    for sliding windows). Session windows do not take ``on_window_close`` here.
     """
 
     input: str
@@ -77,10 +78,9 @@ class WindowedAggregationNode(NodeBase):
 
     @model_validator(mode="after")
     def _check_emit_strategy(self) -> WindowedAggregationNode:
-        if self.emits_on_window_close and not self.windows.is_time_window:
+        if self.emits_on_window_close and self.windows.type == "session":
             raise ValueError(
-                f"emitStrategy on_window_close is supported for time windows (tumbling, hopping), not "
-                f"{self.windows.type} windows"
+                "emitStrategy on_window_close is supported for time and sliding windows, not session windows"
             )
         return self
 
