@@ -310,8 +310,9 @@ def test_emit_on_window_close_of_hopping_windows_emits_every_window_a_closing_st
     """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` and hopping ``TimeWindows``: one
     emission fetches the windows with ``lastEmitCloseTime - size < start <= closeTime - size`` (the range of
     ``emitRangeLowerBound`` / ``emitRangeUpperBound``), by start then key; a close time that passes no window start
-    (``shouldRangeFetch``) emits nothing. Emitted windows are read from the store, so its retention must keep a
-    window until it closes."""
+    (``shouldRangeFetch``) emits nothing. The record at 21 s writes the window starting at 20 s, past which
+    ``[5 s, 15 s)`` is beyond the store's retention (size + grace): the emission still reads it, as the store deletes
+    it only at a later commit."""
     builder = StreamsBuilder()
     windowed = (
         builder.stream("payments", key_serde="string", value_serde="json", name="payments")
@@ -321,9 +322,7 @@ def test_emit_on_window_close_of_hopping_windows_emits_every_window_a_closing_st
     assert not isinstance(windowed, SessionWindowedKStream)
     (
         windowed.emit_strategy(EmitStrategy.on_window_close())
-        # a retention beyond size + grace: with the minimum, the window starting at 20 s expires [5 s, 15 s) from
-        # the store before it is emitted (Kafka's segmented store hides starts <= observed - retention too)
-        .aggregate(fn.zero, fn.add_amount, name="totals", value_serde="long", retention_ms=60 * SECOND)
+        .aggregate(fn.zero, fn.add_amount, name="totals", value_serde="long")
         .to_stream(name="total-changes")
         .to("totals", name="totals-out")
     )
@@ -378,4 +377,30 @@ def test_emit_on_window_close_of_sliding_windows_emits_each_window_once_its_incl
         (window(15, 10), 2, 25 * SECOND),  # [15 s, 25 s] and the right window of 20 s, closed at 40 s
         (Windowed("sensor", 20_001, 30_001), 1, 25 * SECOND),  # right window of 20 s: 25 s
         (window(30, 10), 1, 40 * SECOND),  # closed at 60 s
+    ]
+
+
+def test_emit_on_window_close_of_sessions_emits_each_final_session_by_end_after_gap_and_grace(engine: Engine) -> None:
+    """Kafka's ``KStreamSessionWindowAggregate`` with ``EmitStrategy.onWindowClose()``: no tombstones or updates;
+    after each record (late ones too) the sessions with ``lastEmitCloseTime <= end < streamTime - grace - gap``, by
+    end then key (its time-ordered session store's ``findSessions(earliestEnd, latestEnd)``), at their end. Behind
+    Kafka's default record cache the emission reads the cache merged over the store: the same records."""
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("clicks", key_serde="string", value_serde="string", name="clicks")
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5 * SECOND))
+    )
+    assert isinstance(windowed, SessionWindowedKStream)
+    windowed.emit_strategy(EmitStrategy.on_window_close()).count(name="per-session").to_stream(name="sessions").to(
+        "session-counts", name="session-counts-out"
+    )
+    seconds = [("u", 1), ("v", 2), ("u", 3), ("u", 10), ("u", 4), ("v", 12), ("u", 13), ("u", 30)]  # u@4 is late
+    inputs = [("clicks", key, "c", at * SECOND) for key, at in seconds]
+    out = engine.run(builder, inputs, ["session-counts"], KAFKA_DEFAULT_CACHE, compare=True)
+    assert out["session-counts"] == [
+        (Windowed("v", 2 * SECOND, 2 * SECOND), 1, 2 * SECOND),  # closed at 10 s (close time 5 s)
+        (Windowed("u", 1 * SECOND, 3 * SECOND), 2, 3 * SECOND),
+        (Windowed("v", 12 * SECOND, 12 * SECOND), 1, 12 * SECOND),  # closed at 30 s
+        (Windowed("u", 10 * SECOND, 13 * SECOND), 2, 13 * SECOND),
     ]

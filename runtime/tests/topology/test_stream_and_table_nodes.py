@@ -287,6 +287,13 @@ def test_a_cogroup_merge_reads_only_cogroup_aggregates_of_its_own_key_value_stor
         doc["nodes"][4],
     ]
     assert TopologyDescription.from_dict(windowed).output_kinds()["merge"] == "table"
+    closing = {
+        **windowed,
+        "nodes": [*windowed["nodes"][:2], {**windowed["nodes"][2], "emitStrategy": "on_window_close"}],
+    }
+    closing["nodes"] += windowed["nodes"][3:]
+    with pytest.raises(TopologyError, match="input 'agg-a': a cogroup takes no emitStrategy"):
+        TopologyDescription.from_dict(closing)
     windowed["nodes"][3] = {**windowed["nodes"][3], "windows": {"type": "tumbling", "sizeMs": 20}}
     windowed["stores"] = [*windowed["stores"], {"name": "t", "type": "window", "retentionMs": 20, "windowSizeMs": 20}]
     windowed["nodes"][3]["store"] = "t"

@@ -188,22 +188,13 @@ def test_suppress_until_time_limit_needs_no_windowed_aggregation_upstream() -> N
     assert TopologyDescription.from_dict(changed(count_instead)).node("final").until == "time_limit"
 
 
-def test_emit_strategy_round_trips_and_on_window_close_is_refused_for_session_windows() -> None:
-    """``emitStrategy`` (Kafka's ``EmitStrategy``, KIP-825) is left out by default, kept when set, and
-    ``on_window_close`` is refused for session windows (not implemented here)."""
+def test_emit_strategy_round_trips_and_is_left_out_by_default() -> None:
+    """``emitStrategy`` (Kafka's ``EmitStrategy``, KIP-825) is left out by default, kept when set, refused when
+    unknown."""
     assert "emitStrategy" not in TopologyDescription.from_dict(DOC).to_dict()["nodes"][1]
     closing = changed(lambda doc: doc["nodes"][1].update(emitStrategy="on_window_close"))
     desc = TopologyDescription.from_yaml(TopologyDescription.from_dict(closing).to_yaml())
     assert desc.to_dict()["nodes"][1]["emitStrategy"] == "on_window_close"
     assert desc.node("counts").emits_on_window_close  # type: ignore[attr-defined]
-
-    def session(doc: dict[str, Any]) -> None:
-        doc["nodes"][1].update(emitStrategy="on_window_close", windows={"type": "session", "gapMs": 5})
-        doc["nodes"].pop(2)  # no suppress
-        doc["nodes"][2]["input"] = "counts"
-        doc["stores"] = [{"name": "counts-store", "type": "session", "retentionMs": 5}]
-
-    with pytest.raises(TopologyError, match="on_window_close is supported for time and sliding windows, not session"):
-        TopologyDescription.from_dict(changed(session))
     with pytest.raises(TopologyError, match="emitStrategy"):
         TopologyDescription.from_dict(changed(lambda doc: doc["nodes"][1].update(emitStrategy="on_window_end")))

@@ -14,7 +14,7 @@ TopologyError otherwise, as for every DSL step).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
 from streamapp.dsl.grouped import aggregation_store
@@ -117,6 +117,18 @@ class _WindowedKStream:
         node = builder._add(node_type, name, prefix, input=upstream, store=store_name, windows=windows, **functions)
         return KTable(builder, node, key_serde=windowed_key_serde(self.spec, self.key_serde), value_serde=value_serde)
 
+    def emit_strategy(self, strategy: EmitStrategy) -> Self:
+        """When the aggregation that follows forwards its results (Kafka's ``TimeWindowedKStream.emitStrategy`` /
+        ``SessionWindowedKStream.emitStrategy``, KIP-825): ``EmitStrategy.on_window_update()`` (the default) or
+        ``EmitStrategy.on_window_close()``, each window's (session's) final result once. Returns this stream, as Kafka
+        does; the node records ``emitStrategy`` unless it is the default."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(
+                f"emit_strategy expects EmitStrategy.on_window_close() or .on_window_update(), got {strategy!r}"
+            )
+        self._emit_strategy = None if strategy.type == "on_window_update" else strategy.type
+        return self
+
     def count(self, *, name: str | None = None, store: str | None = None, retention_ms: int | None = None) -> KTable:
         """Records per key and window (a session for session windows; ``long`` values)."""
         return self._aggregation(
@@ -153,18 +165,6 @@ class _WindowedKStream:
 
 class TimeWindowedKStream(_WindowedKStream):
     """A grouped stream cut into time (tumbling, hopping) or sliding windows (Kafka's ``TimeWindowedKStream``)."""
-
-    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
-        """When the aggregation that follows forwards its results (Kafka's ``TimeWindowedKStream.emitStrategy``,
-        KIP-825): ``EmitStrategy.on_window_update()`` (the default) or ``EmitStrategy.on_window_close()``, each
-        window's final result once. Returns this stream, as Kafka does; the node records ``emitStrategy`` unless it is
-        the default. (Session windows have no ``emit_strategy`` here.)"""
-        if not isinstance(strategy, EmitStrategy):
-            raise TypeError(
-                f"emit_strategy expects EmitStrategy.on_window_close() or .on_window_update(), got {strategy!r}"
-            )
-        self._emit_strategy = None if strategy.type == "on_window_update" else strategy.type
-        return self
 
     def aggregate(
         self,

@@ -117,8 +117,8 @@ class EmitStrategy:
     ``on_window_update()`` (the default): every update of a window, as it happens (behind the record cache, when
     the cache flushes it). ``on_window_close()``: each window's final aggregate once, when stream time passes the
     window's end plus its grace; the window store is still written per update (Kafka's ``KStreamWindowAggregate``
-    with ``StrategyType.ON_WINDOW_CLOSE``). Time and sliding windows (``TimeWindowedKStream``); session windows do
-    not take it here.
+    with ``StrategyType.ON_WINDOW_CLOSE``; ``KStreamSlidingWindowAggregate`` / ``KStreamSessionWindowAggregate``),
+    for ``TimeWindowedKStream`` and ``SessionWindowedKStream``.
     """
 
     type: str

@@ -325,18 +325,20 @@ class WindowStore:
         return [(w, v) for w, v in self.all() if time_from <= w.start <= time_to]
 
     def fetch_all_by_start(self, time_from: int, time_to: int) -> list[tuple[Windowed, WindowValue]]:
-        """Every live window with ``time_from <= start <= time_to``, by start then serialized key: the order of
-        Kafka's time-ordered window store (``RocksDbIndexedTimeOrderedWindowBytesStoreSupplier``, what an
-        ``EmitStrategy.onWindowClose()`` aggregation's ``fetchAll`` reads). One scan of the store."""
+        """Every window the store holds with ``time_from <= start <= time_to``, by start then serialized key: the
+        order of Kafka's time-ordered window store (``RocksDbIndexedTimeOrderedWindowBytesStoreSupplier``, what an
+        ``EmitStrategy.onWindowClose()`` aggregation's ``fetchAll`` reads). Unlike the other reads it also returns
+        windows past retention that the store has not deleted yet (deletion waits for a committed stream time that
+        expires them, so a window closed by the record being processed is still there), as a segmented store's
+        range over whole segments does. One scan of the store."""
         return [(window, value) for _, window, value in self.raw_fetch_all_by_start(time_from, time_to)]
 
     def raw_fetch_all_by_start(self, time_from: int, time_to: int) -> list[tuple[bytes, Windowed, WindowValue]]:
         """``fetch_all_by_start`` with each window's store key (``key bytes + start + seqnum``)."""
-        first_live = max(time_from, self._first_live_start())
         found: list[tuple[int, bytes, Windowed, WindowValue]] = []
         for store_key, raw in self._reader.all():
             start, _ = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)
-            if first_live <= start <= time_to:
+            if time_from <= start <= time_to:
                 raw_key = store_key[:-_SUFFIX]
                 window = Windowed(self._key_serde.deserialize(raw_key), start, start + self.window_size_ms)
                 found.append((start, store_key, window, self._decode_value(raw)))

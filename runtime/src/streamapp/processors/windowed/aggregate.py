@@ -78,6 +78,7 @@ def build_windowed_aggregation(
             merger,
             children,
             ctx.metrics,
+            emit_on_close=node.emits_on_window_close,
         )
     store = ctx.cached_window_store(node.store)
     if windows.type == "sliding":

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamapp.processors.base import Change, Processor, ProcessorMetrics
-from streamapp.processors.windowed.base import Aggregator, FinalResults, Initializer, WindowAggregateBase
+from streamapp.processors.windowed.base import (
+    Aggregator,
+    FinalResults,
+    Initializer,
+    WindowAggregateBase,
+    closed_windows,
+)
 from streamapp.serdes import SerdeError
 from streamapp.state.caching_window_store import CachingSlidingWindowStore
 from streamapp.state.window_store import WindowStore, WindowValue
@@ -53,7 +59,9 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
         self._store = store
         self._diff = windows.size
         self._cache: CachingSlidingWindowStore | None = None
-        self.final_results = FinalResults(store, self._forward) if emit_on_close else None
+        self.final_results = (
+            FinalResults(store.stream_time, closed_windows(store), self._forward) if emit_on_close else None
+        )
         self._forwards = not isinstance(store, CachingSlidingWindowStore) and not emit_on_close
         """Whether updates are forwarded as they are written (no record cache, every update emitted)."""
         if isinstance(store, CachingSlidingWindowStore):

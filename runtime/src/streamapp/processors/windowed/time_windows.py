@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamapp.processors.base import Change, Processor, ProcessorMetrics
-from streamapp.processors.windowed.base import Aggregator, FinalResults, Initializer, WindowAggregateBase
+from streamapp.processors.windowed.base import (
+    Aggregator,
+    FinalResults,
+    Initializer,
+    WindowAggregateBase,
+    closed_windows,
+)
 from streamapp.serdes import SerdeError
 from streamapp.state.caching_window_store import CachingWindowStore
 from streamapp.state.window_store import WindowStore
@@ -50,7 +56,9 @@ class TimeWindowAggregateProcessor(WindowAggregateBase):
         super().__init__(name, windows, initializer, aggregator, children, metrics)
         self._store = store
         self._size, self._advance, self._grace = windows.size, windows.advance, windows.grace_ms
-        self.final_results = FinalResults(store, self._forward) if emit_on_close else None
+        self.final_results = (
+            FinalResults(store.stream_time, closed_windows(store), self._forward) if emit_on_close else None
+        )
         self._cached = isinstance(store, CachingWindowStore) or emit_on_close
         """Whether the processor only writes: the record cache forwards the updates when it flushes (Kafka's
         ``CachingWindowStore`` with ``TimestampedCacheFlushListener``), or only final results are forwarded."""

@@ -177,7 +177,8 @@ class CogroupMergeNode(NodeBase):
 
     def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
         """Every input is a ``cogroup_aggregate`` of this store (a ``key_value`` store), or every input a
-        ``windowed_aggregate`` of this store with the first input's windows."""
+        ``windowed_aggregate`` of this store with the first input's windows and no ``emitStrategy`` (each input's
+        processor would emit the shared store's closed windows)."""
         inputs = [nodes[name] for name in self.inputs_]
         windows = getattr(inputs[0], "windows", None)
         kind = "windowed_aggregate" if windows is not None else "cogroup_aggregate"
@@ -186,6 +187,8 @@ class CogroupMergeNode(NodeBase):
                 return f"input '{node.name}' must be a {kind} node of store '{self.store}'"
             if getattr(node, "windows", None) != windows:
                 return f"input '{node.name}' must have the windows of '{inputs[0].name}'"
+            if getattr(node, "emit_strategy", None) is not None:
+                return f"input '{node.name}': a cogroup takes no emitStrategy (Kafka's cogrouped windows have none)"
         spec = stores.get(self.store)
         if kind == "cogroup_aggregate" and spec is not None and spec.type != "key_value":
             return f"store '{self.store}' must be a key_value store, not {spec.type}"

@@ -19,8 +19,9 @@ suppress            input (a table), store, until: window_closes | time_limit,  
 ==================  ==========================================================  ===============================
 
 ``emitStrategy`` (Kafka's ``EmitStrategy``, KIP-825): left out, or ``on_window_update``, every update of a window is
-forwarded (behind the record cache: when the cache flushes it); ``on_window_close`` (time and sliding windows, as
-Kafka's ``KStreamWindowAggregate`` / ``KStreamSlidingWindowAggregate`` with ``StrategyType.ON_WINDOW_CLOSE``)
+forwarded (behind the record cache: when the cache flushes it); ``on_window_close`` (as Kafka's
+``KStreamWindowAggregate`` / ``KStreamSlidingWindowAggregate`` / ``KStreamSessionWindowAggregate`` with
+``StrategyType.ON_WINDOW_CLOSE``)
 forwards each window's final aggregate once, when stream time passes its end plus grace
 (``WindowedAggregationNode``).
 
@@ -61,7 +62,7 @@ class WindowedAggregationNode(NodeBase):
     store with ``end <= streamTime - grace`` not forwarded before, as ``Change(aggregate, None)`` at the window's
     timestamp, by window start then serialized key (Kafka's ``KStreamWindowAggregate`` with
     ``EmitStrategy.onWindowClose()``, KIP-825, over its time-ordered window store; ``KStreamSlidingWindowAggregate``
-    for sliding windows). Session windows do not take ``on_window_close`` here.
+    and ``KStreamSessionWindowAggregate`` for sliding and session windows, sessions by end).
     """
 
     input: str
@@ -75,14 +76,6 @@ class WindowedAggregationNode(NodeBase):
     def emits_on_window_close(self) -> bool:
         """Whether the node forwards only final results (``emit_strategy == "on_window_close"``)."""
         return self.emit_strategy == "on_window_close"
-
-    @model_validator(mode="after")
-    def _check_emit_strategy(self) -> WindowedAggregationNode:
-        if self.emits_on_window_close and self.windows.type == "session":
-            raise ValueError(
-                "emitStrategy on_window_close is supported for time and sliding windows, not session windows"
-            )
-        return self
 
     def stores(self) -> list[str]:
         return [self.store]
