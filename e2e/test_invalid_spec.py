@@ -4,7 +4,8 @@ and never a silent loop or a crash loop left unreported (issue 9, items 6, 7, 8,
 On the real stack: the CRD rejects what a schema can say (maxima, quantities, enums, one user name); the
 operator reports what only the runtime's config model, Kafka or the API server can say; a child the API
 server refuses leaves the running app as it was (no half-applied update); a client setting only librdkafka
-rejects, found inside the pods, is Degraded too.
+rejects, found inside the pods, is Degraded too; a pod no node can take is Degraded with the scheduler's message
+and its rollout is not complete (issue 19, audit D-M4: it was ``RolloutComplete`` with ``Degraded=False``).
 """
 
 from __future__ import annotations
@@ -170,6 +171,29 @@ def test_a_client_setting_only_librdkafka_rejects_is_degraded_from_inside_the_po
     assert "config key 'consumer.no.such.property'" in degraded["message"], degraded["message"]
     assert cluster.kubectl("get", "statefulset", name, "-n", namespace, "--ignore-not-found").strip() == ""
     cluster.kubectl("delete", "streamapp", name, "-n", namespace, "--wait=true", "--timeout=90s")
+
+
+def test_a_pod_no_node_can_take_is_degraded_with_the_schedulers_message_and_not_a_finished_rollout(
+    namespace: str, topics: tuple[str, str]
+) -> None:
+    name = f"huge-{uuid.uuid4().hex[:6]}"
+    cluster.apply(cluster.passthrough_app(name, *topics, resources={"requests": {"memory": "1000Gi"}}), namespace)
+
+    degraded = cluster.wait_condition(name, namespace, "Degraded", "True", "PodsFailing", timeout_s=90)
+
+    pod = cluster.get_json("pod", f"{name}-0", namespace)["status"]
+    scheduled = next(c for c in pod["conditions"] if c["type"] == "PodScheduled")
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable"), scheduled
+    said = " ".join(scheduled["message"].split())
+    assert "Insufficient memory" in said
+    assert degraded["message"] == f"pod {name}-0: Unschedulable ({said})"
+    progressing = cluster.condition(name, namespace, "Progressing")
+    assert (progressing["status"], progressing["reason"], progressing["message"]) == (
+        "False", "PodsUnschedulable", f"no node can take pod {name}-0 (Degraded says why)"
+    )  # fmt: skip
+    ready = cluster.condition(name, namespace, "Ready")
+    assert (ready["reason"], ready["message"]) == ("ReplicasNotReady", f"0/1 pods ready; {degraded['message']}")
+    cluster.kubectl("delete", "streamapp", name, "-n", namespace, "--wait=true", "--timeout=60s")
 
 
 def test_kafka_credentials_from_a_secret_appear_nowhere_even_when_kafka_refuses_them(

@@ -3,8 +3,11 @@
 The ``victim`` case on the real stack: a namespace already has a Service ``victim`` (selector
 ``app: team-x-db``) and a ConfigMap ``victim-config``. A StreamApp named ``victim`` is Degraded
 (``ForeignObject``) naming both; neither is changed, adopted (no owner reference) nor deleted with the
-StreamApp, and nothing of the app (topics, StatefulSet) is created while they are in the way. A StreamApp
-annotated ``streamapp.io/paused: "true"`` is left alone by the operator until the annotation goes.
+StreamApp, and nothing of the app (topics, StatefulSet) is created while they are in the way. State volumes follow
+the same rule (issue 19, audit D-H2): a PersistentVolumeClaim ``state-<app>-0`` someone else made is named
+(``ForeignObject``) before the StatefulSet is applied, so it is neither mounted nor, with ``cleanupPolicy: Delete``,
+deleted with the StreamApp. A StreamApp annotated ``streamapp.io/paused: "true"`` is left alone by the operator until
+the annotation goes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ import pytest
 from e2e import cluster
 
 pytestmark = pytest.mark.e2e
+
+#: Another team's claim named as StreamApp ``pvcvictim``'s pod 0 state volume would be.
+FOREIGN_CLAIM = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "state-pvcvictim-0", "labels": {"team": "x"}},
+    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Mi"}}},
+}
 
 
 @pytest.fixture
@@ -60,6 +71,36 @@ def test_foreign_service_and_config_map_are_never_applied_over_nor_deleted(names
         time.sleep(3)  # the garbage collector would have deleted them by now
         for kind, name in (("service", "victim"), ("configmap", "victim-config")):
             assert cluster.get_json(kind, name, namespace)["metadata"]["uid"] == before[kind]["metadata"]["uid"]
+    finally:
+        cluster.delete_topics(prefix)
+
+
+def test_a_foreign_state_volume_claim_is_named_before_the_stateful_set_and_neither_mounted_nor_deleted(
+    namespace: str,
+) -> None:
+    prefix = f"ownership-{uuid.uuid4().hex[:6]}"
+    cluster.create_topics({f"{prefix}-in": 1, f"{prefix}-out": 1})
+    try:
+        cluster.apply(FOREIGN_CLAIM, namespace)
+        before = cluster.get_json("pvc", "state-pvcvictim-0", namespace)["metadata"]
+
+        app = cluster.passthrough_app("pvcvictim", f"{prefix}-in", f"{prefix}-out", applicationId=f"{prefix}-app",
+                                      cleanupPolicy="Delete")  # fmt: skip
+        cluster.apply(app, namespace)
+        degraded = cluster.wait_condition("pvcvictim", namespace, "Degraded", "True", "ForeignObject", timeout_s=60)
+
+        assert degraded["message"] == (
+            "PersistentVolumeClaim state-pvcvictim-0 exists and is not this StreamApp's state volume (it lacks the "
+            "labels app.kubernetes.io/instance=pvcvictim, app.kubernetes.io/name=streamapp); it is neither mounted nor "
+            "deleted: rename or delete it, or give the StreamApp another name"
+        )
+        assert cluster.kubectl("get", "statefulset", "pvcvictim", "-n", namespace, "--ignore-not-found") == ""
+        cluster.kubectl("delete", "streamapp", "pvcvictim", "-n", namespace, "--wait=true", "--timeout=60s")
+        time.sleep(3)  # the garbage collector would have deleted it by now
+        after = cluster.get_json("pvc", "state-pvcvictim-0", namespace)["metadata"]
+        assert (after["uid"], after["resourceVersion"], after.get("ownerReferences")) == (
+            before["uid"], before["resourceVersion"], before.get("ownerReferences")
+        ), "the claim was changed, adopted or deleted"  # fmt: skip
     finally:
         cluster.delete_topics(prefix)
 

@@ -23,17 +23,17 @@ from click.testing import CliRunner
 from streamapp.app_image.plan import DEFAULT_BASE, Wheel, dockerfile
 from streamapp.cli import main
 
+from e2e import quickstart_page
+from e2e.quickstart_page import Block
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "quickstart.md"
 EXAMPLE = ROOT / "examples" / "quickstart"
-_BLOCK = re.compile(
-    r"^(?:<!-- (?P<mark>[a-z ]+): (?P<arg>\S+) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.M | re.S
-)
 
 
-def _blocks() -> list[tuple[str | None, str | None, str, str]]:
-    """``(mark, argument, language, text)`` of every fenced code block of the page, in order."""
-    return [(m["mark"], m["arg"], m["lang"], m["body"]) for m in _BLOCK.finditer(PAGE.read_text())]
+def _blocks() -> list[Block]:
+    """Every fenced code block of the page, in order."""
+    return quickstart_page.blocks(PAGE.read_text())
 
 
 def _marked(mark: str) -> dict[str, str]:
@@ -44,13 +44,10 @@ def _commands() -> list[list[str]]:
     """The ``streamapp`` command lines of the page's bash blocks, split as the shell would, without comments and
     output redirections."""
     commands = []
-    for _, _, lang, body in _blocks():
-        if lang != "bash":
-            continue
-        for line in body.splitlines():
-            words = shlex.split(line, comments=True)
-            if words[:1] == ["streamapp"]:
-                commands.append(words[: words.index(">")] if ">" in words else words)
+    for line in quickstart_page.bash_lines(PAGE.read_text()):
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["streamapp"]:
+            commands.append(words[: words.index(">")] if ">" in words else words)
     return commands
 
 
@@ -105,7 +102,7 @@ def test_streamapp_manifest_prints_the_manifest_the_page_shows(manifest: str, mo
 
 
 def _page_lines() -> list[str]:
-    return [line for _, _, lang, body in _blocks() if lang == "bash" for line in body.splitlines()]
+    return quickstart_page.bash_lines(PAGE.read_text())
 
 
 def test_every_streamapp_command_on_the_page_exists_with_its_options() -> None:
@@ -131,3 +128,33 @@ def _command_path(words: list[str]) -> tuple[list[str], click.Command, list[str]
         assert found is not None, f"no command streamapp {' '.join([*path, name])}"
         command, path = found, [*path, name]
     return path, command, rest
+
+
+def test_every_line_the_e2e_test_does_not_run_is_on_the_page_once() -> None:
+    lines = _page_lines()
+
+    for start in quickstart_page.NOT_RUN:
+        assert len([line for line in lines if quickstart_page.not_run(line) and line.startswith(start)]) == 1, start
+    assert [quickstart_page.not_run(line) is None for line in lines].count(False) == len(quickstart_page.NOT_RUN)
+
+
+def test_the_e2e_test_runs_the_page_lines_with_only_the_names_made_unique(tmp_path: Path) -> None:
+    walk = quickstart_page.Walk.of_page("qs1a2b3c", tmp_path, {})
+    run = [line for line in _page_lines() if quickstart_page.not_run(line) is None]
+
+    assert len(walk.lines) == len(run) >= 12
+    for page_line, line in zip(run, walk.lines, strict=True):
+        assert "clickstream" not in line and not re.search(r"\bclicks\b", line.replace("qs1a2b3c-clicks", ""))
+        assert line.replace("qs1a2b3c-clicks", "clicks").replace("qs1a2b3c", "clickstream") == page_line
+    assert "kubectl create namespace qs1a2b3c-clicks" in walk.lines
+    assert walk.take("streamapp topics tail qs1a2b3c-clicks-per-page-minute --topology qs1a2b3c.topology:build_v2")
+    assert not [line for line in walk.lines if " -w" in line.split("#")[0]], "a watch never ends: use kubectl wait"
+
+
+def test_the_examples_files_renamed_name_only_the_unique_package_and_topics() -> None:
+    topology = quickstart_page.rename((EXAMPLE / "src" / "clickstream" / "topology.py").read_text(), "qs1a2b3c")
+    streams = quickstart_page.rename((EXAMPLE / "streams.yaml").read_text(), "qs1a2b3c")
+
+    assert "from qs1a2b3c import logic" in topology
+    assert '"qs1a2b3c-clicks"' in topology and '"qs1a2b3c-clicks-per-page-minute"' in topology
+    assert "application.id: qs1a2b3c-local" in streams

@@ -16,6 +16,7 @@ from streamapp_operator.connection import KafkaConnection
 from streamapp_operator.identity import Peer
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.main import DigestDiffBaseStorage
+from streamapp_operator.streamapps.desired import selector_labels
 from streamapp_operator.streamapps.pod_status import MAX_FAILURE_BYTES_PER_POD, failing_pods, failing_threads
 from streamapp_operator.streamapps.reconcile import App, World, cleanup, reconcile
 
@@ -226,3 +227,34 @@ def test_a_deleted_app_waits_seconds_not_a_minute_for_a_timer_caught_mid_reconci
     settings = kopf.OperatorSettings()
     main.configure(settings=settings)
     assert settings.background.cancellation_polling <= 5
+
+
+def test_a_pod_no_node_can_take_degrades_the_app_and_a_smaller_spec_replaces_it_at_once(kafka: TestingKafka) -> None:
+    """The audit's D-M4: it was ``RolloutComplete`` with ``Degraded=False``; now it fails the app as a crash loop
+    does, and a fix is the forced rollback's (it is not waited on to become Ready)."""
+    cluster = TestingCluster()
+    world = World(cluster=cluster, kafka_for=lambda _: kafka, instances=TestingInstances())
+    huge = flights_spec(replicas=1, resources={"requests": {"memory": "1000Gi"}})
+    status = reconcile(APP, huge, {}, world, NOW).status
+    no_node = "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available"
+    scheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": no_node,
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+    cluster.add_pod("apps", "poisoned-0", selector_labels("poisoned"), {"phase": "Pending", "conditions": [scheduled]})
+    revision = {"replicas": 1, "updatedReplicas": 1, "currentRevision": "r1", "updateRevision": "r1"}
+    cluster.set_status("StatefulSet", "apps", "poisoned", {"observedGeneration": 1, **revision})
+
+    status = reconcile(APP, huge, status, world, NOW).status
+    found = {c["type"]: c for c in status["conditions"]}
+
+    assert (found["Degraded"]["status"], found["Degraded"]["reason"]) == ("True", "PodsFailing")
+    assert found["Degraded"]["message"] == f"pod poisoned-0: Unschedulable ({no_node})"
+    assert (found["Progressing"]["reason"], found["Progressing"]["message"]) == (
+        "PodsUnschedulable", "no node can take pod poisoned-0 (Degraded says why)"
+    )  # fmt: skip
+    fixed, app = flights_spec(replicas=1), App(name="poisoned", namespace="apps", uid="uid-p", generation=2)
+    status = reconcile(app, fixed, status, world, NOW).status  # the new template, held at partition 1
+    generation = cluster.get("StatefulSet", "apps", "poisoned")["metadata"]["generation"]
+    cluster.set_status("StatefulSet", "apps", "poisoned", {"observedGeneration": generation, **revision,
+                                                           "updatedReplicas": 0, "updateRevision": "r2"})  # fmt: skip
+    status = reconcile(app, fixed, status, world, NOW).status
+    assert cluster.get("StatefulSet", "apps", "poisoned")["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from streamapp_operator.outcomes import Event, Problem
@@ -13,7 +14,12 @@ from streamapp_operator.streamapps.conditions import (
     conditions,
     rollout,
 )
-from streamapp_operator.streamapps.pod_status import failing_pods
+from streamapp_operator.streamapps.pod_status import (
+    UNBOUND_CLAIM_AFTER_SECONDS,
+    UNSCHEDULABLE_AFTER_SECONDS,
+    failing_pods,
+    unschedulable_pods,
+)
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"
 
@@ -169,3 +175,54 @@ def test_crash_looping_pods_degrade_the_app_and_explain_ready() -> None:
     assert result["Degraded"]["message"] == "pod app-0: CrashLoopBackOff (last exit code 1)"
     assert result["Ready"]["message"] == "0/1 pods ready; pod app-0: CrashLoopBackOff (last exit code 1)"
     assert result["TopologyValid"]["status"] == "True"
+
+
+#: The scheduler's message, with the run of two spaces it writes between its sentences.
+NO_NODE = "0/1 nodes are available: 1 Insufficient memory.  preemption: 0/1 nodes are available"
+
+
+def _pending(name: str, since: str, reason: str = "Unschedulable", **metadata: Any) -> dict[str, Any]:
+    scheduled = {"type": "PodScheduled", "status": "False", "reason": reason, "lastTransitionTime": since,
+                 "message": NO_NODE}  # fmt: skip
+    return {"metadata": {"name": name, **metadata}, "status": {"phase": "Pending", "conditions": [scheduled]}}
+
+
+def test_a_pod_no_node_can_take_is_failing_once_the_scheduler_said_so_for_the_grace_period() -> None:
+    later = datetime.fromisoformat(T0.replace("Z", "+00:00")).timestamp() + UNSCHEDULABLE_AFTER_SECONDS
+    pods = [
+        _pending("app-1", T0),
+        _pending("app-0", T0),
+        _pending("app-2", T1),  # unschedulable for 10 s: a volume being bound looks so for seconds
+        _pending("app-3", T0, reason="SchedulingGated"),
+        _pending("app-4", T0, deletionTimestamp=T1),
+    ]
+
+    said = " ".join(NO_NODE.split())
+    assert unschedulable_pods(pods, later) == [f"pod app-{n}: Unschedulable ({said})" for n in (0, 1)]
+    assert unschedulable_pods(pods, later - 1) == []
+
+
+def test_a_pod_waiting_for_its_volume_to_be_bound_is_failing_only_after_the_claims_grace_period() -> None:
+    waiting = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: not helpful"
+    pod = _pending("app-0", T0)
+    pod["status"]["conditions"][0]["message"] = waiting
+    start = datetime.fromisoformat(T0.replace("Z", "+00:00")).timestamp()
+
+    assert unschedulable_pods([pod], start + UNSCHEDULABLE_AFTER_SECONDS) == []
+    assert unschedulable_pods([pod], start + UNBOUND_CLAIM_AFTER_SECONDS) == [f"pod app-0: Unschedulable ({waiting})"]
+
+
+def test_unschedulable_pods_degrade_the_app_and_the_rollout_is_not_complete() -> None:
+    later = datetime.fromisoformat(T0.replace("Z", "+00:00")).timestamp() + UNSCHEDULABLE_AFTER_SECONDS
+    unscheduled = unschedulable_pods([_pending("app-0", T0)], later)
+    progress = Rollout(desired=1, replicas=1, ready=0, updated=1, current=True)  # the pod exists with the spec
+    health = Health(generation=1, problems=[], progress=progress, topology_checked=True, failing=unscheduled,
+                    unscheduled=unscheduled)  # fmt: skip
+
+    result = _by_type(conditions(health, previous=[], now=T0))
+
+    assert (result["Degraded"]["status"], result["Degraded"]["reason"]) == ("True", "PodsFailing")
+    assert result["Degraded"]["message"] == unscheduled[0]
+    assert result["Ready"]["message"] == f"0/1 pods ready; {unscheduled[0]}"
+    assert (result["Progressing"]["status"], result["Progressing"]["reason"]) == ("False", "PodsUnschedulable")
+    assert result["Progressing"]["message"] == "no node can take pod app-0 (Degraded says why)"

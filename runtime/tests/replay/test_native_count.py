@@ -103,7 +103,7 @@ def test_a_record_the_serde_refuses_sends_the_count_to_the_task_path_and_its_han
     }
 
 
-def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fallback_to_the_task(
+def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fallback_to_the_task_or_split_reads(
     spark_session: Any, conformance_bootstrap: str
 ) -> None:
     records = list(inputs())
@@ -116,6 +116,12 @@ def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fa
     assert set(fallback["native"]["result"].paths.values()) == {PATH_TASK}
     assert fallback["native"]["sink"] == final["native"]["sink"]
     assert final["native"]["changelog"] == every["changelog"]
+    # more read tasks than partitions: Spark folds (engine._fold) what the reading workers fold otherwise (folds.py)
+    for emit, whole in (("every_update", every), ("final", final["native"])):
+        split = replay_both_paths(
+            conformance_bootstrap, spark_session, records, {}, emit=emit, paths=("native",), parallelism=6
+        )["native"]
+        assert (split["sink"], split["changelog"]) == (whole["sink"], whole["changelog"]), emit
     final_sink = final["native"]["sink"]
     assert set(final_sink) <= set(every["sink"])
     tasks_of_key = {(r[1], r[0]) for r in records if r[1] is not None and r[2] not in (None, b"null")}

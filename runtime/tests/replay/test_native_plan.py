@@ -7,7 +7,15 @@ import pyarrow as pa
 from streamapp import StreamsBuilder
 from streamapp.dsl.windows import SlidingWindows, TimeWindows
 from streamapp.partitioner import partition_for_key
-from streamapp.replay.native import COUNTED, DROPPED, FALLBACK, classify_batch, classify_windowed_batch
+from streamapp.replay.native import (
+    COUNTED,
+    DROPPED,
+    FALLBACK,
+    Columns,
+    WindowedBatchClassifier,
+    classify_batch,
+    classify_windowed_batch,
+)
 from streamapp.replay.partitions import partitions_for_keys
 from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress, parse_progress
 from streamapp.replay.shapes import (
@@ -152,6 +160,21 @@ def test_classify_gives_counted_records_their_windows_and_the_runtimes_partition
         [],
     ]
     assert out.column("out_partitions").to_pylist() == expected
+
+
+def test_the_windowed_classifier_carries_the_tasks_stream_time_across_the_batches_of_one_read() -> None:
+    """Kafka's ``KStreamWindowAggregate``: stream time is the largest timestamp the processor has seen (null keys
+    are dropped before it moves); the read's second batch starts from the first batch's stream time."""
+    windows = TimeWindows.of_size_and_grace(10, 5)
+    description = windowed_topology(windows)
+    count = native_windowed_count(description, description.subtopologies()[0], CONFIG)
+    assert count is not None
+    first = Columns(0, [0, 1, 2], [b"a", None, b"b"], [b"1", b"1", b"1"], [30, 90, 20])
+    second = Columns(0, [3, 4], [b"a", b"c"], [b"1", b"1"], [25, 40])
+
+    out = list(WindowedBatchClassifier(count, 3).classify_read(iter([first, second])))
+
+    assert [b.column("stream_time").to_pylist() for b in out] == [[30, 30, 30], [30, 40]]
 
 
 def test_the_vectorized_partitioner_is_kafkas_murmur2_partitioner_for_every_key_length() -> None:

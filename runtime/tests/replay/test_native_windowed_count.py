@@ -105,15 +105,25 @@ def test_a_record_the_serde_refuses_sends_the_windowed_count_to_the_task_path_an
     assert out["native"]["sink"] == out["task"]["sink"]
 
 
-def test_emit_final_writes_each_tasks_last_count_per_window_natively_and_after_a_fallback_to_the_task(
+def test_emit_final_writes_each_tasks_last_count_per_window_natively_and_after_a_fallback_to_the_task_or_split_reads(
     spark_session: Any, conformance_bootstrap: str
 ) -> None:
     records = list(inputs())
     build = windowed_count(TimeWindows.of_size_and_grace(SIZE_MS, GRACE_MS).advance_by(4_000))
 
-    def replay(records: list[Record], config: dict[str, Any], emit: str) -> dict[str, Any]:
+    def replay(
+        records: list[Record], config: dict[str, Any], emit: str, parallelism: int | None = None
+    ) -> dict[str, Any]:
         return replay_both_paths(
-            conformance_bootstrap, spark_session, records, config, build, STORE, emit=emit, paths=("native",)
+            conformance_bootstrap,
+            spark_session,
+            records,
+            config,
+            build,
+            STORE,
+            emit=emit,
+            paths=("native",),
+            parallelism=parallelism,
         )["native"]
 
     every = replay(records, {}, "every_update")
@@ -124,6 +134,9 @@ def test_emit_final_writes_each_tasks_last_count_per_window_natively_and_after_a
     assert set(fallback["result"].paths.values()) == {PATH_TASK}
     assert fallback["sink"] == final["sink"]
     assert final["changelog"] == every["changelog"]
+    # more read tasks than partitions: Spark folds (engine._fold) what the reading workers fold otherwise (folds.py)
+    split = replay(records, {}, "final", parallelism=6)
+    assert (split["sink"], split["changelog"]) == (final["sink"], final["changelog"])
     assert set(final["sink"]) <= set(every["sink"])
     windows_of_tasks = {(r[0], r[1]) for r in every["sink"]}  # (sink partition, windowed key): one task's window
     assert len(final["sink"]) == len(windows_of_tasks) < len(every["sink"]), "one record per window and task"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp_operator.outcomes import Condition, Event, Problem, set_condition, transition
-from streamapp_operator.streamapps.pod_status import RestoreView, RestoringTask
+from streamapp_operator.streamapps.pod_status import RestoreView, RestoringTask, failing_pod_names
 
 READY = "Ready"
 PROGRESSING = "Progressing"
@@ -88,7 +88,8 @@ def rollout(stateful_set: dict[str, Any] | None, desired: int) -> Rollout | None
 class Health:
     """What the conditions are decided from: the StreamApp's ``generation``, the ``problems`` that block the
     spec, the StatefulSet's ``progress`` (None: none), whether the topology's topics were checked, the pods
-    failing (``pod_status.failing_pods``, creation failures) and the stream threads failing in them
+    failing (``pod_status.failing_pods``, creation failures, ``unscheduled``: the pods no node can take, which
+    are failing too, ``pod_status.unschedulable_pods``) and the stream threads failing in them
     (``pod_status.failing_threads``), which degrade the app without blocking, what the pods report about restoration
     (``pod_status.restore_view``; None: the pods were not asked), the stream threads against the tasks (``capacity``;
     None: the task count is not known) and ``RecordsDropped`` as ``dropped_records.dropped_records`` decided it."""
@@ -98,6 +99,7 @@ class Health:
     progress: Rollout | None
     topology_checked: bool
     failing: Sequence[str] = ()
+    unscheduled: Sequence[str] = ()
     restore: RestoreView | None = None
     threads: Sequence[str] = ()
     capacity: Capacity | None = None
@@ -116,7 +118,7 @@ def conditions(health: Health, previous: Sequence[dict[str, Any]], now: str) -> 
 
     return [
         make(READY, *_ready(problems, progress, [*failing, *threads])),
-        make(PROGRESSING, *_progressing(problems, progress)),
+        make(PROGRESSING, *_progressing(problems, progress, health.unscheduled)),
         make(DEGRADED, *_degraded(problems, failing, threads)),
         make(TOPOLOGY_VALID, *_topology_valid(problems, health.topology_checked)),
         make(RESTORING, *_unobserved_restore(_restoring(restore), before.get(RESTORING))),
@@ -176,7 +178,9 @@ def _ready(problems: Sequence[Problem], progress: Rollout | None, failing: Seque
     return "False", "ReplicasNotReady", "; ".join([counts, *failing])
 
 
-def _progressing(problems: Sequence[Problem], progress: Rollout | None) -> tuple[str, str, str]:
+def _progressing(
+    problems: Sequence[Problem], progress: Rollout | None, unscheduled: Sequence[str]
+) -> tuple[str, str, str]:
     if problems:
         return "False", "ReconcileBlocked", "the spec cannot be applied until the Degraded condition is resolved"
     if progress is None:
@@ -187,6 +191,9 @@ def _progressing(problems: Sequence[Problem], progress: Rollout | None) -> tuple
             f"{progress.ready} ready"
         )
         return "True", "RollingOut", message
+    if unscheduled:  # created with the current spec, but not running it: the rollout is stuck, not complete
+        pods = ", ".join(sorted(failing_pod_names(unscheduled)))
+        return "False", "PodsUnschedulable", f"no node can take pod {pods} (Degraded says why)"
     return "False", "RolloutComplete", f"every pod runs the current spec ({progress.desired} desired)"
 
 

@@ -29,6 +29,7 @@ from streamapp_operator.streamapps.pod_status import (
     pods_missing,
     restore_view,
     started_pods,
+    unschedulable_pods,
 )
 
 
@@ -43,7 +44,8 @@ class Observation:
     Kafka could not be read (then ``partitions`` is empty and ``group`` None). ``restore`` is what the pods
     that are not ready report about restoration (None: pods not asked), ``threads`` the stream threads
     that keep failing inside the pods (one line per pod, ``pod_status.failing_threads``), ``creation`` why
-    the StatefulSet cannot create its pods (``pod_status.pod_creation_failures``), ``drops`` the records each
+    the StatefulSet cannot create its pods (``pod_status.pod_creation_failures``), ``unscheduled`` the pods no
+    node can take (``pod_status.unschedulable_pods``), ``drops`` the records each
     pod that answered ``/status`` dropped, by reason (``dropped_records.pod_drops``; None: pods not asked).
     """
 
@@ -57,6 +59,7 @@ class Observation:
     threads: list[str] = field(default_factory=list)
     drops: dict[str, PodDrops] | None = None
     creation: list[str] = field(default_factory=list)
+    unscheduled: list[str] = field(default_factory=list)
     partitions: Mapping[str, int] = field(default_factory=dict)
     group: GroupLag | None = None
     kafka_error: str | None = None
@@ -107,6 +110,7 @@ def observe(
         threads=threads,
         drops=drops,
         creation=observe_creation(cluster, stateful_set),
+        unscheduled=unschedulable_pods(pods, time.time()),
         claims=claims,
         processed=processed,
     )

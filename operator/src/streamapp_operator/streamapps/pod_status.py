@@ -52,6 +52,41 @@ def failing_pods(pods: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+#: Seconds a pod stays ``PodScheduled=False`` (reason ``Unschedulable``) before it counts as failing: the scheduler
+#: tries a pod again after a while (the local stack's scheduler after 15 s), and resources freed meanwhile fit it.
+UNSCHEDULABLE_AFTER_SECONDS = 20.0
+#: The same while the scheduler's reason is a claim not bound yet (``pod has unbound immediate
+#: PersistentVolumeClaims``): a new state volume is being provisioned; one that never binds is said after this.
+UNBOUND_CLAIM_AFTER_SECONDS = 120.0
+UNBOUND_CLAIM = "unbound immediate PersistentVolumeClaims"
+
+
+def unschedulable_pods(pods: Sequence[dict[str, Any]], now: float) -> list[str]:
+    """One line per pod the scheduler has found no node for since at least ``UNSCHEDULABLE_AFTER_SECONDS`` before
+    ``now`` (epoch seconds; ``UNBOUND_CLAIM_AFTER_SECONDS`` while it waits for its volume), with the scheduler's
+    message, e.g. ``pod app-0: Unschedulable (0/1 nodes are available: 1 Insufficient memory. ...)``; pods being
+    deleted are ignored. Its ``PodScheduled`` condition is ``False`` with reason ``Unschedulable`` (Kubernetes' pod
+    conditions): the pod never starts until a node fits its requests, so it fails the app as a crash loop does (the
+    audit's D-M4: it was a finished rollout)."""
+    lines = []
+    for pod in sorted(pods, key=lambda p: str(p.get("metadata", {}).get("name"))):
+        metadata, status = pod.get("metadata", {}), pod.get("status") or {}
+        if metadata.get("deletionTimestamp"):
+            continue
+        scheduled: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
+        if scheduled.get("status") != "False" or scheduled.get("reason") != "Unschedulable":
+            continue
+        said = " ".join(str(scheduled.get("message") or "").split())
+        grace = UNBOUND_CLAIM_AFTER_SECONDS if UNBOUND_CLAIM in said else UNSCHEDULABLE_AFTER_SECONDS
+        if now - _epoch({"lastTimestamp": scheduled.get("lastTransitionTime")}) < grace:
+            continue
+        detail = f" ({_bounded(said, MAX_FAILURE_BYTES_PER_POD // 2)})" if said else ""
+        lines.append(f"pod {metadata.get('name')}: Unschedulable{detail}")
+    return lines
+
+
 #: A StatefulSet's ``FailedCreate`` event counts while at most this old (seconds): the controller retries
 #: with backoff and posts it again while the cause lasts.
 RECENT_EVENT_SECONDS = 300.0

@@ -493,7 +493,7 @@ def _rollout(given: Given, spec: StreamAppSpec, observation: Observation, statef
         pods=pod_states(observation.pods),
         group_state=observation.group.state if observation.group is not None else None,
         restoring=restoring,
-        failing=failing_pod_names([*failing_pods(observation.pods), *observation.threads]),
+        failing=failing_pod_names([*failing_pods(observation.pods), *observation.unscheduled, *observation.threads]),
     )
     return plan_rollout(inputs, previous_status.get("rollout"), now)
 
@@ -568,7 +568,8 @@ def _result(
             problems=problems,
             progress=progress,
             topology_checked=plan is not None,
-            failing=[*failing_pods(observation.pods), *observation.creation],
+            failing=[*failing_pods(observation.pods), *observation.unscheduled, *observation.creation],
+            unscheduled=observation.unscheduled,
             restore=observation.restore,
             threads=observation.threads,
             capacity=Capacity(spec.replicas, spec.threads, plan.tasks) if spec is not None and plan else None,

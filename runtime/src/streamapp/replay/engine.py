@@ -44,11 +44,12 @@ from streamapp.drop_reasons import LATE
 from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.drops import DROPPED_KIND, DropCounts, add_counts
+from streamapp.replay.folds import FoldedCount
 from streamapp.replay.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
 from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
 from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
-from streamapp.replay.security import client_settings, java_client_options
+from streamapp.replay.security import client_settings
 from streamapp.replay.shapes import (
     PATH_NATIVE_COUNT,
     PATH_NATIVE_WINDOWED_COUNT,
@@ -58,6 +59,7 @@ from streamapp.replay.shapes import (
     native_count,
     native_windowed_count,
 )
+from streamapp.replay.spark.source import RAW_SCHEMA, Split, read_frame, splits
 from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
 from streamapp.topology import GlobalTableNode, Subtopology, TopologyDescription
 
@@ -70,20 +72,7 @@ RECORD_SCHEMA = (
 """Records between stages: ``producer_*`` = the task that wrote it (-1 for records read from Kafka), ``kind`` =
 ``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the producer's sequence,
 ``headers`` as Spark's Kafka source gives them (null: none)."""
-_ARROW_SCHEMA = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("timestamp", pa.int64()),
-        ("producer_sub", pa.int32()),
-        ("producer_part", pa.int32()),
-        ("kind", pa.string()),
-        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-    ]
-)
+_ARROW_SCHEMA = RAW_SCHEMA  # the same columns, whoever produced the record
 JOB_DESCRIPTION_PREFIX = "streamapp-replay"
 """Spark job descriptions: ``streamapp-replay stage <sub-topology id>`` for a stage's jobs (reading, processing,
 materializing), ``streamapp-replay write`` for the final write's."""
@@ -151,7 +140,7 @@ def run_replay(
     if plan.emit == EMIT_FINAL:
         _check_final(plan, native)
     settings = client_settings(plan.kafka_settings, os.environ)
-    source_options = java_client_options(settings)  # refuses a security key it cannot translate, before any job
+    read_settings = {"bootstrap.servers": plan.bootstrap_servers, **settings}
     result = ReplayResult()
     tracker = _ProgressTracker(spark, plan, on_progress, progress_interval_s)
     context = spark.sparkContext
@@ -160,7 +149,7 @@ def run_replay(
     with tracker, _shuffle_partitions(spark, 2 * cores):
         started = time.monotonic()
         retentions = _window_retentions(plan) if expire_windows else {}
-        outputs, targets = _run_stages(spark, plan, result, native, source_options, tracker, cached, cores, retentions)
+        outputs, targets = _run_stages(spark, plan, result, native, read_settings, tracker, cached, cores, retentions)
         result.seconds["read_and_process"] = time.monotonic() - started
         tracker.phase = "write"
         context.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} write")
@@ -210,7 +199,7 @@ def _run_stages(
     plan: ReplayPlan,
     result: ReplayResult,
     native_ok: bool,
-    source_options: Mapping[str, str],
+    settings: Mapping[str, Any],
     tracker: _ProgressTracker,
     cached: list[DataFrame],
     cores: int,
@@ -218,14 +207,15 @@ def _run_stages(
 ) -> tuple[list[DataFrame], list[tuple[str, int]]]:
     """The stages' outputs in stage order (without their drop rows, ``streamapp.replay.drops``; the persisted
     frames they filter are appended to ``cached``) and the output partitions they write to (``_write``'s
-    writers), sorted. ``cores``: the tasks Spark runs at once (``read_topic``'s splits); ``retentions``: the window
-    stores whose expired windows are left out of the changelogs (``_window_retentions``; empty: none)."""
+    writers), sorted. ``settings``: the reads' librdkafka settings. ``cores``: the tasks Spark runs at once
+    (``read_topic``'s splits); ``retentions``: the window stores whose expired windows are left out of the
+    changelogs (``_window_retentions``; empty: none)."""
     application_id = plan.application_id
     counts = plan.topic_partitions()
     document = plan.description.to_json(indent=None)
     outputs: list[DataFrame] = []
     repartitioned: dict[str, DataFrame] = {}
-    global_records = _global_records(spark, plan, source_options)
+    global_records = _global_records(spark, plan, settings)
     written_kinds = _written_kinds(plan)
     targets: set[tuple[str, int]] = set()
     for sub in stage_order(plan.description, application_id):
@@ -237,13 +227,17 @@ def _run_stages(
             if ref.internal:
                 parts.append(repartitioned[topic])
             else:
-                parts.append(read_topic(spark, plan, topic, source_options, min_partitions=cores))
+                parts.append(read_topic(spark, plan, topic, settings, min_partitions=cores))
         stage_input = parts[0]
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
         tasks = max(counts.get(ref.resolve(application_id), 1) for ref in sub.source_topics)
         final = plan.emit == EMIT_FINAL
-        native = _native_stage(spark, plan, sub, stage_input, tasks, tracker.records, final) if native_ok else None
+        native = None
+        if native_ok and len(sub.source_topics) == 1 and not sub.source_topics[0].internal:
+            topic = sub.source_topics[0].resolve(application_id)
+            read = NativeRead(spark, splits(topic, plan.start_offsets[topic], plan.end_offsets[topic], cores), settings)
+            native = _native_stage(spark, plan, sub, read, tasks, tracker.records, final)
         stage: DataFrame | None = None
         summary: _StageSummary | None = None
         if native is not None:
@@ -373,7 +367,7 @@ _GlobalRecord = tuple[str, int, int, bytes | None, bytes | None, int]
 """``(topic, partition, offset, key, value, timestamp)`` of a global table's topic."""
 
 
-def _global_records(spark: SparkSession, plan: ReplayPlan, options: Mapping[str, str]) -> list[_GlobalRecord]:
+def _global_records(spark: SparkSession, plan: ReplayPlan, settings: Mapping[str, Any]) -> list[_GlobalRecord]:
     """Every record of the global tables' topics in the plan's ranges, in offset order per partition: what the
     runtime's global consumer bootstraps before any task runs. Collected to the driver and shipped with each
     stage's function (a global table is read whole by every task, as by every stream thread)."""
@@ -381,7 +375,7 @@ def _global_records(spark: SparkSession, plan: ReplayPlan, options: Mapping[str,
     for node in plan.description.nodes:
         if isinstance(node, GlobalTableNode):
             rows = (
-                read_topic(spark, plan, node.topic, options)
+                read_topic(spark, plan, node.topic, settings, with_headers=False)
                 .select("topic", "partition", "offset", "key", "value", "timestamp")
                 .orderBy("partition", "offset")
                 .collect()
@@ -394,54 +388,20 @@ def read_topic(
     spark: SparkSession,
     plan: ReplayPlan,
     topic: str,
-    client_options: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any],
     *,
     min_partitions: int = 1,
+    with_headers: bool = True,
 ) -> DataFrame:
-    """The records of ``topic`` in the plan's offset ranges, as ``RECORD_SCHEMA`` rows (kind ``source``).
-    ``client_options``: the Java client's settings (``security.java_client_options``; default: the plan's), after
-    ``FETCH_OPTIONS``. ``min_partitions``: read in at least that many Spark partitions: a topic with fewer
-    partitions has its offset ranges split (Spark's ``minPartitions``; the stages order by partition and offset
-    themselves, so a split changes no result)."""
-    start = {topic: {str(p): o for p, o in sorted(plan.start_offsets[topic].items())}}
-    end = {topic: {str(p): o for p, o in sorted(plan.end_offsets[topic].items())}}
-    reader = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", plan.bootstrap_servers)
-        .option("assign", json.dumps({topic: sorted(plan.end_offsets[topic])}))
-        .option("startingOffsets", json.dumps(start))
-        .option("endingOffsets", json.dumps(end))
-        .option("kafka.isolation.level", "read_committed")
-        .option("failOnDataLoss", "true")
-        .option("includeHeaders", "true")
-    )
-    if min_partitions > len(plan.end_offsets[topic]):
-        reader = reader.option("minPartitions", str(min_partitions))
-    options = java_client_options(plan.kafka_settings) if client_options is None else client_options
-    for key, value in {**FETCH_OPTIONS, **options}.items():
-        reader = reader.option(f"kafka.{key}", value)
-    return reader.load().select(
-        F.col("topic"),
-        F.col("partition"),
-        F.col("offset"),
-        F.col("key"),
-        F.col("value"),
-        F.unix_millis(F.col("timestamp")).alias("timestamp"),
-        F.lit(-1).alias("producer_sub"),
-        F.lit(-1).alias("producer_part"),
-        F.lit("source").alias("kind"),
-        F.col("headers"),
-    )
+    """The records of ``topic`` in the plan's offset ranges, as ``RECORD_SCHEMA`` rows (kind ``source``), read by
+    Spark's Python workers with the runtime's Kafka client (``spark.source``; ``read_committed``; a start offset
+    below the log start fails the task). ``settings``: librdkafka consumer settings (``security.client_settings``
+    with the bootstrap servers). ``min_partitions``: read in at least that many Spark tasks: a topic with fewer
+    partitions has its offset ranges split (the stages order by partition and offset themselves, so a split
+    changes no result)."""
+    parts = splits(topic, plan.start_offsets[topic], plan.end_offsets[topic], min_partitions)
+    return read_frame(spark, parts, settings, RECORD_SCHEMA, with_headers=with_headers)
 
-
-FETCH_OPTIONS = {
-    "max.poll.records": "20000",
-    "max.partition.fetch.bytes": str(16 << 20),
-    "fetch.max.bytes": str(64 << 20),
-}
-"""The Java consumer's fetch sizes for the reads (before the plan's own client settings, which win): Spark's
-consumer asks the broker for the partition's offset range after every poll (two ``ListOffsets`` requests), so
-Kafka's default of 500 records per poll meant one such round trip per 500 records."""
 
 _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
@@ -488,11 +448,30 @@ def native_drops(native: _NativeStage, stage: DataFrame) -> dict[str, int]:
     return counts
 
 
+@dataclass(frozen=True)
+class NativeRead:
+    """The read of a native stage's one source topic: its splits, classified in the reading worker."""
+
+    spark: SparkSession
+    parts: list[Split]
+    settings: Mapping[str, Any]
+
+    @property
+    def whole_partitions(self) -> bool:
+        """Each read task reads one whole partition (a task's records in one read, in offset order)."""
+        return len({part.partition for part in self.parts}) == len(self.parts)
+
+    def classified(self, classifier: Any, schema: str) -> DataFrame:
+        """The splits' records as ``classifier`` makes them (``schema`` rows), without headers: a record's value
+        is read and deserialized in the Python worker and never enters the JVM."""
+        return read_frame(self.spark, self.parts, self.settings, schema, classifier, with_headers=False)
+
+
 def _native_stage(
     spark: SparkSession,
     plan: ReplayPlan,
     sub: Subtopology,
-    stage_input: DataFrame,
+    read: NativeRead,
     tasks: int,
     records: Any,
     final: bool,
@@ -502,18 +481,24 @@ def _native_stage(
     fallbacks = spark.sparkContext.accumulator(0)
     counts_param: Any = DropCounts()  # an AccumulatorParam by its two methods (replay.drops: no pyspark import)
     drops: Any = spark.sparkContext.accumulator({}, counts_param)
-    stage_input = stage_input.select("partition", "offset", "key", "value", "timestamp")  # what the classifiers read
     count = native_count(plan.description, sub, plan.config)
     if count is not None:
         classifier: Any = BatchClassifier(count, counts[count.sink_topic], records, fallbacks, drops)
-        frame = _native_count_stage(stage_input.mapInArrow(classifier, _CLASSIFIED_SCHEMA), count, final)
+        if read.whole_partitions:  # one pass per task: classified and folded in the reading worker
+            return _NativeStage(
+                read.classified(FoldedCount(classifier, final), RECORD_SCHEMA), PATH_NATIVE_COUNT, fallbacks, drops
+            )
+        frame = _native_count_stage(read.classified(classifier, _CLASSIFIED_SCHEMA), count, final)
         return _NativeStage(frame, PATH_NATIVE_COUNT, fallbacks, drops)
     windowed = native_windowed_count(plan.description, sub, plan.config)
     if windowed is not None:
         classifier = WindowedBatchClassifier(windowed, counts[windowed.count.sink_topic], records, fallbacks, drops)
-        classified = stage_input.mapInArrow(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
-        frame = _native_windowed_count_stage(classified, windowed, tasks, final)
         changelog = (windowed.count.changelog_topic, windowed.count.store_value_serde)
+        if read.whole_partitions:  # one pass per task: classified and folded in the reading worker
+            frame = read.classified(FoldedCount(classifier, final), RECORD_SCHEMA)
+            return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks, drops, changelog)
+        classified = read.classified(classifier, _WINDOWED_CLASSIFIED_SCHEMA)
+        frame = _native_windowed_count_stage(classified, windowed, tasks, final)
         return _NativeStage(frame, PATH_NATIVE_WINDOWED_COUNT, fallbacks, drops, changelog)
     return None
 
@@ -599,7 +584,7 @@ def _fold(
 
 _WINDOWED_CLASSIFIED_SCHEMA = (
     "partition int, offset long, key binary, timestamp long, status tinyint, starts array<long>, "
-    "out_partitions array<int>"
+    "out_partitions array<int>, stream_time long"
 )
 
 
@@ -609,14 +594,15 @@ def _native_windowed_count_stage(
     """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
 
-    Per task (the ``partition`` column, one Spark partition each): stream time is the running ``max(timestamp)``
-    of the counted records ordered by offset (the record's own included, null keys excluded: they are dropped
-    before the runtime's processor moves its stream time); each record's windows (``starts``, oldest first) are
-    exploded and a window with ``start + size <= streamTime - grace`` is dropped as late; the sink record of an
-    accepted (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset,
-    with the largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task
-    by ``offset * windows_per_record + window index`` (the order the runtime writes them). The changelog record of
-    a window is its final count after its largest timestamp (Kafka's window store value), at that timestamp (Kafka's
+    Used when a task's partition is read in several ranges (else ``folds`` does it in the reading worker). Per task
+    (the ``partition`` column, one Spark partition each): stream time is the running ``max(timestamp)`` of the
+    counted records ordered by offset (the record's own included, null keys excluded: they are dropped before the
+    runtime's processor moves its stream time); each record's windows (``starts``, oldest first) are exploded and
+    a window with ``start + size <= streamTime - grace`` is dropped as late; the sink record of an accepted
+    (record, window) is the ``row_number`` of the record in its ``(task, key, start)`` ordered by offset, with the
+    largest timestamp of the window so far, keyed ``key + start``. Records are ordered within the task by ``offset *
+    windows_per_record + window index`` (the order the runtime writes them). The changelog record of a window is its
+    final count after its largest timestamp (Kafka's window store value), at that timestamp (Kafka's
     ``ChangeLoggingTimestampedWindowBytesStore`` logs a window at its value's timestamp). ``final``
     (``EMIT_FINAL``): of the sink records only each window's last.
     """
@@ -624,27 +610,23 @@ def _native_windowed_count_stage(
     by_task = (
         Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    windows = (
-        classified.where(F.col("status") == COUNTED)
-        .repartitionById(tasks, F.col("partition"))  # one Spark partition per task: the running max needs no shuffle
-        .withColumn("stream_time", F.max("timestamp").over(by_task))
-        .select(
-            "partition",
-            "offset",
-            "key",
-            "timestamp",
-            "stream_time",
-            F.posexplode(F.arrays_zip("starts", "out_partitions")).alias("window_index", "window"),
-        )
-        .select(
-            "partition",
-            "key",
-            "timestamp",
-            "stream_time",
-            (F.col("offset") * windowed.windows_per_record + F.col("window_index")).alias("sequence"),
-            F.col("window.starts").alias("start"),
-            F.col("window.out_partitions").alias("out_partition"),
-        )
+    one_per_task = classified.where(F.col("status") == COUNTED).repartitionById(tasks, F.col("partition"))
+    counted = one_per_task.withColumn("stream_time", F.max("timestamp").over(by_task))  # no further shuffle
+    windows = counted.select(
+        "partition",
+        "offset",
+        "key",
+        "timestamp",
+        "stream_time",
+        F.posexplode(F.arrays_zip("starts", "out_partitions")).alias("window_index", "window"),
+    ).select(
+        "partition",
+        "key",
+        "timestamp",
+        "stream_time",
+        (F.col("offset") * windowed.windows_per_record + F.col("window_index")).alias("sequence"),
+        F.col("window.starts").alias("start"),
+        F.col("window.out_partitions").alias("out_partition"),
     )
     accepted = windows.where(F.col("start") + size > F.col("stream_time") - grace)
     return _fold(

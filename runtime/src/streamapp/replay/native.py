@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
@@ -65,6 +66,8 @@ __all__ = [
     "FALLBACK",
     "WINDOWED_CLASSIFIED_SCHEMA",
     "WINDOW_PAIRS",
+    "Columns",
+    "ReadState",
     "classify_batch",
     "classify_windowed_batch",
 ]
@@ -83,10 +86,66 @@ _CLASSIFIED_FIELDS = [
 ]
 CLASSIFIED_SCHEMA = pa.schema([*_CLASSIFIED_FIELDS, ("out_partition", pa.int32())])
 WINDOWED_CLASSIFIED_SCHEMA = pa.schema(
-    [*_CLASSIFIED_FIELDS, ("starts", pa.list_(pa.int64())), ("out_partitions", pa.list_(pa.int32()))]
+    [
+        *_CLASSIFIED_FIELDS,
+        ("starts", pa.list_(pa.int64())),
+        ("out_partitions", pa.list_(pa.int32())),
+        ("stream_time", pa.int64()),
+    ]
 )
-"""``classify_windowed_batch``'s rows: per counted record the starts of its windows (oldest first) and the sink
-partition of each windowed key (empty lists unless counted)."""
+"""``classify_windowed_batch``'s rows: per counted record the starts of its windows (oldest first), the sink
+partition of each windowed key (empty lists unless counted), and the stream time after the record: the largest
+timestamp of the counted records classified so far in the same read (``stream_times``), which is the task's
+stream time when the read started at the task's first offset."""
+
+
+@dataclass
+class Columns:
+    """One partition's records to classify: ``keys``, ``values`` and ``timestamps`` as Python lists (what the
+    serdes read), ``partition`` and ``offsets`` as given. Built from an Arrow batch (``of``) or from what a
+    reader consumed (``streamapp.replay.spark.source``: the values never become an Arrow column)."""
+
+    partition: pa.Array | int
+    offsets: pa.Array | list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    timestamps: list[int]
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch) -> Columns:
+        """The columns of a ``(partition, offset, key, value, timestamp)`` batch."""
+        return cls(
+            batch.column("partition"),
+            batch.column("offset"),
+            batch.column("key").to_pylist(),
+            batch.column("value").to_pylist(),
+            batch.column("timestamp").to_pylist(),
+        )
+
+    def partition_array(self) -> pa.Array:
+        if isinstance(self.partition, int):
+            return pa.array([self.partition] * len(self.keys), pa.int32())
+        return self.partition
+
+    def offset_array(self) -> pa.Array:
+        return self.offsets if isinstance(self.offsets, pa.Array) else pa.array(self.offsets, pa.int64())
+
+    def key_array(self) -> pa.Array:
+        return pa.array(self.keys, pa.binary())
+
+    def timestamp_array(self) -> pa.Array:
+        return pa.array(self.timestamps, pa.int64())
+
+
+@dataclass
+class ReadState:
+    """What a classifier keeps between the batches of one read (one split, in offset order)."""
+
+    partitions: dict[bytes, int] = field(default_factory=dict)
+    """Key bytes -> sink partition (few distinct keys: the partitioner runs once per key)."""
+    stream_time: int = -1
+    """The largest timestamp of the counted records so far (``classify_windowed_batch``; -1: none yet)."""
+
 
 _Count = TypeVar("_Count", NativeCount, NativeWindowedCount)
 
@@ -108,11 +167,16 @@ class _Classifier(Generic[_Count]):
         """A Spark accumulator of the ``DROPPED`` records by reason (``replay.drops.DropCounts``), or None."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        cache: dict[bytes, int] = {}
+        return self.classify_read(Columns.of(batch) for batch in batches)
+
+    def classify_read(self, batches: Iterator[Columns]) -> Iterator[pa.RecordBatch]:
+        """The classified batches of ``batches``, one read in offset order (as ``__call__``, from columns a reader
+        gave): what ``classify`` keeps between batches (``ReadState``) lasts for the read."""
+        state = ReadState()
         for batch in batches:
-            classified = self.classify(batch, cache)
+            classified = self.classify(batch, state)
             if self.records is not None:
-                self.records.add(batch.num_rows)
+                self.records.add(len(batch.keys))
             if self.fallbacks is not None:
                 fallback = pc.sum(pc.equal(classified.column("status"), FALLBACK)).as_py()
                 if fallback:
@@ -124,7 +188,7 @@ class _Classifier(Generic[_Count]):
                 self.count_windows(classified)
             yield classified
 
-    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
+    def classify(self, batch: Columns, state: ReadState) -> pa.RecordBatch:
         raise NotImplementedError
 
     def count_windows(self, classified: pa.RecordBatch) -> None:
@@ -135,22 +199,21 @@ class BatchClassifier(_Classifier[NativeCount]):
     """``classify_batch`` as a ``mapInArrow`` function; the output partition of each key is cached per worker
     (few distinct keys)."""
 
-    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
-        return classify_batch(batch, self.count, self.sink_partitions, partition_cache)
+    def classify(self, batch: Columns, state: ReadState) -> pa.RecordBatch:
+        return classify_batch(batch, self.count, self.sink_partitions, state.partitions)
 
 
 def classify_batch(
-    batch: pa.RecordBatch, count: NativeCount, sink_partitions: int, partition_cache: dict[bytes, int]
+    batch: pa.RecordBatch | Columns, count: NativeCount, sink_partitions: int, partition_cache: dict[bytes, int]
 ) -> pa.RecordBatch:
     """Deserialize each record's key and value with the runtime's serdes (column-wise, no per-row dicts) and
     return ``CLASSIFIED_SCHEMA`` rows: ``status`` (``COUNTED`` / ``DROPPED`` / ``FALLBACK``) and the sink
     partition the runtime's partitioner gives the key (-1 unless counted). ``partition_cache``: key bytes ->
     sink partition, kept between batches."""
+    batch = Columns.of(batch) if isinstance(batch, pa.RecordBatch) else batch
     key_serde = serde_for(count.key_serde, count.source_topic, is_key=True)
     value_deserialize = serde_for(count.value_serde, count.source_topic).deserialize
-    keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
-    timestamps = batch.column("timestamp").to_pylist()
+    keys, values, timestamps = batch.keys, batch.values, batch.timestamps
     statuses: list[int] = []
     out_partitions: list[int] = []
     for key, value, timestamp in zip(keys, values, timestamps, strict=True):
@@ -175,17 +238,17 @@ def classify_batch(
     return _classified(batch, statuses, [pa.array(out_partitions, pa.int32())], CLASSIFIED_SCHEMA)
 
 
-def _classified(batch: pa.RecordBatch, statuses: list[int], extra: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
+def _classified(batch: Columns, statuses: list[int], extra: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
     """``schema``'s rows: ``batch``'s partition, offset, key and timestamp, each record's status, then ``extra``."""
-    kept = [batch.column(name) for name in ("partition", "offset", "key", "timestamp")]
+    kept = [batch.partition_array(), batch.offset_array(), batch.key_array(), batch.timestamp_array()]
     return pa.RecordBatch.from_arrays([*kept, pa.array(statuses, pa.int8()), *extra], schema=schema)
 
 
 class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
     """``classify_windowed_batch`` as a ``mapInArrow`` function."""
 
-    def classify(self, batch: pa.RecordBatch, partition_cache: dict[bytes, int]) -> pa.RecordBatch:
-        return classify_windowed_batch(batch, self.count, self.sink_partitions)
+    def classify(self, batch: Columns, state: ReadState) -> pa.RecordBatch:
+        return classify_windowed_batch(batch, self.count, self.sink_partitions, state)
 
     def count_windows(self, classified: pa.RecordBatch) -> None:
         """Count the (record, window) pairs of the counted records under ``WINDOW_PAIRS``: the late ones are those
@@ -198,19 +261,24 @@ class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
 _START = struct.Struct(">q")
 
 
-def classify_windowed_batch(batch: pa.RecordBatch, count: NativeWindowedCount, sink_partitions: int) -> pa.RecordBatch:
+def classify_windowed_batch(
+    batch: pa.RecordBatch | Columns, count: NativeWindowedCount, sink_partitions: int, state: ReadState | None = None
+) -> pa.RecordBatch:
     """Deserialize each record's key and value with the runtime's serdes and return ``WINDOWED_CLASSIFIED_SCHEMA``
     rows: ``status`` (``COUNTED``: a non-null key, whatever the value, as the runtime's windowed count;
     ``DROPPED``: a null key; ``FALLBACK``: a serde refuses the bytes, or a negative timestamp), and for a counted
     record the starts of its windows (``WindowSpec.windows_for``) with the sink partition of each windowed key
-    ``key bytes + start`` (8-byte big-endian, the ``windowed:`` serde's layout)."""
+    ``key bytes + start`` (8-byte big-endian, the ``windowed:`` serde's layout), and the running stream time
+    (``state.stream_time`` carried from the read's earlier batches, and updated)."""
+    batch = Columns.of(batch) if isinstance(batch, pa.RecordBatch) else batch
+    state = state or ReadState()
+    stream_time = state.stream_time
+    stream_times: list[int] = []
     names = count.count
     key_deserialize = serde_for(names.key_serde, names.source_topic, is_key=True).deserialize
     value_deserialize = serde_for(names.value_serde, names.source_topic).deserialize
     windows_for = count.windows.windows_for
-    keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
-    timestamps = batch.column("timestamp").to_pylist()
+    keys, values, timestamps = batch.keys, batch.values, batch.timestamps
     statuses: list[int] = []
     list_offsets = [0]
     starts: list[int] = []
@@ -225,14 +293,19 @@ def classify_windowed_batch(batch: pa.RecordBatch, count: NativeWindowedCount, s
             status = FALLBACK if timestamp is None or timestamp < 0 else DROPPED if key is None else COUNTED
         statuses.append(status)
         if status == COUNTED:
+            if timestamp > stream_time:
+                stream_time = timestamp
             for start, _ in windows_for(timestamp):
                 starts.append(start)
                 windowed_keys.append(key + _START.pack(start))
         list_offsets.append(len(starts))
+        stream_times.append(stream_time)
+    state.stream_time = stream_time
     partitions = partitions_for_keys(windowed_keys, sink_partitions)
     offsets = pa.array(list_offsets, pa.int32())
     windows = [
         pa.ListArray.from_arrays(offsets, pa.array(starts, pa.int64())),
         pa.ListArray.from_arrays(offsets, pa.array(partitions, pa.int32())),
+        pa.array(stream_times, pa.int64()),
     ]
     return _classified(batch, statuses, windows, WINDOWED_CLASSIFIED_SCHEMA)

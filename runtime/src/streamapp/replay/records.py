@@ -1,0 +1,26 @@
+"""The Arrow schema of the records between the replay's stages (``engine.RECORD_SCHEMA`` as Arrow): pyarrow only,
+for the Python workers' functions (reads, folds, tasks)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = ["HEADERS_TYPE", "RECORD_ARROW_SCHEMA"]
+
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+RECORD_ARROW_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("timestamp", pa.int64()),
+        ("producer_sub", pa.int32()),
+        ("producer_part", pa.int32()),
+        ("kind", pa.string()),
+        ("headers", HEADERS_TYPE),
+    ]
+)
+"""``producer_*``: the task that wrote the record (-1: read from Kafka); ``kind``: ``source`` | ``sink`` |
+``repartition`` | ``changelog``; ``offset``: the position in the producer's sequence; ``headers`` null: none."""
