@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamapp.config import StreamsConfig
 from streamapp.dsl import KGroupedStream, KGroupedTable, KStream, KTable, StreamsBuilder
-from streamapp.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.dsl.cogrouped import CogroupedKStream
+from streamapp.dsl.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from streamapp.processor import Processor, ProcessorContext, PunctuationType, Record
 from streamapp.topology import TopologyDescription, TopologyError
 from streamapp.windowed import Windowed
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from streamapp.app import KafkaStreams
 
 __all__ = [
+    "CogroupedKStream",
+    "EmitStrategy",
     "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",

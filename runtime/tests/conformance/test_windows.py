@@ -11,23 +11,29 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp import StreamsBuilder
-from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.dsl.windowed import SessionWindowedKStream
+from streamapp.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from streamapp.windowed import Windowed
 
 from conformance import windows_functions as fn
-from conformance.harness import Engine, final_values
+from conformance.harness import DriverEngine, Engine, final_values
 
 SECOND = 1_000
 
 
-def readings_counted(windows: TimeWindows, *, suppressed: bool = False) -> StreamsBuilder:
+def readings_counted(
+    windows: TimeWindows, *, suppressed: bool = False, emit: EmitStrategy | None = None
+) -> StreamsBuilder:
     builder = StreamsBuilder()
-    counts = (
+    windowed = (
         builder.stream("readings", key_serde="string", value_serde="json", name="readings")
         .group_by_key()
         .windowed_by(windows)
-        .count(name="counts")
     )
+    if emit is not None:
+        assert not isinstance(windowed, SessionWindowedKStream)
+        windowed = windowed.emit_strategy(emit)
+    counts = windowed.count(name="counts")
     if suppressed:
         counts = counts.suppress(Suppressed.until_window_closes().with_name("final-counts"))
     counts.to_stream(name="count-changes").to("window-counts", name="window-counts-out")
@@ -253,4 +259,148 @@ def test_suppress_until_window_closes_with_a_strict_bound_holds_final_results_wi
         (window(0, key="a"), 2, 3 * SECOND),
         (window(0, key="b"), 1, 2 * SECOND),
         (window(5, key="a"), 1, 6 * SECOND),
+    ]
+
+
+# -- EmitStrategy (KIP-825) ---------------------------------------------------------------------------------------
+
+EMIT_ON_CLOSE_INPUTS = [
+    reading(1, "a"),
+    reading(2, "b"),
+    reading(3, "a"),
+    reading(6, "a"),  # close time 4 s: no window has closed
+    reading(4, "b"),
+    reading(7, "b"),  # close time 5 s: [0 s, 5 s) closes, both keys' final counts leave
+    reading(8, "a"),  # close time 6 s: no new window closed, nothing emitted
+    reading(2.5, "b"),  # late for the closed [0 s, 5 s): dropped, nothing emitted again
+    reading(12, "a"),  # close time 10 s: [5 s, 10 s) closes
+]
+EMIT_ON_CLOSE_FINALS = [
+    (window(0, key="a"), 2, 3 * SECOND),
+    (window(0, key="b"), 2, 4 * SECOND),
+    (window(5, key="a"), 2, 8 * SECOND),
+    (window(5, key="b"), 1, 7 * SECOND),
+]
+
+
+def test_emit_on_window_close_forwards_each_windows_final_count_once_by_start_then_key(engine: Engine) -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` (KIP-825,
+    ``AbstractKStreamTimeWindowAggregateProcessor``): nothing per update; after the record that moves
+    ``streamTime - grace`` past a window's end, its aggregate once as ``Change(agg, null)`` at the window's timestamp,
+    the windows of one emission by start then key (its time-ordered window store's ``fetchAll``); a late record is
+    dropped and emits nothing."""
+    emit = EmitStrategy.on_window_close()
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND), emit=emit)
+    out = engine.run(topology, EMIT_ON_CLOSE_INPUTS, ["window-counts"], compare=True)
+    assert out["window-counts"] == EMIT_ON_CLOSE_FINALS
+
+
+def test_emit_on_window_close_behind_the_default_record_cache_emits_the_same_final_counts(engine: Engine) -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` over a cached window store
+    (``TimeWindowedKStreamImpl`` keeps caching on; the aggregation sets no cache flush listener): the cache forwards
+    nothing when it flushes, and the emission reads the cache merged over the store (``CachingWindowStore.fetchAll``),
+    so Kafka's default cache on the broker gives the records the driver gives."""
+    emit = EmitStrategy.on_window_close()
+    topology = readings_counted(TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND), emit=emit)
+    out = engine.run(topology, EMIT_ON_CLOSE_INPUTS, ["window-counts"], KAFKA_DEFAULT_CACHE, compare=True)
+    assert out["window-counts"] == EMIT_ON_CLOSE_FINALS
+
+
+def test_emit_on_window_close_of_hopping_windows_emits_every_window_a_closing_step_passes(engine: Engine) -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()`` and hopping ``TimeWindows``: one
+    emission fetches the windows with ``lastEmitCloseTime - size < start <= closeTime - size`` (the range of
+    ``emitRangeLowerBound`` / ``emitRangeUpperBound``), by start then key; a close time that passes no window start
+    (``shouldRangeFetch``) emits nothing. The record at 21 s writes the window starting at 20 s, past which
+    ``[5 s, 15 s)`` is beyond the store's retention (size + grace): the emission still reads it, as the store deletes
+    it only at a later commit."""
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("payments", key_serde="string", value_serde="json", name="payments")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10 * SECOND).advance_by(5 * SECOND))
+    )
+    assert not isinstance(windowed, SessionWindowedKStream)
+    (
+        windowed.emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(fn.zero, fn.add_amount, name="totals", value_serde="long")
+        .to_stream(name="total-changes")
+        .to("totals", name="totals-out")
+    )
+    inputs = [
+        ("payments", "alice", {"amount": 3}, 6 * SECOND),
+        ("payments", "alice", {"amount": 4}, 12 * SECOND),  # closes [0 s, 10 s)
+        ("payments", "bob", {"amount": 5}, 13 * SECOND),  # no window start in (2 s, 3 s]: nothing
+        ("payments", "alice", {"amount": 1}, 21 * SECOND),  # closes [5 s, 15 s) and [10 s, 20 s)
+    ]
+    out = engine.run(builder, inputs, ["totals"], compare=True)
+    assert out["totals"] == [
+        (window(0, 10, "alice"), 3, 6 * SECOND),
+        (window(5, 10, "alice"), 7, 12 * SECOND),
+        (window(5, 10, "bob"), 5, 13 * SECOND),
+        (window(10, 10, "alice"), 4, 12 * SECOND),
+        (window(10, 10, "bob"), 5, 13 * SECOND),
+    ]
+
+
+def test_emit_on_window_update_is_the_default_every_update(engine: Engine) -> None:
+    """Kafka's ``EmitStrategy.onWindowUpdate()`` is ``KStreamWindowAggregate``'s default: naming it changes nothing
+    (the seed example's updates, with the late record's)."""
+    windows = TimeWindows.of_size_and_grace(5 * SECOND, 2 * SECOND)
+    topology = readings_counted(windows, emit=EmitStrategy.on_window_update())
+    out = engine.run(topology, SEED, ["window-counts"], compare=True)
+    assert (
+        out["window-counts"] == DriverEngine().run(readings_counted(windows), SEED, ["window-counts"])["window-counts"]
+    )
+
+
+def test_emit_on_window_close_of_sliding_windows_emits_each_window_once_its_inclusive_end_passed(
+    engine: Engine,
+) -> None:
+    """Kafka's ``KStreamSlidingWindowAggregate`` with ``EmitStrategy.onWindowClose()``: windows ``[s, s + d]`` whose
+    end is below ``streamTime - grace`` (``emitRangeUpperBound = closeTime - d - 1``), from the last emission's close
+    time - d, by start; a late record emits nothing. Behind Kafka's default record cache (no flush listener) the
+    emission reads the cache merged over the store, so the records are the same."""
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("readings", key_serde="string", value_serde="json", name="readings")
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_with_no_grace(10 * SECOND))
+    )
+    assert not isinstance(windowed, SessionWindowedKStream)
+    windowed.emit_strategy(EmitStrategy.on_window_close()).count(name="nearby").to_stream(name="nearby-changes").to(
+        "nearby", name="nearby-out"
+    )
+    inputs = [reading(20), reading(25), reading(40), reading(22), reading(60)]  # 22 s is late at stream time 40 s
+    out = engine.run(builder, inputs, ["nearby"], KAFKA_DEFAULT_CACHE, compare=True)  # the same with the cache
+    assert out["nearby"] == [
+        (window(10, 10), 1, 20 * SECOND),  # [10 s, 20 s], closed at 25 s
+        (window(15, 10), 2, 25 * SECOND),  # [15 s, 25 s] and the right window of 20 s, closed at 40 s
+        (Windowed("sensor", 20_001, 30_001), 1, 25 * SECOND),  # right window of 20 s: 25 s
+        (window(30, 10), 1, 40 * SECOND),  # closed at 60 s
+    ]
+
+
+def test_emit_on_window_close_of_sessions_emits_each_final_session_by_end_after_gap_and_grace(engine: Engine) -> None:
+    """Kafka's ``KStreamSessionWindowAggregate`` with ``EmitStrategy.onWindowClose()``: no tombstones or updates;
+    after each record (late ones too) the sessions with ``lastEmitCloseTime <= end < streamTime - grace - gap``, by
+    end then key (its time-ordered session store's ``findSessions(earliestEnd, latestEnd)``), at their end. Behind
+    Kafka's default record cache the emission reads the cache merged over the store: the same records."""
+    builder = StreamsBuilder()
+    windowed = (
+        builder.stream("clicks", key_serde="string", value_serde="string", name="clicks")
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5 * SECOND))
+    )
+    assert isinstance(windowed, SessionWindowedKStream)
+    windowed.emit_strategy(EmitStrategy.on_window_close()).count(name="per-session").to_stream(name="sessions").to(
+        "session-counts", name="session-counts-out"
+    )
+    seconds = [("u", 1), ("v", 2), ("u", 3), ("u", 10), ("u", 4), ("v", 12), ("u", 13), ("u", 30)]  # u@4 is late
+    inputs = [("clicks", key, "c", at * SECOND) for key, at in seconds]
+    out = engine.run(builder, inputs, ["session-counts"], KAFKA_DEFAULT_CACHE, compare=True)
+    assert out["session-counts"] == [
+        (Windowed("v", 2 * SECOND, 2 * SECOND), 1, 2 * SECOND),  # closed at 10 s (close time 5 s)
+        (Windowed("u", 1 * SECOND, 3 * SECOND), 2, 3 * SECOND),
+        (Windowed("v", 12 * SECOND, 12 * SECOND), 1, 12 * SECOND),  # closed at 30 s
+        (Windowed("u", 10 * SECOND, 13 * SECOND), 2, 13 * SECOND),
     ]

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from streamapp import StreamsBuilder
+from streamapp.dsl.windowed import SessionWindowedKStream
 from streamapp.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
-from streamapp.topology import TopologyError
+from streamapp.topology import TopologyDescription, TopologyError
 
 
 def longest(aggregate: str, value: str) -> str:
@@ -215,3 +216,37 @@ def test_until_window_closes_refuses_a_buffer_that_emits_early_and_bad_bounds_ar
         Suppressed.until_time_limit(-5, BufferConfig.unbounded())
     with pytest.raises(TypeError, match="expects a BufferConfig"):
         Suppressed.until_time_limit(5, 10)  # type: ignore[arg-type]
+
+
+def test_emit_strategy_on_window_close_is_recorded_on_the_aggregation_and_the_default_is_left_out() -> None:
+    """Kafka's ``TimeWindowedKStream.emitStrategy`` (KIP-825) returns the same windowed stream; the node records
+    ``emitStrategy: on_window_close``, and ``on_window_update`` (the default) records nothing."""
+    from streamapp import EmitStrategy
+
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", key_serde="string", value_serde="json", name="in").group_by_key()
+    windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(10, 5))
+    assert windowed.emit_strategy(EmitStrategy.on_window_close()) is windowed
+    windowed.count(name="final").to_stream(name="a").to("a", name="a-out")
+    other = grouped.windowed_by(TimeWindows.of_size_and_grace(10, 5))
+    assert not isinstance(other, SessionWindowedKStream)
+    other.emit_strategy(EmitStrategy.on_window_update()).count(name="every").to_stream(name="b").to("b", name="b-out")
+
+    desc = builder.build()
+
+    assert desc.to_dict()["nodes"][1]["emitStrategy"] == "on_window_close"
+    assert "emitStrategy" not in desc.to_dict()["nodes"][4]
+    assert TopologyDescription.from_dict(desc.to_dict()).to_dict() == desc.to_dict()  # what `topology export` writes
+
+
+def test_emit_strategy_takes_only_an_emit_strategy_and_sliding_windows_record_it_too() -> None:
+    from streamapp import EmitStrategy
+
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", key_serde="string", value_serde="json", name="in").group_by_key()
+    sliding = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
+    assert not isinstance(sliding, SessionWindowedKStream)
+    with pytest.raises(TypeError, match="emit_strategy expects"):
+        sliding.emit_strategy("on_window_close")  # type: ignore[arg-type]
+    sliding.emit_strategy(EmitStrategy.on_window_close()).count(name="near").to_stream(name="a").to("a", name="o")
+    assert builder.build().to_dict()["nodes"][1]["emitStrategy"] == "on_window_close"

@@ -41,6 +41,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def app_config(kafka: KafkaTestClient, application_id: str, workdir: Path) -> dict[str, Any]:
+    """The config of an instance of ``application_id`` on ``kafka``: 200 ms commits, state under ``workdir``, Kafka's
+    other defaults (the record cache on)."""
+    return {
+        "application.id": application_id,
+        "bootstrap.servers": kafka.bootstrap,
+        "commit.interval.ms": 200,
+        "state.dir": str(workdir / "state"),
+    }
+
+
+def recent_window_start(window_ms: int, seconds_ago: int = 120) -> int:
+    """A window start (epoch ms, a multiple of ``window_ms``) about ``seconds_ago`` back: records stamped from it are
+    recent enough that the broker keeps them."""
+    return (int(time.time() * 1000) - seconds_ago * 1000) // window_ms * window_ms
+
+
 def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.5) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

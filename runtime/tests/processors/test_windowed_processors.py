@@ -20,7 +20,7 @@ from streamapp.processors.windowed import (
 )
 from streamapp.serdes import serde_for
 from streamapp.state.caching_session_store import CachingSessionStore
-from streamapp.state.caching_window_store import CachingSlidingWindowStore
+from streamapp.state.caching_window_store import CachingSlidingWindowStore, CachingWindowStore
 from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.record_cache import ThreadCache
@@ -475,3 +475,71 @@ def test_a_strict_buffer_over_its_bound_fails_the_record_with_kafkas_message() -
     with pytest.raises(SuppressionBufferFullError, match=r"final buffer exceeded its max capacity. Currently \[2/1\]"):
         p.process("b", "v", 2000)
     assert out.records == []
+
+
+def test_emit_on_window_close_forwards_each_closed_window_once_and_no_update() -> None:
+    """Kafka's ``KStreamWindowAggregate`` with ``EmitStrategy.onWindowClose()``: updates are stored, not forwarded;
+    the record that moves ``streamTime - grace`` past window ends forwards those windows as ``Change(agg, None)`` at
+    their timestamps, by start then key, once; a close time passing no window start emits nothing and keeps the last
+    emission's close time."""
+    out, metrics = Collect(), ProcessorMetrics()
+    spec = WindowSpec(type="tumbling", size_ms=5000, grace_ms=1000)
+    store = WindowStore(logged(), STRING, LONG, retention_ms=60_000, window_size_ms=spec.size)
+    p = TimeWindowAggregateProcessor("count", store, spec, lambda: 0, count, [out], metrics, emit_on_close=True)
+    for key, ts in (("b", 1000), ("a", 2000), ("b", 3000), ("a", 5500)):
+        p.process(key, "v", ts)
+    assert out.records == []  # close time 4500: nothing closed
+    assert store.fetch("b", 0) is not None and store.fetch("b", 0).value == 2  # the store has every update
+
+    p.process("a", "v", 6000)  # close time 5000: [0, 5000) closes
+    assert out.records == [
+        (Windowed("a", 0, 5000), Change(1, None), 2000),
+        (Windowed("b", 0, 5000), Change(2, None), 3000),
+    ]
+    assert p.final_results is not None and p.final_results.last_close_time == 5000
+    p.process("a", "v", 8000)  # close time 7000: no window start in (0, 2000]
+    assert len(out.records) == 2 and p.final_results.last_close_time == 5000
+    p.process("b", "v", 4000)  # late: dropped, nothing emitted
+    p.process("a", "v", 11_000)  # close time 10_000: [5000, 10_000) closes
+    assert out.records[2:] == [(Windowed("a", 5000, 10_000), Change(3, None), 8000)]
+    assert metrics.dropped_records == 1
+
+
+def test_emit_on_window_close_behind_the_record_cache_forwards_nothing_when_the_cache_flushes() -> None:
+    """Kafka's ``AbstractKStreamTimeWindowAggregateProcessor`` sets no cache flush listener for ``ON_WINDOW_CLOSE``:
+    a flush writes the windows below (and so the changelog) and forwards nothing; emission reads the cache."""
+    out, metrics = Collect(), ProcessorMetrics()
+    spec = WindowSpec(type="tumbling", size_ms=5000, grace_ms=0)
+    below = WindowStore(logged(), STRING, LONG, retention_ms=60_000, window_size_ms=spec.size)
+    store = CachingWindowStore(below, ThreadCache(10 << 20), "0_0-store")
+    p = TimeWindowAggregateProcessor("count", store, spec, lambda: 0, count, [out], metrics, emit_on_close=True)
+    p.process("a", "v", 1000)
+    store.flush()
+    p.process("a", "v", 2000)  # dirty in the cache only
+    assert out.records == [] and below.fetch("a", 0).value == 1
+    p.process("b", "v", 5000)  # close time 5000: [0, 5000) closes, read through the cache
+    assert out.records == [(Windowed("a", 0, 5000), Change(2, None), 2000)]
+
+
+def test_emit_on_window_close_after_a_restart_does_not_emit_windows_closed_before_the_stores_stream_time() -> None:
+    """Kafka keeps the last emission's close time in the commit's metadata; the runtime derives a lower bound from
+    the restored store's stream time (largest window start written) minus grace: windows that ended by then were
+    emitted before that write was committed, and a new processor over the store does not emit them again."""
+    spec = WindowSpec(type="tumbling", size_ms=5000, grace_ms=0)
+    store = WindowStore(logged(), STRING, LONG, retention_ms=60_000, window_size_ms=spec.size)
+    before, after = Collect(), Collect()
+    first = TimeWindowAggregateProcessor(
+        "count", store, spec, lambda: 0, count, [before], ProcessorMetrics(), emit_on_close=True
+    )
+    for key, ts in (("a", 1000), ("b", 6000), ("a", 11_000)):
+        first.process(key, "v", ts)
+    assert [k for k, _, _ in before.records] == [Windowed("a", 0, 5000), Windowed("b", 5000, 10_000)]
+
+    second = TimeWindowAggregateProcessor(
+        "count", store, spec, lambda: 0, count, [after], ProcessorMetrics(), emit_on_close=True
+    )
+    second.process(
+        "c", "v", 16_000
+    )  # a fresh stream time: Kafka without metadata would emit [0, 5000) and [5000, ...) again
+
+    assert [k for k, _, _ in after.records] == [Windowed("a", 10_000, 15_000)]

@@ -124,6 +124,17 @@ def test_sliding_windows_or_a_sink_key_spark_cannot_write_keep_the_windowed_coun
         assert set(node_paths(description, CONFIG).values()) == {PATH_TASK}
 
 
+def test_a_windowed_count_that_emits_on_window_close_takes_the_task_path() -> None:
+    """Spark's fold gives every update; ``EmitStrategy.on_window_close()`` (KIP-825) forwards only final results, which
+    the runtime's processor emits in the task (docs/replay.md)."""
+    description = windowed_topology(TimeWindows.of_size_and_grace(60_000, 0))
+    document = description.to_dict()
+    document["nodes"][1]["emitStrategy"] = "on_window_close"
+    closing = TopologyDescription.from_dict(document)
+    assert native_windowed_count(closing, closing.subtopologies()[0], CONFIG) is None
+    assert set(node_paths(closing, CONFIG).values()) == {PATH_TASK}
+
+
 def test_classify_gives_counted_records_their_windows_and_the_runtimes_partition_of_each_windowed_key() -> None:
     windows = TimeWindows.of_size_and_grace(10, 5).advance_by(5)
     description = windowed_topology(windows)

@@ -157,3 +157,23 @@ def test_a_flushed_session_is_logged_at_its_writers_timestamp_and_forwarded_at_i
 
     assert [timestamp for _, _, timestamp in sessions.logged.producer.sent] == [9]
     assert sessions.forwarded == [(Windowed("a", 100, 105), 2, None, 105)]
+
+
+def test_fetch_all_by_end_merges_cached_sessions_and_deletes_over_the_stores_by_end_then_key_then_start() -> None:
+    """What an ``EmitStrategy.onWindowClose()`` session aggregation reads (Kafka's time-ordered session store's
+    ``findSessions(earliestEnd, latestEnd)``): flushed sessions from below, dirty ones and cached deletes from the
+    cache, by end, then key bytes, then start, in range."""
+    sessions = CachedSessions(ThreadCache(10 << 20))
+    sessions.click("b", 5)
+    sessions.click("a", 100)
+    sessions.click("c", 300)
+    sessions.commit()
+    sessions.click("a", 5)  # dirty, only in the cache
+    sessions.click("a", 108)  # merges [100, 100] into [100, 108]: a cached delete and a dirty session
+
+    assert sessions.store.fetch_all_by_end(0, 200) == [
+        (Windowed("a", 5, 5), 1),
+        (Windowed("b", 5, 5), 1),
+        (Windowed("a", 100, 108), 2),
+    ]
+    assert sessions.below.fetch_all_by_end(0, 200) == [(Windowed("b", 5, 5), 1), (Windowed("a", 100, 100), 1)]

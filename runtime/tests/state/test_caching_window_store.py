@@ -183,3 +183,28 @@ def test_a_mutable_aggregate_seeding_another_window_is_a_copy() -> None:
     aggregate = [1]
     assert store.detached(aggregate) == [1] and store.detached(aggregate) is not aggregate
     assert store.detached(7) == 7
+
+
+def test_fetch_all_by_start_merges_the_cached_windows_over_the_stores_by_start_then_key() -> None:
+    """What an ``EmitStrategy.onWindowClose()`` aggregation reads (Kafka's ``CachingWindowStore.fetchAll`` over its
+    time-ordered store): flushed windows from below, dirty ones from the cache, by start then key bytes, in range."""
+    windows = CachedWindows(ThreadCache(10 << 20))
+    windows.count("b", 0, 5)
+    windows.count("a", SIZE, SIZE + 1)
+    windows.store.flush()
+    windows.logged.commit()
+    windows.count("b", 0, 7)  # dirty: the cache's 2 replaces the store's 1
+    windows.count("a", 0, 3)  # only in the cache
+    windows.count("c", 2 * SIZE, 2 * SIZE)  # out of range
+
+    found = windows.store.fetch_all_by_start(0, SIZE)
+
+    assert found == [
+        (Windowed("a", 0, SIZE), WindowValue(1, 3)),
+        (Windowed("b", 0, SIZE), WindowValue(2, 7)),
+        (Windowed("a", SIZE, 2 * SIZE), WindowValue(1, SIZE + 1)),
+    ]
+    assert windows.below.fetch_all_by_start(0, SIZE) == [
+        (Windowed("b", 0, SIZE), WindowValue(1, 5)),
+        (Windowed("a", SIZE, 2 * SIZE), WindowValue(1, SIZE + 1)),
+    ]

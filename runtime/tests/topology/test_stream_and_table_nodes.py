@@ -245,3 +245,57 @@ def test_a_to_table_node_needs_its_input_partitioned_by_its_key_and_a_process_va
         TopologyDescription.from_dict(rekeyed)
     kept = stateful_after({"name": "p", "type": "process_values", "processor": f"{F}:RunningTotal"}, table)
     assert TopologyDescription.from_dict(kept).output_kinds()["t"] == "table"
+
+
+def test_a_cogroup_merge_reads_only_cogroup_aggregates_of_its_own_key_value_store() -> None:
+    """Kafka's ``CogroupedStreamAggregateBuilder``: the ``KTablePassThrough``'s parents are the cogroup's
+    ``KStreamAggregate``s, which share its store."""
+    doc: dict[str, Any] = {
+        "nodes": [
+            {"name": "a", "type": "source", "topics": ["a"], "keySerde": "string", "valueSerde": "json"},
+            {"name": "b", "type": "source", "topics": ["b"], "keySerde": "string", "valueSerde": "json"},
+            {
+                "name": "agg-a",
+                "type": "cogroup_aggregate",
+                "input": "a",
+                "store": "s",
+                "initializer": "m:i",
+                "aggregator": "m:a",
+            },
+            {
+                "name": "agg-b",
+                "type": "cogroup_aggregate",
+                "input": "b",
+                "store": "s",
+                "initializer": "m:i",
+                "aggregator": "m:b",
+            },
+            {"name": "merge", "type": "cogroup_merge", "inputs": ["agg-a", "agg-b"], "store": "s"},
+        ],
+        "stores": [{"name": "s", "type": "key_value", "keySerde": "string", "valueSerde": "json"}],
+    }
+    assert TopologyDescription.from_dict(doc).output_kinds()["merge"] == "table"
+    other = {**doc, "stores": [*doc["stores"], {"name": "t", "type": "key_value"}]}
+    other["nodes"] = [*doc["nodes"][:3], {**doc["nodes"][3], "store": "t"}, doc["nodes"][4]]
+    with pytest.raises(TopologyError, match="'merge': input 'agg-b' must be a cogroup_aggregate node of store 's'"):
+        TopologyDescription.from_dict(other)
+    windowed = {**doc, "stores": [{"name": "s", "type": "window", "retentionMs": 10, "windowSizeMs": 10}]}
+    windows = {"type": "tumbling", "sizeMs": 10}
+    windowed["nodes"] = [
+        *doc["nodes"][:2],
+        *({**node, "type": "windowed_aggregate", "windows": windows} for node in doc["nodes"][2:4]),
+        doc["nodes"][4],
+    ]
+    assert TopologyDescription.from_dict(windowed).output_kinds()["merge"] == "table"
+    closing = {
+        **windowed,
+        "nodes": [*windowed["nodes"][:2], {**windowed["nodes"][2], "emitStrategy": "on_window_close"}],
+    }
+    closing["nodes"] += windowed["nodes"][3:]
+    with pytest.raises(TopologyError, match="input 'agg-a': a cogroup takes no emitStrategy"):
+        TopologyDescription.from_dict(closing)
+    windowed["nodes"][3] = {**windowed["nodes"][3], "windows": {"type": "tumbling", "sizeMs": 20}}
+    windowed["stores"] = [*windowed["stores"], {"name": "t", "type": "window", "retentionMs": 20, "windowSizeMs": 20}]
+    windowed["nodes"][3]["store"] = "t"
+    with pytest.raises(TopologyError, match="input 'agg-b' must be a windowed_aggregate node of store 's'"):
+        TopologyDescription.from_dict(windowed)

@@ -186,3 +186,15 @@ def test_suppress_until_time_limit_needs_no_windowed_aggregation_upstream() -> N
         doc["stores"][1]["keySerde"] = "string"
 
     assert TopologyDescription.from_dict(changed(count_instead)).node("final").until == "time_limit"
+
+
+def test_emit_strategy_round_trips_and_is_left_out_by_default() -> None:
+    """``emitStrategy`` (Kafka's ``EmitStrategy``, KIP-825) is left out by default, kept when set, refused when
+    unknown."""
+    assert "emitStrategy" not in TopologyDescription.from_dict(DOC).to_dict()["nodes"][1]
+    closing = changed(lambda doc: doc["nodes"][1].update(emitStrategy="on_window_close"))
+    desc = TopologyDescription.from_yaml(TopologyDescription.from_dict(closing).to_yaml())
+    assert desc.to_dict()["nodes"][1]["emitStrategy"] == "on_window_close"
+    assert desc.node("counts").emits_on_window_close  # type: ignore[attr-defined]
+    with pytest.raises(TopologyError, match="emitStrategy"):
+        TopologyDescription.from_dict(changed(lambda doc: doc["nodes"][1].update(emitStrategy="on_window_end")))

@@ -219,6 +219,13 @@ class StreamsBuilder:
         self._steps.append(_Step(type=node_type, name=node_name, params=params))
         return node_name
 
+    def _add_repartition(self, name: str, upstream: str, key_serde: str, value_serde: str) -> str:
+        """Record a ``repartition`` node ``name`` (topic ``<applicationId>-<name>-repartition``) reading ``upstream``,
+        as the DSL puts one in front of a grouping or a join whose key changed; returns its name."""
+        return self._add(
+            "repartition", name, "KSTREAM-REPARTITION-", input=upstream, key_serde=key_serde, value_serde=value_serde
+        )
+
     def _add_store(self, name: str, key_serde: str, value_serde: str, **spec: Any) -> None:
         """Declare store ``name`` (``spec``: more ``StoreSpec`` fields, e.g. ``type``, snake_case)."""
         check_name("store", name)

@@ -8,10 +8,11 @@ from streamapp.dsl.builder import StreamsBuilder, UserFunction
 from streamapp.dsl.tables import KTable
 
 if TYPE_CHECKING:
+    from streamapp.dsl.cogrouped import CogroupedKStream
     from streamapp.dsl.windowed import SessionWindowedKStream, TimeWindowedKStream
     from streamapp.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
-__all__ = ["KGroupedStream", "KGroupedTable", "add_aggregation"]
+__all__ = ["KGroupedStream", "KGroupedTable", "add_aggregation", "aggregation_store"]
 
 
 def add_aggregation(
@@ -36,26 +37,24 @@ def add_aggregation(
     ``repartition_needed`` a repartition node comes first, named ``repartition`` (Kafka's ``Grouped.as``)
     or after the store, so its topic is ``<applicationId>-<that name>-repartition``.
     """
+    store_name = aggregation_store(builder, name, store, "KSTREAM-AGGREGATE-STATE-STORE-")
+    builder._add_store(store_name, key_serde, value_serde)
+    if repartition_needed:
+        upstream = builder._add_repartition(repartition or store_name, upstream, key_serde, input_value_serde)
+    node = builder._add(node_type, name, prefix, input=upstream, store=store_name, **functions)
+    return KTable(builder, node, key_serde=key_serde, value_serde=value_serde)
+
+
+def aggregation_store(builder: StreamsBuilder, name: str | None, store: str | None, prefix: str) -> str:
+    """The store of an aggregation: ``store``, else ``<name>-store``, else Kafka's generated ``<prefix><n>``; claims
+    ``name`` first (TopologyError when a node has it)."""
     if name is not None:
         builder._claim(name)
     if store is not None:
-        store_name = store
-    elif name is not None:
-        store_name = f"{name}-store"
-    else:
-        store_name = builder._new_name("KSTREAM-AGGREGATE-STATE-STORE-")
-    builder._add_store(store_name, key_serde, value_serde)
-    if repartition_needed:
-        upstream = builder._add(
-            "repartition",
-            repartition or store_name,
-            "KSTREAM-REPARTITION-",
-            input=upstream,
-            key_serde=key_serde,
-            value_serde=input_value_serde,
-        )
-    node = builder._add(node_type, name, prefix, input=upstream, store=store_name, **functions)
-    return KTable(builder, node, key_serde=key_serde, value_serde=value_serde)
+        return store
+    if name is not None:
+        return f"{name}-store"
+    return builder._new_name(prefix)
 
 
 class KGroupedStream:
@@ -124,6 +123,14 @@ class KGroupedStream:
             prefix=prefix,
             **functions,
         )
+
+    def cogroup(self, aggregator: UserFunction) -> CogroupedKStream:
+        """Start a cogroup of this grouped stream with ``aggregator(key, value, aggregate) -> aggregate`` (Kafka's
+        ``KGroupedStream.cogroup``, KIP-150); add other grouped streams with ``.cogroup(grouped, aggregator)`` and
+        finish with ``.aggregate(initializer, ...)`` (``streamapp.dsl.cogrouped``)."""
+        from streamapp.dsl.cogrouped import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
 
     def windowed_by(
         self, windows: TimeWindows | SlidingWindows | SessionWindows

@@ -257,14 +257,7 @@ def _repartitioned(stream: KStream, repartition_name: str) -> str:
     """The node to join from: ``stream`` itself, or a repartition of it when its key changed."""
     if not stream.key_changed:
         return stream.node
-    return stream._builder._add(
-        "repartition",
-        repartition_name,
-        "KSTREAM-REPARTITION-",
-        input=stream.node,
-        key_serde=stream.key_serde,
-        value_serde=stream.value_serde,
-    )
+    return stream._builder._add_repartition(repartition_name, stream.node, stream.key_serde, stream.value_serde)
 
 
 def _add_join_window_store(

@@ -14,28 +14,69 @@ TopologyError otherwise, as for every DSL step).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from streamapp.dsl.builder import StreamsBuilder, UserFunction
-from streamapp.dsl.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from streamapp.dsl.grouped import aggregation_store
+from streamapp.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from streamapp.topology.windows import WindowSpec
 
 if TYPE_CHECKING:
     from streamapp.dsl.grouped import KGroupedStream
     from streamapp.dsl.tables import KTable
 
-__all__ = ["SessionWindowedKStream", "TimeWindowedKStream", "suppress", "windowed_by"]
+__all__ = [
+    "SessionWindowedKStream",
+    "TimeWindowedKStream",
+    "add_window_store",
+    "suppress",
+    "window_spec",
+    "windowed_by",
+    "windowed_key_serde",
+]
+
+
+def add_window_store(
+    builder: StreamsBuilder, name: str, spec: WindowSpec, key_serde: str, value_serde: str, retention_ms: int | None
+) -> None:
+    """Declare the ``window`` (``session``) store ``name`` of an aggregation over ``spec``: retention
+    ``retention_ms``, by default Kafka's ``spec.min_retention_ms()`` (ValueError when smaller), window size the
+    window's."""
+    minimum = spec.min_retention_ms()
+    if retention_ms is not None and retention_ms < minimum:
+        raise ValueError(f"retention ({retention_ms} ms) must be at least the window's size plus grace ({minimum} ms)")
+    builder._add_store(name, key_serde, value_serde)
+    extra: dict[str, Any] = {
+        "type": spec.store_type(),
+        "retention_ms": minimum if retention_ms is None else retention_ms,
+    }
+    if spec.type != "session":
+        extra["window_size_ms"] = spec.size
+    builder._stores[-1].update(extra)
+
+
+def windowed_key_serde(spec: WindowSpec, key_serde: str) -> str:
+    """The key serde of a windowed table: ``session_windowed:<key serde>`` or ``windowed:<key serde>:<size>``."""
+    if spec.type == "session":
+        return f"session_windowed:{key_serde}"
+    return f"windowed:{key_serde}:{spec.size}"
 
 
 def windowed_by(
     grouped: KGroupedStream, windows: TimeWindows | SlidingWindows | SessionWindows
 ) -> TimeWindowedKStream | SessionWindowedKStream:
     """``KGroupedStream.windowed_by``: the grouped stream cut into ``windows``."""
-    if isinstance(windows, SessionWindows):
-        return SessionWindowedKStream(grouped, windows.spec())
-    if isinstance(windows, TimeWindows | SlidingWindows):
-        return TimeWindowedKStream(grouped, windows.spec())
-    raise TypeError(f"windowed_by expects TimeWindows, SlidingWindows or SessionWindows, got {type(windows).__name__}")
+    spec = window_spec(windows)
+    return SessionWindowedKStream(grouped, spec) if spec.type == "session" else TimeWindowedKStream(grouped, spec)
+
+
+def window_spec(windows: TimeWindows | SlidingWindows | SessionWindows) -> WindowSpec:
+    """The spec of what ``windowed_by`` takes; TypeError for anything else."""
+    if not isinstance(windows, TimeWindows | SlidingWindows | SessionWindows):
+        raise TypeError(
+            f"windowed_by expects TimeWindows, SlidingWindows or SessionWindows, got {type(windows).__name__}"
+        )
+    return windows.spec()
 
 
 class _WindowedKStream:
@@ -47,6 +88,7 @@ class _WindowedKStream:
         self.spec = spec
         self.key_serde = grouped.key_serde
         self.value_serde = grouped.value_serde
+        self._emit_strategy: str | None = None
 
     def _aggregation(
         self,
@@ -62,43 +104,30 @@ class _WindowedKStream:
         from streamapp.dsl.tables import KTable
 
         builder = self._builder
-        if name is not None:
-            builder._claim(name)
-        store_name = store or (f"{name}-store" if name is not None else builder._new_name(prefix + "STATE-STORE-"))
-        retention = self._retention(retention_ms)
-        builder._add_store(store_name, self.key_serde, value_serde)
-        extra: dict[str, Any] = {"type": self.spec.store_type(), "retention_ms": retention}
-        if self.spec.type != "session":
-            extra["window_size_ms"] = self.spec.size
-        builder._stores[-1].update(extra)
+        store_name = aggregation_store(builder, name, store, prefix + "STATE-STORE-")
+        add_window_store(builder, store_name, self.spec, self.key_serde, value_serde, retention_ms)
         upstream = self._grouped._node
         if self._grouped._key_changed:
-            upstream = builder._add(
-                "repartition",
-                self._grouped._name or store_name,
-                "KSTREAM-REPARTITION-",
-                input=upstream,
-                key_serde=self.key_serde,
-                value_serde=self.value_serde,
+            upstream = builder._add_repartition(
+                self._grouped._name or store_name, upstream, self.key_serde, self.value_serde
             )
         windows = self.spec.model_dump(exclude_none=True)
+        if self._emit_strategy is not None:
+            functions = {**functions, "emit_strategy": self._emit_strategy}
         node = builder._add(node_type, name, prefix, input=upstream, store=store_name, windows=windows, **functions)
-        return KTable(builder, node, key_serde=self._windowed_key_serde(), value_serde=value_serde)
+        return KTable(builder, node, key_serde=windowed_key_serde(self.spec, self.key_serde), value_serde=value_serde)
 
-    def _retention(self, retention_ms: int | None) -> int:
-        minimum = self.spec.min_retention_ms()
-        if retention_ms is None:
-            return minimum
-        if retention_ms < minimum:
-            raise ValueError(
-                f"retention ({retention_ms} ms) must be at least the window's size plus grace ({minimum} ms)"
+    def emit_strategy(self, strategy: EmitStrategy) -> Self:
+        """When the aggregation that follows forwards its results (Kafka's ``TimeWindowedKStream.emitStrategy`` /
+        ``SessionWindowedKStream.emitStrategy``, KIP-825): ``EmitStrategy.on_window_update()`` (the default) or
+        ``EmitStrategy.on_window_close()``, each window's (session's) final result once. Returns this stream, as Kafka
+        does; the node records ``emitStrategy`` unless it is the default."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(
+                f"emit_strategy expects EmitStrategy.on_window_close() or .on_window_update(), got {strategy!r}"
             )
-        return retention_ms
-
-    def _windowed_key_serde(self) -> str:
-        if self.spec.type == "session":
-            return f"session_windowed:{self.key_serde}"
-        return f"windowed:{self.key_serde}:{self.spec.size}"
+        self._emit_strategy = None if strategy.type == "on_window_update" else strategy.type
+        return self
 
     def count(self, *, name: str | None = None, store: str | None = None, retention_ms: int | None = None) -> KTable:
         """Records per key and window (a session for session windows; ``long`` values)."""

@@ -1,5 +1,6 @@
 """Window and suppression builders of the DSL: Kafka Streams' ``TimeWindows``, ``SlidingWindows``,
-``SessionWindows``, ``JoinWindows``, ``Suppressed`` and its ``BufferConfig``, with snake_case names.
+``SessionWindows``, ``JoinWindows``, ``Suppressed`` and its ``BufferConfig``, and ``EmitStrategy``, with snake_case
+names.
 
 Durations are ``int`` milliseconds or ``datetime.timedelta``. Each builder is immutable and turns into the
 topology description's model with ``spec()`` (``streamapp.topology.windows``). Invalid arguments raise
@@ -24,6 +25,7 @@ from streamapp.topology.windows import JoinWindowsSpec, WindowSpec
 __all__ = [
     "BufferConfig",
     "Duration",
+    "EmitStrategy",
     "JoinWindows",
     "SessionWindows",
     "SlidingWindows",
@@ -105,6 +107,31 @@ class TimeWindows:
         if self.advance_ms == self.size_ms:
             return _spec(type="tumbling", size_ms=self.size_ms, grace_ms=self.grace_ms)
         return _spec(type="hopping", size_ms=self.size_ms, advance_ms=self.advance_ms, grace_ms=self.grace_ms)
+
+
+@dataclass(frozen=True)
+class EmitStrategy:
+    """When a windowed aggregation forwards its results (Kafka's ``EmitStrategy``, KIP-825), for
+    ``TimeWindowedKStream.emit_strategy``.
+
+    ``on_window_update()`` (the default): every update of a window, as it happens (behind the record cache, when
+    the cache flushes it). ``on_window_close()``: each window's final aggregate once, when stream time passes the
+    window's end plus its grace; the window store is still written per update (Kafka's ``KStreamWindowAggregate``
+    with ``StrategyType.ON_WINDOW_CLOSE``; ``KStreamSlidingWindowAggregate`` / ``KStreamSessionWindowAggregate``),
+    for ``TimeWindowedKStream`` and ``SessionWindowedKStream``.
+    """
+
+    type: str
+
+    @classmethod
+    def on_window_update(cls) -> EmitStrategy:
+        """Forward every update of a window (Kafka's ``EmitStrategy.onWindowUpdate()``)."""
+        return cls("on_window_update")
+
+    @classmethod
+    def on_window_close(cls) -> EmitStrategy:
+        """Forward each window's final result once, after its grace (Kafka's ``EmitStrategy.onWindowClose()``)."""
+        return cls("on_window_close")
 
 
 @dataclass(frozen=True)

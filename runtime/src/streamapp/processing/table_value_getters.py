@@ -14,9 +14,9 @@ latest counts, with two stream threads). ``join_table_view`` gives such a join a
 the table's value getter; the copy is still written (its store and changelog stay as they were).
 
 A getter exists for a table whose value comes from a cached key-value store of the task, directly (``table``,
-``to_table``, ``count``, ``reduce``, ``aggregate``) or through ``filter`` / ``filter_not`` / ``map_values`` of such a
-table. Any other table (a table-table join, a suppressed table, or any table while the cache is off) keeps the join's
-copy, which is current whenever no cache lies between the two.
+``to_table``, ``count``, ``reduce``, ``aggregate``, a cogroup's ``cogroup_merge``) or through ``filter`` /
+``filter_not`` / ``map_values`` of such a table. Any other table (a table-table join, a suppressed table, or any
+table while the cache is off) keeps the join's copy, which is current whenever no cache lies between the two.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 from streamapp.serdes import Serde
 from streamapp.state.stores import BytesKeyValueStore, TypedKeyValueStore
 from streamapp.topology import TopologyDescription
-from streamapp.topology.nodes.aggregate import AggregateNode, CountNode, ReduceNode
+from streamapp.topology.nodes.aggregate import AggregateNode, CogroupMergeNode, CountNode, ReduceNode
 from streamapp.topology.nodes.io import TableSourceNode, ToTableNode
 from streamapp.topology.nodes.joins import StreamTableJoinNode
 from streamapp.topology.nodes.stateless import FilterNode, FilterNotNode, MapValuesNode
@@ -37,7 +37,7 @@ __all__ = ["JoinTableView", "ValueGetter", "join_tables", "table_value_getter"]
 ValueGetter = Callable[[Any], Any]
 """``get(key) -> value`` of a table (``None``: no value for the key), Kafka's ``KTableValueGetter.get``."""
 
-_MATERIALIZED = (TableSourceNode, ToTableNode, CountNode, ReduceNode, AggregateNode)
+_MATERIALIZED = (TableSourceNode, ToTableNode, CountNode, ReduceNode, AggregateNode, CogroupMergeNode)
 
 
 def join_tables(description: TopologyDescription, nodes: list[str]) -> dict[str, str]:
@@ -60,6 +60,8 @@ def table_value_getter(
     module docstring), else ``None``. ``store`` is the task's typed store by name (a cached store reads its cache
     first); ``functions`` the resolved user functions by node and parameter."""
     node = description.node(table)
+    if isinstance(node, CogroupMergeNode) and description.store(node.store).type != "key_value":
+        return None  # a windowed cogroup's table
     if isinstance(node, _MATERIALIZED):
         typed = store(node.store)
         return typed.get if typed.cached else None

@@ -10,6 +10,10 @@ repartition upstream when the key changed), so each key's aggregate lives in exa
 
 - Grouped stream (Kafka's ``KStreamAggregate`` / ``KStreamReduce``): a record with a null key or a null
   value is skipped, counted in the dropped-records metric (``null_key_or_value``) and logged, rate-limited.
+- Cogroup (KIP-150, ``CogroupedStreamAggregateBuilder``): each ``cogroup_aggregate`` is a ``KStreamAggregate`` with
+  its input's aggregator over the store all of them share; ``cogroup_merge`` passes their updates on
+  (``KTablePassThrough``). Behind the record cache each aggregate's flush listener is the cache's one listener of
+  that store (the last set wins; all of them forward to the merge node), as in Kafka.
 - Grouped table (``KTableAggregate`` / ``KTableReduce``): the input is ``Change(new, old)`` re-keyed by a
   table's ``group_by``; the old value is subtracted first (when there is an aggregate), then the new value
   added. A null key is an error (a table key is never null).
@@ -43,6 +47,7 @@ from streamapp.processors.base import (
     BuildContext,
     Change,
     FamilyBuilders,
+    ForwardProcessor,
     Processor,
     ProcessorMetrics,
     forward_on_flush,
@@ -50,7 +55,14 @@ from streamapp.processors.base import (
 )
 from streamapp.serdes import SerdeError
 from streamapp.state.stores import TypedKeyValueStore
-from streamapp.topology.nodes.aggregate import AggregateNode, CountNode, GroupByNode, ReduceNode
+from streamapp.topology.nodes.aggregate import (
+    AggregateNode,
+    CogroupAggregateNode,
+    CogroupMergeNode,
+    CountNode,
+    GroupByNode,
+    ReduceNode,
+)
 from streamapp.topology.nodes.base import NodeBase
 
 __all__ = [
@@ -337,3 +349,18 @@ def build_aggregate(node: AggregateNode, children: Sequence[Processor], ctx: Bui
         return TableAggregateProcessor(store, initializer, adder, subtractor, children, node=node.name)
     aggregator = ctx.function(node.name, "aggregator")
     return StreamAggregateProcessor(store, initializer, aggregator, children, ctx.metrics, node=node.name)
+
+
+@BUILDERS.builds(CogroupAggregateNode)
+def build_cogroup_aggregate(node: CogroupAggregateNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """One input of a cogroup: Kafka's ``KStreamAggregate`` with this input's aggregator over the shared store."""
+    initializer, aggregator = ctx.function(node.name, "initializer"), ctx.function(node.name, "aggregator")
+    return StreamAggregateProcessor(
+        ctx.store(node.store), initializer, aggregator, children, ctx.metrics, node=node.name
+    )
+
+
+@BUILDERS.builds(CogroupMergeNode)
+def build_cogroup_merge(node: CogroupMergeNode, children: Sequence[Processor], ctx: BuildContext) -> Processor:
+    """The cogroup's table passes every update of its aggregations on (Kafka's ``KTablePassThrough``)."""
+    return ForwardProcessor(children)

@@ -36,6 +36,7 @@ __all__ = [
     "BuildContext",
     "Change",
     "FamilyBuilders",
+    "ForwardProcessor",
     "Processor",
     "ProcessorBuilder",
     "ProcessorMetrics",
@@ -65,6 +66,18 @@ class Processor(Protocol):
     """One node of a task's processor graph."""
 
     def process(self, key: Any, value: Any, timestamp: int) -> None: ...
+
+
+class ForwardProcessor:
+    """Forwards every record unchanged (Kafka's ``KStreamPassThrough`` of ``merge``, ``KTablePassThrough`` of a
+    cogroup)."""
+
+    def __init__(self, children: Sequence[Processor]) -> None:
+        self._children = tuple(children)
+
+    def process(self, key: Any, value: Any, timestamp: int) -> None:
+        for child in self._children:
+            child.process(key, value, timestamp)
 
 
 def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor], node: str = "") -> bool:

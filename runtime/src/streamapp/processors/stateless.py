@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, ForwardProcessor, Processor
 from streamapp.topology.nodes.stateless import (
     BranchNode,
     FilterNode,
@@ -148,17 +148,6 @@ class SelectKeyProcessor:
         new_key = self._mapper(key, value)
         for child in self._children:
             child.process(new_key, value, timestamp)
-
-
-class ForwardProcessor:
-    """Forwards every record unchanged (``merge``: Kafka's ``KStreamPassThrough``)."""
-
-    def __init__(self, children: Sequence[Processor]) -> None:
-        self._children = tuple(children)
-
-    def process(self, key: Any, value: Any, timestamp: int) -> None:
-        for child in self._children:
-            child.process(key, value, timestamp)
 
 
 class ToStreamProcessor:

@@ -9,8 +9,8 @@ The **keyed count** of a stream read from one external topic (``native_count``, 
     source(topic, keySerde string|bytes, no timestampExtractor) -> count(key_value store) -> to_stream
         -> sink(fixed topic, the source's key serde, value serde json|long)
 
-The **windowed count** of a stream read from one external topic, tumbling or hopping windows
-(``native_windowed_count``, ``NativeWindowedCount``)::
+The **windowed count** of a stream read from one external topic, tumbling or hopping windows, emitting every update
+(``native_windowed_count``, ``NativeWindowedCount``; ``emitStrategy: on_window_close`` runs through the task)::
 
     source(topic, keySerde string|bytes, no timestampExtractor) -> windowed_count(window store) -> to_stream
         -> sink(fixed topic, keySerde windowed:<the source's key serde>[:size], value serde json|long)
@@ -170,8 +170,8 @@ def native_windowed_count(
     if shape is None:
         return None
     source, count, sink = shape
-    if not count.windows.is_time_window:
-        return None
+    if not count.windows.is_time_window or count.emits_on_window_close:
+        return None  # final results only (EmitStrategy.onWindowClose) run through the task
     store = description.store(count.store)
     kind, _, inner = (sink.key_serde or "").partition(":")
     serdes_ok = (

@@ -111,6 +111,33 @@ class CachingWindowStore(CachedStore):
         value = entry[0][_VALUE]
         return None if value is None else WindowValue(value, entry[1])
 
+    def stream_time(self) -> int:
+        """The store below's stream time (ms, -1 when empty): the largest window start flushed to it."""
+        return self.below.stream_time()
+
+    def fetch_all_by_start(self, time_from: int, time_to: int) -> list[tuple[Windowed, WindowValue]]:
+        """``WindowStore.fetch_all_by_start`` with the cache merged over the store below: a window waiting in the
+        cache replaces the store's, a cached delete hides it (Kafka's ``CachingWindowStore.fetchAll`` merges its
+        cache into the store's range). Only dirty entries can differ from the store below."""
+        merged = {
+            store_key: (store_key[:-_SUFFIX], window, value)
+            for store_key, window, value in self.below.raw_fetch_all_by_start(time_from, time_to)
+        }
+        cache = self._cache
+        for store_key in list(cache.dirty_keys()):
+            entry = cache.get(store_key)  # a use, as Kafka's cache range iterator's reads are
+            assert entry is not None
+            new, _, key, raw_key, start = entry[0]
+            if not time_from <= start <= time_to:
+                continue
+            if new is None:
+                merged.pop(store_key, None)
+            else:
+                window = Windowed(key, start, start + self.window_size_ms)
+                merged[store_key] = (raw_key, window, WindowValue(new, entry[1]))
+        ordered = sorted(merged.values(), key=lambda item: (item[1].start, item[0]))
+        return [(window, value) for _, window, value in ordered]
+
     def put(self, key: Any, value: Any, window_start: int, timestamp: int) -> None:
         """Cache ``value`` (its timestamp ``timestamp``, ms) for ``key``'s window at ``window_start`` as a dirty
         entry; ``None`` deletes the window when flushed."""

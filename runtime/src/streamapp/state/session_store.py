@@ -141,6 +141,27 @@ class SessionStore:
         raw = self._store.get(raw_key + _END_START.pack(end, start))
         return self._value_serde.deserialize(raw)
 
+    def fetch_all_by_end(self, earliest_end: int, latest_end: int) -> list[tuple[Windowed, Any]]:
+        """Every session the store holds with ``earliest_end <= end <= latest_end``, by end, then serialized key,
+        then start: the order of Kafka's time-ordered session store (``TimeFirstSessionKeySchema``, what an
+        ``EmitStrategy.onWindowClose()`` session aggregation's ``findSessions(earliestEnd, latestEnd)`` reads). Like
+        ``WindowStore.fetch_all_by_start`` it also returns sessions past retention not deleted yet: with the default
+        retention (gap + grace) a session closes exactly when it expires. One scan of the store."""
+        return [(session, value) for _, session, value in self.raw_fetch_all_by_end(earliest_end, latest_end)]
+
+    def raw_fetch_all_by_end(self, earliest_end: int, latest_end: int) -> list[tuple[bytes, Windowed, Any]]:
+        """``fetch_all_by_end`` with each session's store key (``key bytes + end + start``)."""
+        found: list[tuple[int, bytes, int, bytes, Any]] = []
+        for store_key, raw in self._reader.all():
+            end, start = _END_START.unpack_from(store_key, len(store_key) - _SUFFIX)
+            if earliest_end <= end <= latest_end:
+                found.append((end, store_key[:-_SUFFIX], start, store_key, raw))
+        found.sort(key=lambda entry: entry[:3])
+        return [
+            (store_key, Windowed(self._key_serde.deserialize(raw_key), start, end), self._value_serde.deserialize(raw))
+            for end, raw_key, start, store_key, raw in found
+        ]
+
     def all(self) -> list[tuple[Windowed, Any]]:
         """Every live session, by serialized key then end then start (tests, interactive queries)."""
         first_live = self._first_live_end()

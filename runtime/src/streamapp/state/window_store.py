@@ -324,6 +324,27 @@ class WindowStore:
         """Every live window with ``time_from <= start <= time_to``, by serialized key then start."""
         return [(w, v) for w, v in self.all() if time_from <= w.start <= time_to]
 
+    def fetch_all_by_start(self, time_from: int, time_to: int) -> list[tuple[Windowed, WindowValue]]:
+        """Every window the store holds with ``time_from <= start <= time_to``, by start then serialized key: the
+        order of Kafka's time-ordered window store (``RocksDbIndexedTimeOrderedWindowBytesStoreSupplier``, what an
+        ``EmitStrategy.onWindowClose()`` aggregation's ``fetchAll`` reads). Unlike the other reads it also returns
+        windows past retention that the store has not deleted yet (deletion waits for a committed stream time that
+        expires them, so a window closed by the record being processed is still there), as a segmented store's
+        range over whole segments does. One scan of the store."""
+        return [(window, value) for _, window, value in self.raw_fetch_all_by_start(time_from, time_to)]
+
+    def raw_fetch_all_by_start(self, time_from: int, time_to: int) -> list[tuple[bytes, Windowed, WindowValue]]:
+        """``fetch_all_by_start`` with each window's store key (``key bytes + start + seqnum``)."""
+        found: list[tuple[int, bytes, Windowed, WindowValue]] = []
+        for store_key, raw in self._reader.all():
+            start, _ = _START_SEQ.unpack_from(store_key, len(store_key) - _SUFFIX)
+            if time_from <= start <= time_to:
+                raw_key = store_key[:-_SUFFIX]
+                window = Windowed(self._key_serde.deserialize(raw_key), start, start + self.window_size_ms)
+                found.append((start, store_key, window, self._decode_value(raw)))
+        found.sort(key=lambda entry: (entry[0], entry[1][:-_SUFFIX]))
+        return [(store_key, window, value) for _, store_key, window, value in found]
+
     def all(self) -> list[tuple[Windowed, WindowValue]]:
         """Every live window, by serialized key then start (for tests and interactive queries)."""
         first_live = self._first_live_start()

@@ -20,7 +20,17 @@ __all__ = [
 ]
 
 TIMESTAMPED_NODE_TYPES = frozenset(
-    {"table", "to_table", "count", "reduce", "aggregate", "stream_table_join", "table_table_join"}
+    {
+        "table",
+        "to_table",
+        "count",
+        "reduce",
+        "aggregate",
+        "cogroup_aggregate",
+        "cogroup_merge",
+        "stream_table_join",
+        "table_table_join",
+    }
 )
 """Node types whose ``key_value`` stores keep each value's timestamp (Kafka's DSL materializes KTables and
 aggregations in timestamped key-value stores, KIP-258)."""
@@ -71,7 +81,9 @@ class StoreSpec(DescriptionModel):
         return self
 
 
-CACHED_NODE_TYPES = frozenset({"table", "to_table", "count", "reduce", "aggregate"})
+CACHED_NODE_TYPES = frozenset(
+    {"table", "to_table", "count", "reduce", "aggregate", "cogroup_aggregate", "cogroup_merge"}
+)
 """Node types whose ``key_value`` stores go through the record cache when it is on (Kafka's materialized KTables
 and aggregations are cached by default; join and Processor API stores are not)."""
 

@@ -78,12 +78,21 @@ def build_windowed_aggregation(
             merger,
             children,
             ctx.metrics,
-        )
-    if windows.type == "sliding":
-        sliding = ctx.cached_window_store(node.store)
-        assert not isinstance(sliding, CachingWindowStore) or isinstance(sliding, CachingSlidingWindowStore)
-        return SlidingWindowAggregateProcessor(
-            node.name, sliding, windows, initializer, aggregator, children, ctx.metrics
+            emit_on_close=node.emits_on_window_close,
         )
     store = ctx.cached_window_store(node.store)
-    return TimeWindowAggregateProcessor(node.name, store, windows, initializer, aggregator, children, ctx.metrics)
+    if windows.type == "sliding":
+        assert not isinstance(store, CachingWindowStore) or isinstance(store, CachingSlidingWindowStore)
+        kind: type[SlidingWindowAggregateProcessor | TimeWindowAggregateProcessor] = SlidingWindowAggregateProcessor
+    else:
+        kind = TimeWindowAggregateProcessor
+    return kind(
+        node.name,
+        store,  # type: ignore[arg-type]
+        windows,
+        initializer,
+        aggregator,
+        children,
+        ctx.metrics,
+        emit_on_close=node.emits_on_window_close,
+    )

@@ -1,9 +1,10 @@
 """What the windowed aggregations (``time_windows``, ``sliding``, ``session``) share: the types of their
-functions, and ``WindowAggregateBase`` (children, observed stream time, drop and lateness accounting)."""
+functions, ``WindowAggregateBase`` (children, observed stream time, drop and lateness accounting) and
+``FinalResults`` (the emission of ``EmitStrategy.on_window_close()``, KIP-825)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from streamapp.drop_reasons import INVALID_TIMESTAMP, NULL_KEY_OR_VALUE
@@ -12,7 +13,15 @@ from streamapp.serdes import SerdeError
 from streamapp.topology.windows import WindowSpec
 from streamapp.windowed import Windowed
 
-__all__ = ["Aggregator", "Initializer", "Merger", "WindowAggregateBase"]
+__all__ = [
+    "Aggregator",
+    "ClosedWindows",
+    "FinalResults",
+    "Initializer",
+    "Merger",
+    "WindowAggregateBase",
+    "closed_windows",
+]
 
 Initializer = Callable[[], Any]
 Aggregator = Callable[[Any, Any, Any], Any]
@@ -69,3 +78,55 @@ class WindowAggregateBase:
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
         self._lateness.record(self.observed_stream_time - timestamp)
+
+
+ClosedWindows = Callable[[int, int], Iterable[tuple[Windowed, Any, int]]]
+"""``fetch(lower, upper)``: the windows (sessions) a final-results emission forwards, ``(windowed key, aggregate,
+timestamp)``, in Kafka's order for the window kind."""
+
+
+class FinalResults:
+    """The final results of a windowed aggregation with ``EmitStrategy.on_window_close()`` (KIP-825; Kafka's
+    ``AbstractKStreamTimeWindowAggregateProcessor`` and ``KStreamSessionWindowAggregate`` with
+    ``StrategyType.ON_WINDOW_CLOSE``): after a record, when the close time moved past the last emission's
+    (``last_close_time``, -1 before the first), the processor calls ``emit(lower, upper, close time)`` with the bounds
+    of its window kind, and every window ``fetch`` finds in them goes to ``forward`` as ``Change(aggregate, None)``
+    at its timestamp (Kafka reads them from its time-ordered store: by window start, or session end, then key).
+
+    Kafka keeps ``last_close_time`` in the committed offsets' metadata across a restart; the runtime commits none,
+    so before a task's first record ``resume(lag, upper_of)`` derives it from the restored store: its stream time
+    (``stream_time()``: the largest window start or session end written, kept by the segmented store) minus ``lag``
+    (what separates that time from the close time of the record that wrote it: grace; plus 1 for sliding windows,
+    whose records write starts up to ``t + 1``; plus the gap for sessions). Every window that record closed was
+    emitted before the commit that made its write durable; only windows closed after it are emitted again. When
+    ``upper_of(close time)`` < 0 nothing could have been emitted yet, and it stays -1, as Kafka without metadata.
+    """
+
+    def __init__(self, stream_time: Callable[[], int], fetch: ClosedWindows, forward: Any) -> None:
+        self._stream_time = stream_time
+        self._fetch = fetch
+        self._forward = forward
+        self.last_close_time = -1
+        self.resumed = False
+
+    def resume(self, lag: int, upper_of: Callable[[int], int]) -> None:
+        self.resumed = True
+        close_time = self._stream_time() - lag
+        if upper_of(close_time) >= 0:
+            self.last_close_time = close_time
+
+    def emit(self, lower: int, upper: int, close_time: int) -> None:
+        """Forward the windows ``fetch`` finds in ``[lower, upper]`` (ms) and remember ``close_time``."""
+        forward = self._forward
+        for windowed, aggregate, timestamp in self._fetch(lower, upper):
+            forward(windowed, Change(aggregate, None), timestamp)
+        self.last_close_time = close_time
+
+
+def closed_windows(store: Any) -> ClosedWindows:
+    """``FinalResults``' fetch over a window store or its caching view: by start, at each window's timestamp."""
+
+    def fetch(lower: int, upper: int) -> Iterable[tuple[Windowed, Any, int]]:
+        return [(window, found.value, found.timestamp) for window, found in store.fetch_all_by_start(lower, upper)]
+
+    return fetch

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamapp.processors.base import Change, Processor, ProcessorMetrics
-from streamapp.processors.windowed.base import Aggregator, Initializer, WindowAggregateBase
+from streamapp.processors.windowed.base import (
+    Aggregator,
+    FinalResults,
+    Initializer,
+    WindowAggregateBase,
+    closed_windows,
+)
 from streamapp.serdes import SerdeError
 from streamapp.state.caching_window_store import CachingSlidingWindowStore
 from streamapp.state.window_store import WindowStore, WindowValue
@@ -29,6 +35,12 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
     ``TimestampedCacheFlushListener``) the processor only writes: each window is forwarded when the cache flushes
     it, as ``Change(new, old)`` with ``old`` the value last flushed, at the window's timestamp. A window created
     from another window's aggregate gets a copy of it (``CachingSlidingWindowStore.detached``).
+
+    ``emit_on_close`` (``EmitStrategy.on_window_close()``, KIP-825; Kafka's ``KStreamSlidingWindowAggregate`` with
+    ``StrategyType.ON_WINDOW_CLOSE``): updates are stored, not forwarded; after each record that is neither late nor
+    early (``t < d``: Kafka returns before its emission for both), ``final_results`` (``FinalResults``) forwards the
+    windows with ``lower <= start <= closeTime - d - 1`` (ends are inclusive), ``lower`` 0 the first time, else the
+    last emission's close time - d (Kafka's ``emitRangeLowerBound`` / ``emitRangeUpperBound``).
     """
 
     def __init__(
@@ -40,14 +52,22 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
         aggregator: Aggregator,
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
+        *,
+        emit_on_close: bool = False,
     ) -> None:
         super().__init__(name, windows, initializer, aggregator, children, metrics)
         self._store = store
         self._diff = windows.size
         self._cache: CachingSlidingWindowStore | None = None
+        self.final_results = (
+            FinalResults(store.stream_time, closed_windows(store), self._forward) if emit_on_close else None
+        )
+        self._forwards = not isinstance(store, CachingSlidingWindowStore) and not emit_on_close
+        """Whether updates are forwarded as they are written (no record cache, every update emitted)."""
         if isinstance(store, CachingSlidingWindowStore):
             self._cache = store
-            store.set_flush_listener(self._forward_flushed, node=self.name)
+            if not emit_on_close:
+                store.set_flush_listener(self._forward_flushed, node=self.name)
 
     def _forward_flushed(self, windowed: Windowed, new: Any, old: Any, timestamp: int) -> None:
         self._forward(windowed, Change(new, old), timestamp)
@@ -60,6 +80,9 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
         if key is None or value is None or timestamp < 0:
             self._drop_invalid(key, timestamp)
             return
+        final = self.final_results
+        if final is not None and not final.resumed:
+            final.resume(self.windows.grace_ms + 1, self._emit_upper)
         self._observe(timestamp)
         close_time = self.observed_stream_time - self.windows.grace_ms
         if timestamp + self._diff < close_time:
@@ -67,8 +90,18 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
             return
         if timestamp < self._diff:
             self._process_early(key, value, timestamp, close_time)
-        else:
-            self._process_reverse(key, value, timestamp, close_time)
+            return  # Kafka's processEarly: no emission
+        self._process_reverse(key, value, timestamp, close_time)
+        if final is not None and close_time > final.last_close_time:
+            upper = self._emit_upper(close_time)
+            if upper >= 0:
+                last = final.last_close_time
+                final.emit(0 if last == -1 else max(0, last - self._diff), upper, close_time)
+
+    def _emit_upper(self, close_time: int) -> int:
+        """The largest window start closed at ``close_time``: its end ``start + d`` is below it (Kafka's
+        ``emitRangeUpperBound``)."""
+        return close_time - self._diff - 1
 
     def _process_reverse(self, key: Any, value: Any, timestamp: int, close_time: int) -> None:
         diff = self._diff
@@ -172,7 +205,7 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
             self._store.put(key, value, start, right_agg.timestamp)
         except SerdeError as exc:
             raise self._mismatch(self._store, key, value, exc) from exc
-        if self._cache is None:
+        if self._forwards:
             self._forward(Windowed(key, start, start + self._diff), Change(value, None), right_agg.timestamp)
 
     def _empty(self, timestamp: int) -> WindowValue:
@@ -190,5 +223,5 @@ class SlidingWindowAggregateProcessor(WindowAggregateBase):
             self._store.put(key, new_agg, start, new_timestamp)
         except SerdeError as exc:
             raise self._mismatch(self._store, key, new_agg, exc) from exc
-        if self._cache is None:
+        if self._forwards:
             self._forward(Windowed(key, start, end), Change(new_agg, old_agg), new_timestamp)

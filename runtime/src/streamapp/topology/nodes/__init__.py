@@ -11,7 +11,7 @@ family      node types (each module's docstring gives their parameters and Kafka
 io          source, table, to_table, sink, repartition, global_table
 stateless   filter, filter_not, map, map_values, select_key, flat_map, flat_map_values, peek, foreach,
             merge, to_stream, split, branch
-aggregate   group_by, count, reduce, aggregate
+aggregate   group_by, count, reduce, aggregate, cogroup_aggregate, cogroup_merge
 windowed    windowed_count, windowed_reduce, windowed_aggregate, suppress
 joins       stream_global_join, stream_table_join, table_table_join, stream_stream_join
 process     process, process_values

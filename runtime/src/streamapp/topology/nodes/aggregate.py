@@ -8,6 +8,10 @@ count        input, store                                        KTable of count
 reduce       input, store, reducer | adder + subtractor          KStreamReduce / KTableReduce
 aggregate    input, store, initializer, aggregator | adder +     KStreamAggregate / KTableAggregate
              subtractor
+cogroup_     input (a grouped stream), store, initializer,       one input of a cogroup (KIP-150):
+aggregate    aggregator                                          KStreamAggregate into the shared store
+cogroup_     inputs (its cogroup_aggregate nodes), store         the cogroup's KTable (KTablePassThrough,
+merge                                                            CogroupedKStreamImpl)
 ===========  ==================================================  =========================================
 
 A table's ``group_by`` (Kafka's ``KTableRepartitionMap``) re-keys its updates into a grouped table: for an
@@ -16,18 +20,26 @@ update ``Change(new, old)`` of key ``k`` it emits ``selector(k, old)`` as a retr
 ``count`` / ``reduce`` / ``aggregate``, which subtract the old value and add the new one (Kafka's
 ``KTableAggregate`` / ``KTableReduce``). On a stream, ``reduce`` / ``aggregate`` follow ``KStreamReduce`` /
 ``KStreamAggregate``. Windowed aggregations are the ``windowed`` family.
+
+A **cogroup** (Kafka's ``KGroupedStream.cogroup``, KIP-150, ``CogroupedStreamAggregateBuilder``) folds several
+grouped streams into one aggregate per key, in one store: one ``cogroup_aggregate`` per grouped stream, each with
+its own aggregator (a ``KStreamAggregate`` over the shared store and initializer), and one ``cogroup_merge`` that
+passes every update of any of them on as the cogroup's KTable (``KTablePassThrough``). Its inputs are in one
+sub-topology, so the streams must be co-partitioned (a grouped stream whose key changed is repartitioned first). A
+windowed cogroup's inputs are ``windowed_aggregate`` nodes (the ``windowed`` family) over one window or session store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
+from pydantic import Field
 from pydantic.alias_generators import to_camel
 
 from streamapp.topology.nodes.base import FunctionRef, NodeBase
 
-__all__ = ["AggregateNode", "CountNode", "GroupByNode", "ReduceNode"]
+__all__ = ["AggregateNode", "CogroupAggregateNode", "CogroupMergeNode", "CountNode", "GroupByNode", "ReduceNode"]
 
 
 class GroupByNode(NodeBase):
@@ -123,3 +135,61 @@ class AggregateNode(_Aggregation):
     adder: FunctionRef | None = None
     subtractor: FunctionRef | None = None
     _stream_fields: ClassVar[tuple[str, ...]] = ("aggregator",)
+
+
+class CogroupAggregateNode(NodeBase):
+    """One grouped stream of a cogroup (Kafka's ``KStreamAggregate`` of ``CogroupedStreamAggregateBuilder``): folds
+    each record into the key's aggregate in the cogroup's key-value store ``store`` with this input's
+    ``aggregator(key, value, aggregate)``, from ``initializer()`` when the key has none, and forwards
+    ``Change(new, old)``. Records with a null key or value are dropped (dropped-records metric). Its only reader
+    is the cogroup's ``cogroup_merge`` node, which names the same store."""
+
+    type: Literal["cogroup_aggregate"] = "cogroup_aggregate"
+    input: str
+    store: str
+    initializer: FunctionRef
+    aggregator: FunctionRef
+    output: ClassVar[str | None] = "table"
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+
+class CogroupMergeNode(NodeBase):
+    """The KTable of a cogroup (Kafka's ``KTablePassThrough`` of ``CogroupedStreamAggregateBuilder``): forwards every
+    update of its ``inputs`` (the cogroup's ``cogroup_aggregate`` nodes, in the order the grouped streams joined the
+    cogroup) unchanged; its value is the store ``store`` they share. A windowed cogroup
+    (``CogroupedKStream.windowedBy``) reads ``windowed_aggregate`` nodes instead, of one window or session store and
+    one window spec."""
+
+    type: Literal["cogroup_merge"] = "cogroup_merge"
+    inputs_: list[str] = Field(alias="inputs", min_length=1)
+    store: str
+    output: ClassVar[str | None] = "table"
+    accepts: ClassVar[frozenset[str]] = frozenset({"table"})
+
+    def inputs(self) -> list[str]:
+        return list(self.inputs_)
+
+    def stores(self) -> list[str]:
+        return [self.store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        """Every input is a ``cogroup_aggregate`` of this store (a ``key_value`` store), or every input a
+        ``windowed_aggregate`` of this store with the first input's windows and no ``emitStrategy`` (each input's
+        processor would emit the shared store's closed windows)."""
+        inputs = [nodes[name] for name in self.inputs_]
+        windows = getattr(inputs[0], "windows", None)
+        kind = "windowed_aggregate" if windows is not None else "cogroup_aggregate"
+        for node in inputs:
+            if node.type != kind or getattr(node, "store", None) != self.store:
+                return f"input '{node.name}' must be a {kind} node of store '{self.store}'"
+            if getattr(node, "windows", None) != windows:
+                return f"input '{node.name}' must have the windows of '{inputs[0].name}'"
+            if getattr(node, "emit_strategy", None) is not None:
+                return f"input '{node.name}': a cogroup takes no emitStrategy (Kafka's cogrouped windows have none)"
+        spec = stores.get(self.store)
+        if kind == "cogroup_aggregate" and spec is not None and spec.type != "key_value":
+            return f"store '{self.store}' must be a key_value store, not {spec.type}"
+        return None

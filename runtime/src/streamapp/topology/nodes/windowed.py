@@ -9,7 +9,7 @@ Node types (output: a KTable whose keys are ``streamapp.windowed.Windowed``):
 ==================  ==========================================================  ===============================
 type                parameters                                                  Kafka processor
 ==================  ==========================================================  ===============================
-windowed_count      input, store, windows                                       KStreamWindowAggregate,
+windowed_count      input, store, windows, emitStrategy (optional)              KStreamWindowAggregate,
 windowed_reduce     input, store, windows, reducer ``fn(agg, value) -> agg``    KStreamSlidingWindowAggregate,
 windowed_aggregate  input, store, windows, initializer ``fn() -> agg``,         KStreamSessionWindowAggregate
                     aggregator ``fn(key, value, agg) -> agg``, merger
@@ -17,6 +17,13 @@ windowed_aggregate  input, store, windows, initializer ``fn() -> agg``,         
 suppress            input (a table), store, until: window_closes | time_limit,  KTableSuppressProcessor
                     timeLimitMs, maxRecords, maxBytes, whenFull
 ==================  ==========================================================  ===============================
+
+``emitStrategy`` (Kafka's ``EmitStrategy``, KIP-825): left out, or ``on_window_update``, every update of a window is
+forwarded (behind the record cache: when the cache flushes it); ``on_window_close`` (as Kafka's
+``KStreamWindowAggregate`` / ``KStreamSlidingWindowAggregate`` / ``KStreamSessionWindowAggregate`` with
+``StrategyType.ON_WINDOW_CLOSE``)
+forwards each window's final aggregate once, when stream time passes its end plus grace
+(``WindowedAggregationNode``).
 
 The store of a windowed aggregation is a ``window`` store (time and sliding windows) or a ``session`` store,
 whose ``retentionMs`` must be at least the window's ``min_retention_ms()``. The store of a suppress node is a
@@ -49,13 +56,26 @@ class WindowedAggregationNode(NodeBase):
     Records with a null key are dropped (and, for sliding windows, records with a null value), as are records
     with a negative timestamp (Kafka's timestamp extractor would refuse them); all count as dropped records.
     Each update forwards ``Change(new aggregate, old aggregate)`` keyed by ``Windowed(key, start, end)``.
+
+    ``emit_strategy`` (``emitStrategy``): ``None`` (left out of the document) or ``"on_window_update"`` forwards
+    every update; ``"on_window_close"`` forwards nothing per update and, after each record, every window of the
+    store with ``end <= streamTime - grace`` not forwarded before, as ``Change(aggregate, None)`` at the window's
+    timestamp, by window start then serialized key (Kafka's ``KStreamWindowAggregate`` with
+    ``EmitStrategy.onWindowClose()``, KIP-825, over its time-ordered window store; ``KStreamSlidingWindowAggregate``
+    and ``KStreamSessionWindowAggregate`` for sliding and session windows, sessions by end).
     """
 
     input: str
     store: str
     windows: WindowSpec
+    emit_strategy: Literal["on_window_update", "on_window_close"] | None = None
     output: ClassVar[str | None] = "table"
     requires_copartitioned_input: ClassVar[bool] = True
+
+    @property
+    def emits_on_window_close(self) -> bool:
+        """Whether the node forwards only final results (``emit_strategy == "on_window_close"``)."""
+        return self.emit_strategy == "on_window_close"
 
     def stores(self) -> list[str]:
         return [self.store]
