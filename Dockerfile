@@ -41,7 +41,7 @@ RUN /opt/streamapp/venv/bin/pip install --quiet --no-index --no-cache-dir --no-d
     && /opt/streamapp/venv/bin/pip check
 
 # --- replay: the StreamReplay Jobs' image (hack/image/build-replay.sh, `--target replay`) -----------------------
-# The streaming image plus the runtime's `replay` extra (pyspark), Spark's Kafka connector jars and a Java runtime
+# The streaming image plus the runtime's `replay` extra (pyspark) and a Java runtime
 # (openjdk-17-jre-headless, installed into REPLAY_BASE_IMAGE by hack/image/replay-base.sh outside the build). A
 # separate target, so the streaming image stays without Java and Spark. Its stages are built only for this target.
 FROM ${REPLAY_BASE_IMAGE} AS replay-deps
@@ -64,14 +64,12 @@ RUN groupadd --gid 10001 streamapp \
 COPY --from=replay-deps /opt/streamapp/venv /opt/streamapp/venv
 COPY --from=app /tmp/build/app/ /
 COPY --chmod=0755 bin/ /opt/streamapp/venv/bin/
-COPY spark-jars/ /opt/streamapp/spark-jars/
 ENV VIRTUAL_ENV=/opt/streamapp/venv \
     PATH=/opt/streamapp/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     LANG=C.UTF-8 \
-    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
-    STREAMAPP_SPARK_JARS=/opt/streamapp/spark-jars
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 WORKDIR /var/lib/streamapp
 USER 10001:10001
 ENTRYPOINT ["streamapp"]

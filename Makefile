@@ -38,7 +38,6 @@ setup: ## Install uv (pinned, into .cache/uv-<version>/) and the pinned workspac
 stack-up: setup ## Start Kafka, the Kubernetes control plane, a Schema Registry and the node agent on 127.0.0.1 (cached)
 	hack/stack/up.sh all
 	hack/stack/schema-registry.sh up
-	hack/stack/spark.sh >/dev/null  # Spark's Kafka connector jars for the replay (Maven Central, cached by version)
 	hack/image/setup.sh
 	e2e/nodeagent/run.sh start --mode image
 
@@ -58,7 +57,7 @@ purge-topics: setup ## Delete the topics tests left on the local broker (all but
 image: setup ## Build localhost/streamapp:dev from the Dockerfile with podman (local base image + wheelhouse)
 	hack/image/build.sh
 
-image-replay: setup ## Build localhost/streamapp-replay:dev (the Dockerfile's replay target: + pyspark, Java, Kafka connector jars)
+image-replay: setup ## Build localhost/streamapp-replay:dev (the Dockerfile's replay target: + pyspark, Java)
 	hack/image/build-replay.sh
 
 operator-install: stack-up image image-replay ## helm install the operator chart (CRDs, RBAC, Deployment) into the local cluster

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
 from bench.replay import (
-    REPO,
     SparkStage,
     classify,
     read_event_log,
@@ -27,14 +25,8 @@ BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092")
 
 @pytest.mark.integration
 def test_replay_benchmark_runs_both_engines_on_a_tiny_input(tmp_path: Path) -> None:
-    from streamapp.replay import ConnectorJarsMissingError, connector_jars
-
     from bench.data import delete_topics
 
-    try:
-        connector_jars()
-    except ConnectorJarsMissingError:  # a fresh machine: fetched once, as make stack-up does
-        subprocess.run([str(REPO / "hack" / "stack" / "spark.sh")], check=True, stdout=subprocess.DEVNULL)
     topic = f"bench-smoke-replay-{uuid.uuid4().hex[:6]}"
     try:
         dataset = sample_dataset(BOOTSTRAP, topic, 2_000, partitions=2)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Build the replay image localhost/streamapp-replay:dev (the Dockerfile's `replay` target): the streaming image's
-# venv plus the runtime's `replay` extra (pyspark), Spark's Kafka connector jars and a Java runtime. It is the
+# venv plus the runtime's `replay` extra (pyspark) and a Java runtime (the replay reads and writes Kafka with the
+# runtime's own client: no Spark Kafka connector). It is the
 # image of the StreamReplay Jobs (docs/replay.md "The operator"); the streaming image stays without Java/Spark.
 #   1. base.sh, replay-base.sh   the base root filesystem, and it plus openjdk-17-jre-headless (apt, outside the build)
 #   2. wheelhouse.sh             the build context; then here: requirements-replay.txt (uv.lock with the `replay`
 #                                and `schema-registry` extras), wheels/replay/ (the wheels the streaming image does
-#                                not have, cached in .cache/wheelhouse-replay-<key>/), spark-jars/ (from
-#                                .cache/spark-kafka-<version>/, made by hack/stack/spark.sh)
+#                                not have, cached in .cache/wheelhouse-replay-<key>/)
 #   3. podman build --target replay
 # Env: STREAMAPP_REPLAY_IMAGE (default localhost/streamapp-replay:dev). Idempotent; holds the image build lock.
 set -euo pipefail
@@ -20,9 +20,6 @@ flock 9
 "$IMAGE_DIR/base.sh" >/dev/null
 replay_base=$("$IMAGE_DIR/replay-base.sh")
 context=$("$IMAGE_DIR/wheelhouse.sh")
-spark_version=$(awk -F'==' '/pyspark\[sql\]==/ { gsub(/[^0-9.].*/, "", $2); print $2; exit }' "$ROOT/runtime/pyproject.toml")
-jars=$CACHE/spark-kafka-$spark_version
-[ -d "$jars" ] || "$ROOT/hack/stack/spark.sh" >/dev/null
 wheelhouse=$CACHE/wheelhouse-replay-$( { cat "$ROOT/uv.lock"; echo "pip $PIP_VERSION replay schema-registry"; } | sha256sum | cut -c1-16)
 
 fill_replay_wheelhouse() {
@@ -54,13 +51,12 @@ add_replay_context() {
   { cat "$wheelhouse/binary.txt"
     echo "$(head -n 1 "$wheelhouse/sdist.txt" | sed 's/ *\\$//') --hash=sha256:$(sha256sum "$built" | cut -d' ' -f1)"
   } > "$context/requirements-replay.txt"
-  mkdir -p "$context/wheels/replay" "$context/spark-jars"
+  mkdir -p "$context/wheels/replay"
   local wheel
   for wheel in "$wheelhouse"/wheels/*.whl; do
     [ -e "$context/wheels/deps/$(basename "$wheel")" ] || cp -l "$wheel" "$context/wheels/replay/" 2>/dev/null \
       || cp "$wheel" "$context/wheels/replay/"
   done
-  cp "$jars"/*.jar "$context/spark-jars/"
   find "$context" -exec touch -h -d @315532800 {} +
 }
 
@@ -79,6 +75,6 @@ timed replay-build podman build \
   --build-arg "REVISION=$revision" \
   --tag "$REPLAY_IMAGE" \
   "$context"
-# smoke: Java runs and Spark's Kafka connector jars are where the image says, as the node agent runs a pod
+# smoke: Java runs and a local Spark job runs a Python worker, as the node agent runs a pod
 timed replay-smoke "$IMAGE_DIR/smoke-replay.sh" "$REPLAY_IMAGE"
 podman image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' "$REPLAY_IMAGE" >&2

@@ -1,16 +1,13 @@
 """The test session's SparkSession for the replay (conformance ``SparkEngine`` and ``tests/replay``).
 
 Spark starts in 10-20 s, so one session serves the whole test session: ``local[2]``, 1 GiB driver, two shuffle
-partitions. The Kafka connector jars come from ``hack/stack/spark.sh`` (Maven Central, cached in
-``.cache/spark-kafka-<version>/``): the fixture runs it when they are missing, as ``make stack-up`` does, so a
-fresh machine needs no extra step. Spark's Python workers import the tests' user functions by ``module:attr``,
+partitions. Spark's Python workers import the tests' user functions by ``module:attr``,
 so they get this process's ``sys.path`` as ``PYTHONPATH``.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -20,12 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def replay_spark_session() -> Iterator[object]:
-    from streamapp.replay import ConnectorJarsMissingError, build_session, connector_jars
+    from streamapp.replay import build_session
 
-    try:
-        connector_jars()
-    except ConnectorJarsMissingError:
-        subprocess.run([str(REPO / "hack" / "stack" / "spark.sh")], check=True, stdout=subprocess.DEVNULL)
     paths = [p for p in (*sys.path, os.environ.get("PYTHONPATH", "")) if p and Path(p).is_dir()]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

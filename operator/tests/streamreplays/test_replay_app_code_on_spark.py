@@ -4,7 +4,7 @@ it, over a folder the in-pod script copied from an "app image" site-packages, on
 
 This is the path the Job's pod takes, outside Kubernetes: the init container's copy, the check, and Spark's Python
 workers importing ``<module>:<function>`` from ``PYTHONPATH`` (the driver's environment, which
-``PythonWorkerFactory`` hands on). Needs the broker and Spark's connector jars (``hack/stack/spark.sh``).
+``PythonWorkerFactory`` hands on). Needs the broker and Spark.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ count lost or written twice at the switch; the new output ``new-out`` too (the r
 version's own). The controller's part (when it stops, scales back, what it records) is tested over fakes in
 ``test_replay_takeover.py``; this is the part the switch's guarantee rests on.
 
-Needs the broker and Spark's connector jars (``hack/stack/spark.sh``); about a minute (Spark's start most of it).
+Needs the broker and Spark; about a minute (Spark's start most of it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A replay reads (Spark's Kafka connector, the Java client) and writes (librdkafka) through an authenticated
-listener with one set of librdkafka settings: the plan's, with the secret from ``STREAMAPP_KAFKA_*`` variables
-(``streamapp.replay.security``); a security key the connector cannot be given is refused before any job."""
+"""A replay reads and writes (both librdkafka, in Spark's Python workers) through an authenticated listener with
+one set of librdkafka settings: the plan's, with the secret from ``STREAMAPP_KAFKA_*`` variables
+(``streamapp.replay.security``)."""
 
 from __future__ import annotations
 
@@ -13,43 +13,11 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from conformance.harness import wait_stable
 from streamapp.replay import ReplayPlan, run_replay
-from streamapp.replay.security import java_client_options
 
 from replay.reading import read_committed
 from replay.test_native_count import INPUT_PARTITIONS, inputs, keyed_count
 
 STACK_ENV = Path(__file__).resolve().parents[3] / ".cache" / "run" / "env"
-
-
-def test_scram_credentials_become_the_java_clients_jaas_config() -> None:
-    options = java_client_options(
-        {
-            "security.protocol": "sasl_ssl",
-            "sasl.mechanisms": "SCRAM-SHA-512",
-            "sasl.username": "app",
-            "sasl.password": 'p"w\\d',
-            "ssl.ca.location": "/etc/ca.pem",
-            "ssl.endpoint.identification.algorithm": "none",
-            "client.id": "replay",
-        }
-    )
-    assert options == {
-        "client.id": "replay",
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="app" '
-        'password="p\\"w\\\\d";',
-        "ssl.truststore.location": "/etc/ca.pem",
-        "ssl.truststore.type": "PEM",
-        "ssl.endpoint.identification.algorithm": "",
-    }
-
-
-def test_a_security_key_without_translation_or_sasl_without_credentials_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"ssl\.certificate\.location"):
-        java_client_options({"security.protocol": "SSL", "ssl.certificate.location": "/etc/me.pem"})
-    with pytest.raises(ValueError, match=r"sasl\.password"):
-        java_client_options({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "app"})
 
 
 @pytest.mark.integration

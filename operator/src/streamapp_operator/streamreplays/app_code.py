@@ -1,18 +1,16 @@
 """The replay runs the app's own code: which image it comes from, and how the Job's pods get it (pure decisions).
 
-The replay image (``STREAMAPP_REPLAY_IMAGE``, ``spec.spark.image``) is generic: the runtime, pyspark, Java and
-Spark's Kafka connector. The user's functions are in the app's image (``StreamApp.spec.image``, built ``FROM`` the
-project's image). Each pod of the replay (the Job's, and in ``spark.mode: kubernetes`` each executor) starts with
-the init container ``app-code``, the app's image running :mod:`streamapp_operator.streamreplays.app_code_script`
-(shipped in the replay's ConfigMap as :data:`SCRIPT_FILE`), which copies the image's user code into the emptyDir
-``app-code`` (:data:`CODE_DIR`). The replay container puts :data:`CODE_SITE` first on ``PYTHONPATH`` (Spark's
-Python workers inherit it) and checks, before ``streamapp replay run``, that the copied code was installed with
-the replay image's ``streamapp-runtime`` and Python; a mismatch exits :data:`MISMATCH_EXIT`, which the Job's pod
-failure policy turns into a failed Job at once (Kubernetes' ``podFailurePolicy``, ``FailJob``), and the replay
-fails with reason :data:`MISMATCH`.
-
-Which code wins where both images have it: the user's (the app image's copy is first on the path); the platform
-(``streamapp`` and everything it requires) is never copied, so it is always the replay image's.
+The replay image (``STREAMAPP_REPLAY_IMAGE``, ``spec.spark.image``) is generic: the runtime, pyspark and Java. The
+user's functions are in the app's image (``StreamApp.spec.image``, built ``FROM`` the project's image). Each pod of
+the replay (the Job's, and in ``spark.mode: kubernetes`` each executor) starts with the init container ``app-code``,
+the app's image running :mod:`streamapp_operator.streamreplays.app_code_script` (shipped in the replay's ConfigMap
+as :data:`SCRIPT_FILE`), which copies the image's user code into the emptyDir ``app-code`` (:data:`CODE_DIR`). The
+replay container puts :data:`CODE_SITE` first on ``PYTHONPATH`` (Spark's Python workers inherit it) and checks,
+before ``streamapp replay run``, that the copied code was installed with the replay image's ``streamapp-runtime``
+and Python; a mismatch exits :data:`MISMATCH_EXIT`, which the Job's pod failure policy turns into a failed Job at
+once (Kubernetes' ``podFailurePolicy``, ``FailJob``), and the replay fails with reason :data:`MISMATCH`. Which code
+wins where both images have it: the user's (the app image's copy is first on the path); the platform (``streamapp``
+and everything it requires) is never copied, so it is always the replay image's.
 """
 
 from __future__ import annotations

@@ -23,16 +23,14 @@ from streamapp.replay.translate import UNSUPPORTED, UnsupportedTopologyError
 
 if TYPE_CHECKING:
     from streamapp.replay.engine import ReplayResult, run_replay
-    from streamapp.replay.session import ConnectorJarsMissingError, build_session, connector_jars
+    from streamapp.replay.session import build_session
 
 #: Names whose modules import pyspark, imported on first use (PEP 562), so that checking a plan or a topology
 #: (the operator does, before it launches a Job) needs no pyspark.
 _SPARK_NAMES = {
     "ReplayResult": "streamapp.replay.engine",
     "run_replay": "streamapp.replay.engine",
-    "ConnectorJarsMissingError": "streamapp.replay.session",
     "build_session": "streamapp.replay.session",
-    "connector_jars": "streamapp.replay.session",
 }
 
 
@@ -45,12 +43,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "UNSUPPORTED",
-    "ConnectorJarsMissingError",
     "ReplayPlan",
     "ReplayResult",
     "UnsupportedTopologyError",
     "build_session",
     "check_topology",
-    "connector_jars",
     "run_replay",
 ]

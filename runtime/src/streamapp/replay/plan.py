@@ -55,7 +55,7 @@ class ReplayPlan:
     write_repartition_topics: bool = False
     wall_clock_ms: int = 0
     kafka_settings: Mapping[str, str] = field(default_factory=dict)
-    """Extra client settings (``kafka.``-less librdkafka / Java client keys, e.g. SASL) for reads and writes."""
+    """Extra librdkafka client settings (e.g. SASL) for the reads and the writes."""
     emit: str = EMIT_EVERY_UPDATE
     """``EMIT_EVERY_UPDATE`` or ``EMIT_FINAL`` (see those)."""
 

@@ -1,33 +1,14 @@
-"""The replay's SparkSession: Spark's Kafka connector from local jars, never downloaded at run time.
-
-The connector (``spark-sql-kafka-0-10`` and its three dependencies) must be the version of the installed
-pyspark. ``hack/stack/spark.sh`` fetches it from Maven Central into ``.cache/spark-kafka-<version>/``; an
-image bakes the jars in and points ``STREAMAPP_SPARK_JARS`` at their folder.
-"""
+"""The replay's SparkSession: pyspark's own jars only (the replay reads and writes Kafka in its Python workers with
+the runtime's client, ``streamapp.kafka``: no Spark Kafka connector), defaults for a short local batch job."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
-import pyspark
 from pyspark.sql import SparkSession
 
-__all__ = [
-    "CONNECTOR_JARS",
-    "LOCAL_TASK_ATTEMPTS",
-    "ConnectorJarsMissingError",
-    "build_session",
-    "connector_jars",
-    "with_task_retries",
-]
-
-CONNECTOR_JARS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")
-"""Artifact ids of the jars the Kafka source and sink need beyond pyspark's own."""
-
-_REPO_ROOT = Path(__file__).resolve().parents[4]
+__all__ = ["LOCAL_TASK_ATTEMPTS", "build_session", "with_task_retries"]
 
 DEFAULT_CONF: dict[str, str] = {
     # no spark.sql.shuffle.partitions: a replay sizes its shuffles from the cores (engine.run_replay's parallelism)
@@ -64,46 +45,21 @@ def with_task_retries(master: str) -> str:
     return f"local[{match.group('threads') or 1},{LOCAL_TASK_ATTEMPTS}]"
 
 
-class ConnectorJarsMissingError(RuntimeError):
-    """The Kafka connector jars of this pyspark version are not where the replay looks."""
-
-
-def connector_jars(folder: str | Path | None = None) -> list[str]:
-    """Paths of the connector jars: in ``folder``, else ``$STREAMAPP_SPARK_JARS``, else the repository's
-    ``.cache/spark-kafka-<pyspark version>/``. Raises ConnectorJarsMissingError naming what is missing."""
-    version = pyspark.__version__
-    where = Path(folder or os.environ.get("STREAMAPP_SPARK_JARS") or _REPO_ROOT / ".cache" / f"spark-kafka-{version}")
-    found: list[str] = []
-    for artifact in CONNECTOR_JARS:
-        matches = sorted(where.glob(f"{artifact}-*.jar")) if where.is_dir() else []
-        if artifact.startswith("spark-"):
-            matches = [m for m in matches if m.name == f"{artifact}-{version}.jar"]
-        if not matches:
-            raise ConnectorJarsMissingError(
-                f"{artifact} (for Spark {version}) not found in {where}; run hack/stack/spark.sh or set "
-                "STREAMAPP_SPARK_JARS to the folder holding the connector jars"
-            )
-        found.append(str(matches[-1]))
-    return found
-
-
 def build_session(
     master: str = "local[2]",
     conf: Mapping[str, str] | None = None,
     *,
     app_name: str = "streamapp-replay",
-    jars_folder: str | Path | None = None,
     driver_memory: str = "1g",
 ) -> SparkSession:
-    """A SparkSession with the connector jars on its classpath (``spark.jars``) and ``DEFAULT_CONF``; a local
-    ``master`` retries a failed task like a cluster does (``with_task_retries``).
+    """A SparkSession with ``DEFAULT_CONF``; a local ``master`` retries a failed task like a cluster does
+    (``with_task_retries``).
 
-    ``getOrCreate`` semantics: a session already running in this process is returned (its jars and memory
-    cannot change any more). Raises ConnectorJarsMissingError.
+    ``getOrCreate`` semantics: a session already running in this process is returned (its memory cannot change
+    any more).
     """
     builder = SparkSession.builder.master(with_task_retries(master)).appName(app_name)
     settings = {**DEFAULT_CONF, "spark.driver.memory": driver_memory, **(conf or {})}
-    settings["spark.jars"] = ",".join(connector_jars(jars_folder))
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
