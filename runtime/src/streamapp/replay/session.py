@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +23,7 @@ __all__ = [
     "build_session",
     "connector_jars",
     "with_task_retries",
+    "worker_python",
 ]
 
 CONNECTOR_JARS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")
@@ -96,14 +98,27 @@ def build_session(
     driver_memory: str = "1g",
 ) -> SparkSession:
     """A SparkSession with the connector jars on its classpath (``spark.jars``) and ``DEFAULT_CONF``; a local
-    ``master`` retries a failed task like a cluster does (``with_task_retries``).
+    ``master`` retries a failed task like a cluster does (``with_task_retries``); its Python workers run
+    ``worker_python(conf)``.
 
-    ``getOrCreate`` semantics: a session already running in this process is returned (its jars and memory
-    cannot change any more). Raises ConnectorJarsMissingError.
+    ``getOrCreate`` semantics: a session already running in this process is returned (its jars, memory and
+    workers' Python cannot change any more). Raises ConnectorJarsMissingError.
     """
     builder = SparkSession.builder.master(with_task_retries(master)).appName(app_name)
     settings = {**DEFAULT_CONF, "spark.driver.memory": driver_memory, **(conf or {})}
     settings["spark.jars"] = ",".join(connector_jars(jars_folder))
+    # pyspark takes the workers' interpreter from the environment only (SparkContext.pythonExec)
+    os.environ["PYSPARK_PYTHON"] = worker_python(settings, os.environ)
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def worker_python(conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    """The interpreter of Spark's Python workers: ``spark.pyspark.python`` of ``conf`` if set, else
+    ``PYSPARK_PYTHON``, else the one running this process (``sys.executable``), so that the workers import the
+    same installation of ``streamapp`` as the driver (a virtualenv included). Spark's own default, ``python3`` on
+    the ``PATH``, is another installation wherever the replay runs from a virtualenv (``ModuleNotFoundError: No
+    module named 'streamapp'`` in every worker). The conf before the variable is Spark's order (``spark-submit``'s
+    ``PythonRunner``); a session started from Python reads only the variable, which ``build_session`` sets."""
+    return conf.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or sys.executable
