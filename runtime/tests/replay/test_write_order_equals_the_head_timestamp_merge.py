@@ -117,3 +117,16 @@ def test_the_writes_spark_sort_puts_every_writers_records_in_the_head_timestamp_
         by_writer.setdefault(row[WRITER], []).append(row["id"].encode())
     for writer, sequences in enumerate(cases):
         assert by_writer.get(writer, []) == [r.key for r in iter_merged(sequences)], writer
+
+
+@pytest.mark.integration
+def test_each_output_partition_gets_the_index_of_its_writer(spark_session: Any) -> None:
+    from streamapp.replay.spark.write import writer_index
+
+    # writers are the sorted (topic, partition) pairs that get records: partitions of a topic may be missing
+    targets = [("a", 0), ("a", 2), ("b", 1), ("c", 0)]
+    frame = spark_session.createDataFrame(targets, "topic string, partition int")
+
+    rows = frame.select("topic", "partition", writer_index(targets).alias("writer")).collect()
+
+    assert {(row["topic"], row["partition"]): row["writer"] for row in rows} == {t: i for i, t in enumerate(targets)}
