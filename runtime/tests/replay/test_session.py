@@ -1,13 +1,15 @@
 """The replay's SparkSession retries a failed task under a local master as a cluster master does (Spark's
-``spark.task.maxFailures`` default of 4), so one transient Kafka read error does not fail the replay."""
+``spark.task.maxFailures`` default of 4), so one transient Kafka read error does not fail the replay; its Python
+workers run the driver's interpreter unless the conf or the environment names another."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from streamapp.replay.session import LOCAL_TASK_ATTEMPTS, with_task_retries
+from streamapp.replay.session import LOCAL_TASK_ATTEMPTS, with_task_retries, worker_python
 
 pytestmark = pytest.mark.integration
 
@@ -25,6 +27,21 @@ pytestmark = pytest.mark.integration
 )
 def test_a_local_master_gets_the_task_attempts_of_a_cluster(master: str, expected: str) -> None:
     assert with_task_retries(master) == expected
+
+
+@pytest.mark.parametrize(
+    ("conf", "environ", "expected"),
+    [
+        ({}, {}, sys.executable),
+        ({}, {"PYSPARK_PYTHON": "/opt/python"}, "/opt/python"),
+        ({"spark.pyspark.python": "/conf/python"}, {"PYSPARK_PYTHON": "/opt/python"}, "/conf/python"),
+        ({}, {"PYSPARK_PYTHON": ""}, sys.executable),
+    ],
+)
+def test_spark_workers_run_the_drivers_interpreter_unless_the_conf_or_pyspark_python_names_one(
+    conf: dict[str, str], environ: dict[str, str], expected: str
+) -> None:
+    assert worker_python(conf, environ) == expected
 
 
 def _fail_first_attempt(rows: Iterator[int]) -> Iterator[int]:

@@ -8,9 +8,10 @@ results (docs/replay.md). The only package of ``streamapp`` that imports pyspark
                       partitions={"departures": 2}, replay_id="flights-v2-1")
     result = run_replay(build_session(), plan)
 
-Only ``engine`` and ``session`` import pyspark, and this package imports them on first use of their names; the
-plan and its checks (``check_topology``), the task runner (``tasks``), the writer (``output``) and the node-type
-tables (``translate`` and the family modules, ADR 0005) are plain Python.
+Only ``engine``, ``session`` and the ``spark`` folder (the final write: ``spark.write``) import pyspark, and this
+package imports them on first use of their names; the plan and its checks (``check_topology``), the task runner
+(``tasks``), the transactional writer (``output``) and the node-type tables (``translate`` and the family
+modules, ADR 0005) are plain Python.
 """
 
 from __future__ import annotations

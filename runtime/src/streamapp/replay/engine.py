@@ -17,8 +17,9 @@ runs as Spark operators instead of step 2 (``_native_stage``: a per-batch classi
 serdes, then window functions), with the same records out; a record that needs the runtime's handlers discards
 that attempt and the sub-topology runs through the tasks.
 
-The final write groups the records by output partition, merges the tasks' sequences into the canonical order
-(``tasks.merge_by_head_timestamp``) and writes them effectively once (``streamapp.replay.output``).
+The final write (``streamapp.replay.spark.write``) sorts each output partition's records into the canonical order
+(the head-timestamp merge of the tasks' sequences, as a Spark sort) and streams them into one transactional
+writer per output partition, effectively once (``streamapp.replay.output``).
 """
 
 from __future__ import annotations
@@ -26,13 +27,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -41,12 +40,11 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from streamapp.drop_reasons import LATE
-from streamapp.kafka.admin import TopicAdmin, TopicSpec
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.drops import DROPPED_KIND, DropCounts, add_counts
 from streamapp.replay.folds import FoldedCount
 from streamapp.replay.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
-from streamapp.replay.output import Writer, WriteResult, ensure_markers_topic, write_partition
+from streamapp.replay.output import WriteResult
 from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
 from streamapp.replay.security import client_settings
@@ -60,7 +58,8 @@ from streamapp.replay.shapes import (
     native_windowed_count,
 )
 from streamapp.replay.spark.source import RAW_SCHEMA, Split, read_frame, splits
-from streamapp.replay.tasks import ReplayTask, iter_merged, merge_by_head_timestamp
+from streamapp.replay.spark.write import write_outputs
+from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp
 from streamapp.topology import GlobalTableNode, Subtopology, TopologyDescription
 
 __all__ = ["JOB_DESCRIPTION_PREFIX", "RECORD_SCHEMA", "ReplayResult", "replay_parallelism", "run_replay"]
@@ -76,8 +75,6 @@ _ARROW_SCHEMA = RAW_SCHEMA  # the same columns, whoever produced the record
 JOB_DESCRIPTION_PREFIX = "streamapp-replay"
 """Spark job descriptions: ``streamapp-replay stage <sub-topology id>`` for a stage's jobs (reading, processing,
 materializing), ``streamapp-replay write`` for the final write's."""
-_PRODUCER = ("producer_sub", "producer_part")
-_WRITE_SCHEMA = "topic string, partition int, records long, chunks_written long, chunks_skipped long"
 DEFAULT_CHUNK_RECORDS = 10_000
 
 
@@ -154,7 +151,7 @@ def run_replay(
         tracker.phase = "write"
         context.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} write")
         started = time.monotonic()
-        _write(spark, plan, outputs, targets, result, chunk_records, settings)
+        _write(plan, outputs, targets, result, chunk_records, settings)
         result.seconds["write"] = time.monotonic() - started
         context.setJobDescription(None)  # type: ignore[arg-type]
         tracker.phase = "done"
@@ -967,7 +964,6 @@ def _ordered_inputs(rows: list[dict[str, Any]]) -> dict[str, list[ConsumerRecord
 
 
 def _write(
-    spark: SparkSession,
     plan: ReplayPlan,
     outputs: list[DataFrame],
     targets: list[tuple[str, int]],
@@ -975,139 +971,8 @@ def _write(
     chunk_records: int,
     client_settings: Mapping[str, str],
 ) -> None:
-    """Write the records of ``outputs`` to ``targets`` (the output partitions they hold, sorted): one
-    transactional writer each (``streamapp.replay.output``)."""
-    written = outputs[0]
-    for stage in outputs[1:]:
-        written = written.unionByName(stage)
-    written = written.where(F.col("kind").isin(_written_kinds(plan)))
-    writers = {target: Writer(i, *target) for i, target in enumerate(targets)}
-    settings = {"bootstrap.servers": plan.bootstrap_servers, **client_settings}
-    internal = plan.description.internal_topics(plan.application_id, plan.source_partitions())
-    TopicAdmin(settings).ensure_topics([TopicSpec(t.name, t.partitions, t.config) for t in internal])
-    ensure_markers_topic(settings, plan.replay_id, len(writers))
-    function = _WriteFunction(settings, plan.replay_id, writers, chunk_records)
-    # one Spark partition per writer (its index), so that writers spread evenly over the cores
-    writer_index = None
-    for (topic, partition), writer in writers.items():
-        target = (F.col("topic") == topic) & (F.col("partition") == partition)
-        writer_index = F.when(target, writer.index) if writer_index is None else writer_index.when(target, writer.index)
-    # the writers read no ``kind``: one column less through the shuffle, the sort and Arrow
-    written = written.select("topic", "partition", "offset", "key", "value", "timestamp", *_PRODUCER, "headers")
-    if writer_index is not None:
-        written = written.repartitionById(len(writers), writer_index)
-    rows = (
-        written.sortWithinPartitions("topic", "partition", "producer_sub", "producer_part", "offset")
-        .mapInArrow(function, _WRITE_SCHEMA)
-        .collect()
-    )
-    for row in rows:
-        write = WriteResult(
-            row["topic"], row["partition"], row["records"], row["chunks_written"], row["chunks_skipped"]
-        )
+    """Write the records of ``outputs`` to ``targets`` (``streamapp.replay.spark.write``) into ``result``."""
+    writes = write_outputs(plan, outputs, targets, _written_kinds(plan), chunk_records, client_settings)
+    for write in writes:
         result.writes.append(write)
         result.records_written[write.topic] = result.records_written.get(write.topic, 0) + write.records
-    result.writes.sort(key=lambda w: (w.topic, w.partition))
-
-
-_WRITE_ARROW_SCHEMA = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("records", pa.int64()),
-        ("chunks_written", pa.int64()),
-        ("chunks_skipped", pa.int64()),
-    ]
-)
-
-
-class _WriteFunction:
-    """The ``mapInArrow`` function of the final write. Its input partition holds whole output partitions, sorted
-    by output partition, producer and offset. Each producer's sequence is spooled to a local Arrow file, then
-    the sequences are merged lazily into the canonical order and written (``output.write_partition``), so memory
-    stays bounded by a batch per producer."""
-
-    def __init__(
-        self, settings: dict[str, Any], replay_id: str, writers: dict[tuple[str, int], Writer], chunk_records: int
-    ) -> None:
-        self.settings = settings
-        self.replay_id = replay_id
-        self.writers = writers
-        self.chunk_records = chunk_records
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        spool: _Spool | None = None
-        for batch in batches:
-            topics = batch.column("topic").to_pylist()
-            partitions = batch.column("partition").to_pylist()
-            subs = batch.column("producer_sub").to_pylist()
-            parts = batch.column("producer_part").to_pylist()
-            start = 0
-            for i in range(1, batch.num_rows + 1):
-                if i < batch.num_rows and (topics[i], partitions[i], subs[i], parts[i]) == (
-                    topics[start],
-                    partitions[start],
-                    subs[start],
-                    parts[start],
-                ):
-                    continue
-                target = (topics[start], partitions[start])
-                if spool is not None and spool.target != target:
-                    yield self._write(spool)
-                    spool = None
-                if spool is None:
-                    spool = _Spool(target, batch.schema)
-                spool.add((subs[start], parts[start]), batch.slice(start, i - start))
-                start = i
-        if spool is not None:
-            yield self._write(spool)
-
-    def _write(self, spool: _Spool) -> pa.RecordBatch:
-        with spool:
-            records = iter_merged([spool.records(producer) for producer in sorted(spool.producers)])
-            write = write_partition(
-                self.settings, self.replay_id, self.writers[spool.target], records, self.chunk_records
-            )
-        return pa.RecordBatch.from_pylist(
-            [
-                {
-                    "topic": write.topic,
-                    "partition": write.partition,
-                    "records": write.records,
-                    "chunks_written": write.chunks_written,
-                    "chunks_skipped": write.chunks_skipped,
-                }
-            ],
-            schema=_WRITE_ARROW_SCHEMA,
-        )
-
-
-class _Spool:
-    """The records of one output partition, one local Arrow IPC file per producer (in the producer's order)."""
-
-    def __init__(self, target: tuple[str, int], schema: pa.Schema) -> None:
-        self.target = target
-        self.producers: dict[tuple[int, int], Any] = {}
-        self._schema = schema
-        self._dir = tempfile.TemporaryDirectory(prefix="streamapp-replay-write-")
-
-    def __enter__(self) -> _Spool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._dir.cleanup()
-
-    def add(self, producer: tuple[int, int], batch: pa.RecordBatch) -> None:
-        sink = self.producers.get(producer)
-        if sink is None:
-            path = Path(self._dir.name) / f"{producer[0]}_{producer[1]}.arrow"
-            sink = self.producers[producer] = (path, pa.ipc.new_file(str(path), self._schema))
-        sink[1].write_batch(batch)
-
-    def records(self, producer: tuple[int, int]) -> Iterator[ConsumerRecord]:
-        path, sink = self.producers[producer]
-        sink.close()
-        with pa.memory_map(str(path)) as source:
-            reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                yield from _records_of(reader.get_batch(i))

@@ -3,12 +3,14 @@ the runtime's client, ``streamapp.kafka``: no Spark Kafka connector), defaults f
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-__all__ = ["LOCAL_TASK_ATTEMPTS", "build_session", "with_task_retries"]
+__all__ = ["LOCAL_TASK_ATTEMPTS", "build_session", "with_task_retries", "worker_python"]
 
 DEFAULT_CONF: dict[str, str] = {
     # no spark.sql.shuffle.partitions: a replay sizes its shuffles from the cores (engine.run_replay's parallelism)
@@ -53,13 +55,25 @@ def build_session(
     driver_memory: str = "1g",
 ) -> SparkSession:
     """A SparkSession with ``DEFAULT_CONF``; a local ``master`` retries a failed task like a cluster does
-    (``with_task_retries``).
+    (``with_task_retries``); its Python workers run ``worker_python(conf)``.
 
-    ``getOrCreate`` semantics: a session already running in this process is returned (its memory cannot change
-    any more).
+    ``getOrCreate`` semantics: a session already running in this process is returned (its memory and workers'
+    Python cannot change any more).
     """
     builder = SparkSession.builder.master(with_task_retries(master)).appName(app_name)
     settings = {**DEFAULT_CONF, "spark.driver.memory": driver_memory, **(conf or {})}
+    # pyspark takes the workers' interpreter from the environment only (SparkContext.pythonExec)
+    os.environ["PYSPARK_PYTHON"] = worker_python(settings, os.environ)
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def worker_python(conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    """The interpreter of Spark's Python workers: ``spark.pyspark.python`` of ``conf`` if set, else
+    ``PYSPARK_PYTHON``, else the one running this process (``sys.executable``), so that the workers import the
+    same installation of ``streamapp`` as the driver (a virtualenv included). Spark's own default, ``python3`` on
+    the ``PATH``, is another installation wherever the replay runs from a virtualenv (``ModuleNotFoundError: No
+    module named 'streamapp'`` in every worker). The conf before the variable is Spark's order (``spark-submit``'s
+    ``PythonRunner``); a session started from Python reads only the variable, which ``build_session`` sets."""
+    return conf.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or sys.executable
