@@ -563,7 +563,7 @@ import sys
 for name in ("pyarrow", "numpy", "pyspark"):
     sys.modules[name] = None  # import raises ImportError
 import streamapp_operator.streamreplays.reconcile
-print("streamapp.replay.native" in sys.modules)
+print("streamapp.replay.spark.native" in sys.modules)
 """
 
 

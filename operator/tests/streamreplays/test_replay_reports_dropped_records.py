@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 from replay_fakes import SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
-from streamapp.replay.engine import ReplayResult
+from streamapp.replay.spark.engine import ReplayResult
 from streamapp_operator.streamreplays import decisions
 from streamapp_operator.streamreplays.resources import StreamReplayStatus
 

@@ -1,5 +1,5 @@
-"""The replay's Spark-native keyed count (``streamapp.replay.native``) writes exactly what the runtime's task writes:
-the same sink records (key, value, timestamp, partition, order) and the same changelog, with null keys, JSON
+"""The replay's Spark-native keyed count (``streamapp.replay.spark.native``) writes exactly what the runtime's task
+writes: the same sink records (key, value, timestamp, partition, order) and the same changelog, with null keys, JSON
 ``null`` values, out-of-order timestamps and a sink with another partition count than the input; a record the
 serdes refuse sends the sub-topology to the task path, whose handlers decide."""
 

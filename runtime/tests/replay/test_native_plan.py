@@ -1,4 +1,4 @@
-"""Which sub-topologies the replay runs with Spark's own operators (``streamapp.replay.native``): exactly the
+"""Which sub-topologies the replay runs with Spark's own operators (``streamapp.replay.spark.native``): exactly the
 keyed-count shape whose bytes Spark can write itself; anything else takes the runtime's task, named per node."""
 
 from __future__ import annotations
@@ -7,16 +7,6 @@ import pyarrow as pa
 from streamapp import StreamsBuilder
 from streamapp.dsl.windows import SlidingWindows, TimeWindows
 from streamapp.partitioner import partition_for_key
-from streamapp.replay.native import (
-    COUNTED,
-    DROPPED,
-    FALLBACK,
-    Columns,
-    WindowedBatchClassifier,
-    classify_batch,
-    classify_windowed_batch,
-)
-from streamapp.replay.partitions import partitions_for_keys
 from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress, parse_progress
 from streamapp.replay.shapes import (
     PATH_NATIVE_COUNT,
@@ -26,6 +16,16 @@ from streamapp.replay.shapes import (
     native_windowed_count,
     node_paths,
 )
+from streamapp.replay.spark.native import (
+    COUNTED,
+    DROPPED,
+    FALLBACK,
+    Columns,
+    WindowedBatchClassifier,
+    classify_batch,
+    classify_windowed_batch,
+)
+from streamapp.replay.spark.partitions import partitions_for_keys
 from streamapp.topology import TopologyDescription
 
 CONFIG = {"application.id": "app"}

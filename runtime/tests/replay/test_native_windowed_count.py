@@ -1,4 +1,4 @@
-"""The replay's Spark-native windowed count (``streamapp.replay.native``) writes exactly what the runtime's task
+"""The replay's Spark-native windowed count (``streamapp.replay.spark.native``) writes exactly what the runtime's task
 writes: the same sink records (windowed key, count, timestamp, partition, order) and the same window-store
 changelog, for tumbling and hopping windows, with records delayed past the grace (dropped per the task's stream
 time, window by window), null keys (dropped without moving stream time), JSON ``null`` and null values (counted),

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from streamapp.replay.session import LOCAL_TASK_ATTEMPTS, with_task_retries, worker_python
+from streamapp.replay.spark.session import LOCAL_TASK_ATTEMPTS, with_task_retries, worker_python
 
 pytestmark = pytest.mark.integration
 

@@ -62,7 +62,7 @@ def test_a_node_type_the_family_table_refuses_is_refused_naming_the_node_and_the
 
 @pytest.mark.usefixtures("filter_unsupported")
 def test_a_refused_node_type_stops_the_replay_before_any_spark_job() -> None:
-    from streamapp.replay.engine import run_replay
+    from streamapp.replay.spark.engine import run_replay
 
     with pytest.raises(UnsupportedTopologyError, match="node 'evens'"):
         run_replay(_NoSpark(), _plan())  # type: ignore[arg-type]

@@ -8,10 +8,11 @@ results (docs/replay.md). The only package of ``streamapp`` that imports pyspark
                       partitions={"departures": 2}, replay_id="flights-v2-1")
     result = run_replay(build_session(), plan)
 
-Only ``engine``, ``session`` and the ``spark`` folder (the final write: ``spark.write``) import pyspark, and this
-package imports them on first use of their names; the plan and its checks (``check_topology``), the task runner
-(``tasks``), the transactional writer (``output``) and the node-type tables (``translate`` and the family
-modules, ADR 0005) are plain Python.
+Only the ``spark`` folder imports pyspark, pyarrow and numpy (import-linter contract ``pyspark-fenced``): the stage
+order (``spark.engine``), the session, the reads, the native counts' classifiers and folds, and the write; this
+package imports them on first use of their names. The plan and its checks (``check_topology``), the shapes, the
+task runner (``tasks``), the transactional writer (``output``) and the node-type tables (``translate`` and the
+family modules, ADR 0005) are plain Python: the operator uses them without the replay extra.
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ from streamapp.replay.plan import ReplayPlan, check_topology
 from streamapp.replay.translate import UNSUPPORTED, UnsupportedTopologyError
 
 if TYPE_CHECKING:
-    from streamapp.replay.engine import ReplayResult, run_replay
-    from streamapp.replay.session import build_session
+    from streamapp.replay.spark.engine import ReplayResult, run_replay
+    from streamapp.replay.spark.session import build_session
 
 #: Names whose modules import pyspark, imported on first use (PEP 562), so that checking a plan or a topology
 #: (the operator does, before it launches a Job) needs no pyspark.
 _SPARK_NAMES = {
-    "ReplayResult": "streamapp.replay.engine",
-    "run_replay": "streamapp.replay.engine",
-    "build_session": "streamapp.replay.session",
+    "ReplayResult": "streamapp.replay.spark.engine",
+    "run_replay": "streamapp.replay.spark.engine",
+    "build_session": "streamapp.replay.spark.session",
 }
 
 

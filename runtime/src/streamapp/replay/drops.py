@@ -15,7 +15,7 @@ How each stage counts them:
   the stage's changelog does not count (``engine.window_counts_sum``: each window's final count), so no second pass
   over the input is needed. (A Spark task retried after it ran counts its accumulator updates again: rare.)
 
-Plain Python: pyspark is imported by ``streamapp.replay.engine`` and ``session`` only (the import fence), so the
+Plain Python: pyspark is imported by ``streamapp.replay.spark.engine`` and ``session`` only (the import fence), so the
 frame-reading halves (``_summarize``, ``window_counts_sum``) live in the engine.
 """
 

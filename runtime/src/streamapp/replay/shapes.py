@@ -17,7 +17,7 @@ The **windowed count** of a stream read from one external topic, tumbling or hop
 
 ``node_paths`` says per node which path the replay takes (``PATH_*``) before any job. What Spark computes for
 each shape and the per-record step it needs (the runtime's serdes per Arrow batch, where a record may still send
-the sub-topology to the task path) are in ``streamapp.replay.native`` and ``streamapp.replay.engine``.
+the sub-topology to the task path) are in ``streamapp.replay.spark.native`` and ``streamapp.replay.spark.engine``.
 
 Plain Python on the topology description (no pyarrow, no pyspark): the operator asks it before it starts a Job
 (``emit: final`` needs every sub-topology native), in an image that has neither.
@@ -190,7 +190,8 @@ def native_windowed_count(
 
 def node_paths(description: TopologyDescription, config: Mapping[str, Any]) -> dict[str, str]:
     """How the replay runs each node: ``PATH_NATIVE_COUNT``, ``PATH_NATIVE_WINDOWED_COUNT`` or ``PATH_TASK`` (by
-    node name; a native sub-topology still takes the task path when a record needs it, ``streamapp.replay.native``)."""
+    node name; a native sub-topology still takes the task path when a record needs it,
+    ``streamapp.replay.spark.native``)."""
     paths: dict[str, str] = {}
     for sub in description.subtopologies():
         path = PATH_TASK

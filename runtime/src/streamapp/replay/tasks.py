@@ -4,7 +4,7 @@ Parity by construction: the records of task ``<subtopology>_<p>`` go through exa
 runs (``streamapp.processing.task.StreamTask``: its ``PartitionGroup``, source nodes, processors, changelogging
 stores), with in-memory stores holding its state (the TopologyTestDriver's) and a producer that collects what the
 task writes, partitioned as the runtime's producer partitions it. Nothing here imports pyspark:
-``streamapp.replay.engine`` drives ``ReplayTask`` inside a Spark ``mapInArrow`` function; tests call ``run_task``.
+``streamapp.replay.spark.engine`` drives ``ReplayTask`` inside a Spark ``mapInArrow`` function; tests call ``run_task``.
 
 Processing order (docs/replay.md, "Canonical order"):
 

@@ -2,7 +2,7 @@
 small enough that a worker which unpickles one of its functions imports only what that function needs.
 
 - ``source``: the reads, bounded offset ranges consumed with the runtime's Kafka client, classified (and folded,
-  ``streamapp.replay.folds``) in the reading worker for the native counts;
+  ``streamapp.replay.spark.folds``) in the reading worker for the native counts;
 - ``write``: the final write, a Spark sort into the canonical order streamed into the transactional writers of
   ``streamapp.replay.output`` (ADR 0006).
 """

@@ -7,7 +7,7 @@ split with ``streamapp.kafka.range_reader`` (librdkafka: ``read_committed``, the
 security, no Java client or connector jars) and yields Arrow batches, either:
 
 - the records as they are (``engine.RECORD_SCHEMA``, kind ``source``), for the runtime's tasks; or
-- what a native stage's classifier makes of them (``streamapp.replay.native``): narrow rows (partition, offset,
+- what a native stage's classifier makes of them (``streamapp.replay.spark.native``): narrow rows (partition, offset,
   key, timestamp, status, ...) computed in the reading worker, so a record's value never enters the JVM.
 
 Splitting a partition changes no result: every stage orders its input by partition and offset itself.
@@ -24,8 +24,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from streamapp.kafka.range_reader import RecordColumns, read_range
-from streamapp.replay.native import Columns
-from streamapp.replay.records import HEADERS_TYPE, RECORD_ARROW_SCHEMA
+from streamapp.replay.spark.native import Columns
+from streamapp.replay.spark.records import HEADERS_TYPE, RECORD_ARROW_SCHEMA
 
 __all__ = ["RAW_SCHEMA", "RangeRead", "Split", "read_frame", "splits"]
 

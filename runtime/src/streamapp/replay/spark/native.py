@@ -15,7 +15,7 @@ record with a non-null key and value, the running count of its key with the key'
 sink topic; at the end its changelog gets one record per key (in the order keys were first seen) with the final
 count and the key's largest timestamp. Spark computes that with ``row_number`` and a running ``max`` over
 ``(partition, key)`` ordered by offset and a ``groupBy(partition, key)``
-(``streamapp.replay.engine``). The one step Spark cannot do identically is deserializing key and value with the
+(``streamapp.replay.spark.engine``). The one step Spark cannot do identically is deserializing key and value with the
 runtime's serdes (a record whose value is JSON ``null`` is dropped; bytes that do not deserialize go to the
 deserialization exception handler): ``classify_batch`` does it per Arrow batch with the runtime's own serdes and
 marks each record ``COUNTED``, ``DROPPED`` or ``FALLBACK``. A single ``FALLBACK`` record (bytes a serde refuses,
@@ -34,7 +34,7 @@ into it, keyed ``key bytes + start`` (8-byte big-endian), to the partition ``mur
 A null value is counted (Kafka checks only the key). Spark computes stream time as a running ``max(timestamp)``
 over the task ordered by offset, explodes the windows, filters the late ones and counts with ``row_number`` over
 ``(task, key, start)``; ``classify_windowed_batch`` gives each record its status, window starts and the sink
-partition of each windowed key (``streamapp.replay.partitions``, vectorized). The window store's changelog has one
+partition of each windowed key (``streamapp.replay.spark.partitions``, vectorized). The window store's changelog has one
 record per window ever written (the replay is one commit interval), in the order windows were first written: key
 ``key bytes + start + seqnum 0``, value ``timestamp + count`` (Kafka's layouts, ``streamapp.state.window_store``),
 at the window's largest timestamp (the value's: Kafka's timestamped window store logs a window at it).
@@ -55,8 +55,8 @@ import pyarrow.compute as pc
 
 from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.partitioner import partition_for_key
-from streamapp.replay.partitions import partitions_for_keys
 from streamapp.replay.shapes import NativeCount, NativeWindowedCount
+from streamapp.replay.spark.partitions import partitions_for_keys
 from streamapp.serdes import serde_for
 
 __all__ = [

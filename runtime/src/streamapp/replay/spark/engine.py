@@ -12,7 +12,7 @@ For each sub-topology in dependency order (``plan.stage_order``):
 3. what the tasks wrote (sink, repartition and changelog records, each with the partition the runtime's
    partitioner computed) is persisted for the next stages and the final write.
 
-A sub-topology of a shape ``streamapp.replay.native`` recognises (a keyed or windowed count of a source topic)
+A sub-topology of a shape ``streamapp.replay.spark.native`` recognises (a keyed or windowed count of a source topic)
 runs as Spark operators instead of step 2 (``_native_stage``: a per-batch classification with the runtime's
 serdes, then window functions), with the same records out; a record that needs the runtime's handlers discards
 that attempt and the sub-topology runs through the tasks.
@@ -42,8 +42,6 @@ from pyspark.sql import functions as F
 from streamapp.drop_reasons import LATE
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.drops import DROPPED_KIND, DropCounts, add_counts
-from streamapp.replay.folds import FoldedCount
-from streamapp.replay.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
 from streamapp.replay.output import WriteResult
 from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
 from streamapp.replay.progress import ReplayProgress, log_progress
@@ -57,6 +55,8 @@ from streamapp.replay.shapes import (
     native_count,
     native_windowed_count,
 )
+from streamapp.replay.spark.folds import FoldedCount
+from streamapp.replay.spark.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
 from streamapp.replay.spark.source import RAW_SCHEMA, Split, read_frame, splits
 from streamapp.replay.spark.write import write_outputs
 from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp
@@ -114,7 +114,7 @@ def run_replay(
     ``on_progress`` is called every ``progress_interval_s`` while Spark computes, and at the end
     (``streamapp.replay.progress``; ``None``: no reports).
 
-    ``native``: run the sub-topologies ``streamapp.replay.native`` recognises with Spark's operators (the
+    ``native``: run the sub-topologies ``streamapp.replay.spark.native`` recognises with Spark's operators (the
     default); ``False`` runs every one through the runtime's task (the reference the native path must equal).
 
     ``parallelism``: the tasks Spark may run at once (default: ``replay_parallelism(spark)``, the cores of the
@@ -412,7 +412,7 @@ _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
 @dataclass(frozen=True)
 class _NativeStage:
-    """A sub-topology as Spark operators (``streamapp.replay.native``), computed optimistically: ``fallbacks``
+    """A sub-topology as Spark operators (``streamapp.replay.spark.native``), computed optimistically: ``fallbacks``
     counts the records that need the runtime's task, known once the stage ran; any such record means the stage's
     output is dropped and the task path runs instead (before anything is written)."""
 
@@ -511,7 +511,7 @@ _CLASSIFIED_SCHEMA = "partition int, offset long, key binary, timestamp long, st
 
 
 def _native_count_stage(classified: DataFrame, count: NativeCount, final: bool) -> DataFrame:
-    """A keyed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
+    """A keyed count sub-topology with Spark's operators (``streamapp.replay.spark.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.CLASSIFIED_SCHEMA`` rows).
 
     Per task (the ``partition`` column): the sink record of every counted record is its key's ``row_number``
@@ -595,7 +595,7 @@ _WINDOWED_CLASSIFIED_SCHEMA = (
 def _native_windowed_count_stage(
     classified: DataFrame, windowed: NativeWindowedCount, tasks: int, final: bool
 ) -> DataFrame:
-    """A windowed count sub-topology with Spark's operators (``streamapp.replay.native``): the records its tasks
+    """A windowed count sub-topology with Spark's operators (``streamapp.replay.spark.native``): the records its tasks
     write, as ``RECORD_SCHEMA`` rows, from ``classified`` (``native.WINDOWED_CLASSIFIED_SCHEMA`` rows).
 
     Used when a task's partition is read in several ranges (else ``folds`` does it in the reading worker). Per task

@@ -31,9 +31,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamapp.replay.native import COUNTED
-from streamapp.replay.records import RECORD_ARROW_SCHEMA as RAW_SCHEMA
 from streamapp.replay.shapes import NativeCount, NativeWindowedCount
+from streamapp.replay.spark.native import COUNTED
+from streamapp.replay.spark.records import RECORD_ARROW_SCHEMA as RAW_SCHEMA
 
 __all__ = ["FoldedCount", "count_bytes"]
 
