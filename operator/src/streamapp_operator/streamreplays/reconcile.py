@@ -18,7 +18,7 @@ does only what is missing, so a restarted operator resumes where the status says
    input records processed (``status.recordsProcessed``, ``percentProcessed``; an unreadable log only leaves
    them out), the done markers the records written so far, its pod's last line the result. A failed Job
    fails the replay with the pod's error in the ``Failed`` condition; the running app is untouched;
-5. ``hand_over`` (``mode: handover``): :data:`decisions.HANDOVER_STEPS`, each recorded ``Started`` in
+5. ``hand_over`` (``mode: handover``): :data:`handover.HANDOVER_STEPS`, each recorded ``Started`` in
    ``status.handover`` (written at once, before it acts) and ``Done`` after: the new version's consumer group
    offsets set to the replay's end offsets, the new version's StreamApp created (its stores restore from the
    changelogs the replay wrote), awaited until Ready and caught up, then the old version removed by policy.
@@ -44,7 +44,19 @@ from streamapp_operator.kinds import Owner, owned_by
 from streamapp_operator.outcomes import Condition, Event, Problem, transition
 from streamapp_operator.steps import KAFKA_UNAVAILABLE, Blocked, Failed, StepOutcome, Waiting, run_steps
 from streamapp_operator.streamapps.resources import StreamAppSpec
-from streamapp_operator.streamreplays import app_code, dead_letters, decisions, job_start, overlap, takeover
+from streamapp_operator.streamreplays import (
+    app_code,
+    claims,
+    dead_letters,
+    handover,
+    job_manifests,
+    job_reports,
+    job_start,
+    offset_range,
+    overlap,
+    replay_plan,
+    takeover,
+)
 from streamapp_operator.streamreplays.resources import (
     KIND,
     OldVersionPolicy,
@@ -116,7 +128,7 @@ class ReplayWorld:
     kafka_for: Callable[[KafkaConnection], ReplayKafka]
     image: str = DEFAULT_IMAGE
     peers: Callable[[], Iterable[Peer]] = lambda: ()
-    replays: Callable[[], Iterable[decisions.ReplayClaim]] = lambda: ()
+    replays: Callable[[], Iterable[claims.ReplayClaim]] = lambda: ()
     """The cluster's unfinished StreamReplays (kopf's ``replay_claims`` index, ``handlers.py``)."""
 
 
@@ -180,11 +192,11 @@ def check_children(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("phase") not in (Phase.PENDING.value, Phase.RUNNING.value):
         return StepOutcome()
     cluster, replay = ctx.world.cluster, ctx.replay
-    name = decisions.job_name(replay.name)
+    name = job_manifests.job_name(replay.name)
     children = {kind: cluster.get(kind, replay.namespace, name) for kind in ("ConfigMap", "Job")}
     local = ctx.spec.spark.mode == SparkMode.LOCAL
-    account = cluster.get("ServiceAccount", replay.namespace, decisions.SERVICE_ACCOUNT) if local else None
-    problems = decisions.foreign_children(replay.owner, children, account)
+    account = cluster.get("ServiceAccount", replay.namespace, job_manifests.SERVICE_ACCOUNT) if local else None
+    problems = job_manifests.foreign_children(replay.owner, children, account)
     if problems:
         raise Blocked(Problem(problems[0].reason, "; ".join(p.message for p in problems)))
     return StepOutcome()
@@ -214,7 +226,7 @@ def _check_no_strangers(ctx: ReplayContext) -> None:
 
 def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
     replay = ctx.replay
-    me = decisions.ReplayClaim(
+    me = claims.ReplayClaim(
         replay.namespace,
         replay.name,
         replay.uid,
@@ -223,7 +235,7 @@ def _check_no_replay_in_progress(ctx: ReplayContext) -> None:
         frozenset(ctx.description.sink_topics()),
         ctx.status.get("phase", ""),
     )
-    conflicts = decisions.replay_conflicts(me, ctx.world.replays())
+    conflicts = claims.replay_conflicts(me, ctx.world.replays())
     if conflicts:
         raise Failed(conflicts[0].reason, conflicts[0].message)
 
@@ -243,9 +255,7 @@ def stop_old_version(ctx: ReplayContext) -> StepOutcome:
         app_id = (ctx.app.get("status") or {}).get("applicationId") or ctx.app_spec.effective_application_id(
             ctx.spec.app_ref.name
         )
-        taken = decisions.shared_outputs(
-            ctx.description.sink_topics(), (ctx.app.get("spec") or {}).get("topology") or {}
-        )
+        taken = claims.shared_outputs(ctx.description.sink_topics(), (ctx.app.get("spec") or {}).get("topology") or {})
         recorded = {"replicas": ctx.app_spec.replicas, "applicationId": app_id, "outputs": taken, "state": "Stopping"}
         ctx.record(takeOver=recorded, progress="stopping the old version (outputs: TakeOver)")
         # the intent first: a restarted operator (or a failure) scales it back to these replicas
@@ -295,13 +305,13 @@ def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
     if missing:
         raise Failed("TopicMissing", f"input topic(s) {', '.join(missing)} do not exist")
     spec = ctx.spec
-    positions = decisions.KafkaPositions(
+    positions = offset_range.KafkaPositions(
         earliest=ctx.kafka.list_offsets(counts, "earliest"),
         latest=ctx.kafka.list_offsets(counts, "latest"),
-        from_time=ctx.kafka.list_offsets(counts, decisions.timestamp_ms(spec.from_.timestamp))
+        from_time=ctx.kafka.list_offsets(counts, offset_range.timestamp_ms(spec.from_.timestamp))
         if spec.from_.timestamp
         else None,
-        to_time=ctx.kafka.list_offsets(counts, decisions.timestamp_ms(spec.to.timestamp))
+        to_time=ctx.kafka.list_offsets(counts, offset_range.timestamp_ms(spec.to.timestamp))
         if spec.to.timestamp
         else None,
     )
@@ -309,20 +319,20 @@ def resolve_offsets(ctx: ReplayContext) -> StepOutcome:
     if _taking_over(spec):  # the range ends where the old version stopped: its committed offsets
         stopped_at = ctx.kafka.committed_offsets(ctx.status["takeOver"]["applicationId"], counts)
         switch = takeover.switch_offsets(stopped_at, positions.earliest)
-        end_at = ReplayTo(offsets=decisions.to_wire(switch))
+        end_at = ReplayTo(offsets=offset_range.to_wire(switch))
     try:
-        start, end = decisions.resolve_range(spec.from_, end_at, positions)
-    except decisions.RangeError as exc:
+        start, end = offset_range.resolve_range(spec.from_, end_at, positions)
+    except offset_range.RangeError as exc:
         raise Failed("InvalidRange", str(exc)) from exc
     if spec.mode == ReplayMode.BACKFILL:
         _check_overlap(ctx, start, end)
     read = sum(end[t][p] - o for t, parts in start.items() for p, o in parts.items())
     ctx.events.append(Event("Normal", "OffsetsResolved", f"Replaying {read} records of {', '.join(sorted(start))}"))
-    resolved = {"from": decisions.to_wire(start), "to": decisions.to_wire(end)}
+    resolved = {"from": offset_range.to_wire(start), "to": offset_range.to_wire(end)}
     return ctx.record(resolvedOffsets=resolved, recordsRead=read, progress="offsets resolved")
 
 
-def _check_overlap(ctx: ReplayContext, start: decisions.Offsets, end: decisions.Offsets) -> None:
+def _check_overlap(ctx: ReplayContext, start: offset_range.Offsets, end: offset_range.Offsets) -> None:
     """A backfill writing a topic the app writes, over input the app's consumer group has committed, fails with
     ``RangeOverlapsApp`` unless ``spec.allowOverlap`` (then a Warning event ``OverlapAllowed``):
     ``streamapp_operator.streamreplays.overlap``."""
@@ -330,7 +340,7 @@ def _check_overlap(ctx: ReplayContext, start: decisions.Offsets, end: decisions.
     app = ctx.spec.app_ref.name
     group = ctx.app_spec.effective_application_id(app)
     committed = ctx.kafka.committed_offsets(group, {topic: len(parts) for topic, parts in start.items()})
-    shared = decisions.shared_outputs(ctx.description.sink_topics(), (ctx.app.get("spec") or {}).get("topology") or {})
+    shared = claims.shared_outputs(ctx.description.sink_topics(), (ctx.app.get("spec") or {}).get("topology") or {})
     found = overlap.overlaps(start, end, committed)
     verdict = overlap.verdict(app, group, found, shared, bool(ctx.spec.allow_overlap))
     if verdict.refused:
@@ -350,7 +360,7 @@ def create_sink_topics(ctx: ReplayContext) -> StepOutcome:
     existing = ctx.kafka.partition_counts(sinks)
     resolved = ctx.status["resolvedOffsets"]["to"]
     partitions = max((len(parts) for parts in resolved.values()), default=1)
-    retention = decisions.sink_retention_ms(ctx.kafka.retention_ms(resolved))
+    retention = replay_plan.sink_retention_ms(ctx.kafka.retention_ms(resolved))
     config = {} if retention is None else {"retention.ms": str(retention)}
     missing = [TopicSpec(t, partitions, config) for t in sinks if t not in existing]
     dlq = dead_letters.topic(ctx.app_spec.config, ctx.status["applicationId"])
@@ -366,7 +376,7 @@ def create_sink_topics(ctx: ReplayContext) -> StepOutcome:
 
 def launch_job(ctx: ReplayContext) -> StepOutcome:
     cluster, replay = ctx.world.cluster, ctx.replay
-    name = decisions.job_name(replay.name)
+    name = job_manifests.job_name(replay.name)
     if ctx.status.get("job") and cluster.get("Job", replay.namespace, name) is not None:
         return StepOutcome()
     if _empty_range(ctx):
@@ -380,14 +390,14 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     unseen = [topic for topic in outputs if topic not in sink_partitions]
     if unseen:  # created a moment ago: the broker's metadata lags the controller's (KRaft), seen at the next pass
         raise Waiting(f"waiting for the broker's metadata of the output topics {', '.join(unseen)}")
-    plan = decisions.plan_document(
-        decisions.PlanInputs(
+    plan = replay_plan.plan_document(
+        replay_plan.PlanInputs(
             replay_id=ctx.status["replayId"],
             topology=_plan_topology(ctx),
-            config=decisions.replay_config(ctx.app_spec.config, ctx.status["applicationId"]),
+            config=replay_plan.replay_config(ctx.app_spec.config, ctx.status["applicationId"]),
             bootstrap_servers=ctx.app_spec.kafka.bootstrap_servers,
-            start=decisions.from_wire(resolved["from"]),
-            end=decisions.from_wire(resolved["to"]),
+            start=offset_range.from_wire(resolved["from"]),
+            end=offset_range.from_wire(resolved["to"]),
             sink_partitions=sink_partitions,
             kafka_settings=security_config(ctx.app_spec.kafka),
             emit=ctx.spec.emit,
@@ -400,8 +410,8 @@ def launch_job(ctx: ReplayContext) -> StepOutcome:
     recorded = {key: ctx.status[key] for key in keys if key in ctx.status}
     cluster.patch_replay_status(replay.namespace, replay.name, {**recorded, "progress": "launching the Spark job"})
     code = app_code.of(ctx.spec, ctx.app_spec)
-    for manifest in decisions.job_manifests(
-        replay.owner, ctx.spec, plan, decisions.JobImages(image, code), ctx.app_spec
+    for manifest in job_manifests.job_manifests(
+        replay.owner, ctx.spec, plan, job_manifests.JobImages(image, code), ctx.app_spec
     ):
         if cluster.get(manifest["kind"], replay.namespace, manifest["metadata"]["name"]) is None:
             cluster.apply(manifest)
@@ -433,7 +443,7 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
         return StepOutcome()
     cluster, replay = ctx.world.cluster, ctx.replay
     job = cluster.get("Job", replay.namespace, ctx.status["job"])
-    state = decisions.job_state(job)
+    state = job_reports.job_state(job)
     seconds = _seconds_since(ctx.status.get("startTime"), ctx.now)
     if state.phase == "Running" or state.phase == "Pending":
         try:
@@ -444,34 +454,36 @@ def track_job(ctx: ReplayContext) -> StepOutcome:
             _await_start(ctx, job, pods, seconds)
         assert ctx.kafka is not None
         # the done markers appear once Spark writes: how much of the output is committed so far
-        so_far = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
+        so_far = job_reports.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
         report = _progress_report(ctx, job)
-        progress = decisions.progress_text("Running", seconds=seconds, written=so_far or None, report=report)
-        ctx.record(durationSeconds=seconds, progress=progress, **(decisions.progress_fields(report) if report else {}))
+        progress = job_reports.progress_text("Running", seconds=seconds, written=so_far or None, report=report)
+        ctx.record(
+            durationSeconds=seconds, progress=progress, **(job_reports.progress_fields(report) if report else {})
+        )
         raise Waiting(state.message)
     log = _pod_log(ctx, job)
     if state.phase == "Failed":
         # no log (the API cannot serve it): the container's termination message (the app-code check writes one)
-        detail = decisions.failure_detail(log) if log else decisions.termination_message(_job_pods(ctx, job))
+        detail = job_reports.failure_detail(log) if log else job_reports.termination_message(_job_pods(ctx, job))
         reason = app_code.failure_reason(state.reason, state.message, detail)
         raise Failed(reason, f"the Spark job failed: {state.message}" + (f": {detail}" if detail else ""))
-    result = decisions.replay_result(log)
+    result = job_reports.replay_result(log)
     if result is not None:
         written: int | None = sum((result.get("records_written") or {}).values())
     else:  # no pod log (a node without the kubelet's log endpoint): the done markers count what was written
         assert ctx.kafka is not None
-        written = decisions.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
+        written = job_reports.records_in_markers(ctx.kafka.read_committed_values(_markers(ctx)))
     next_phase = Phase.HANDING_OVER if ctx.spec.mode == ReplayMode.HANDOVER else Phase.SUCCEEDED
     ctx.events.append(Event("Normal", "JobSucceeded", f"The Spark job wrote {written} records in {seconds}s"))
     fields: dict[str, Any] = {"phase": next_phase.value, "durationSeconds": seconds, "recordsWritten": written}
-    dropped = decisions.dropped_records(result)
+    dropped = job_reports.dropped_records(result)
     if dropped is not None:
         fields["droppedRecords"] = dropped
-    report = decisions.latest_progress(log)
+    report = job_reports.latest_progress(log)
     if report is not None:
-        fields.update(decisions.progress_fields(report))
+        fields.update(job_reports.progress_fields(report))
     if next_phase == Phase.SUCCEEDED:
-        fields.update(completionTime=ctx.now, progress=decisions.progress_text("Succeeded", written=written))
+        fields.update(completionTime=ctx.now, progress=job_reports.progress_text("Succeeded", written=written))
     outcome = ctx.record(**fields)
     assert ctx.kafka is not None
     with contextlib.suppress(KafkaUnavailable):  # the done markers serve reruns only; a leftover topic is harmless
@@ -490,7 +502,7 @@ def _await_start(
     if verdict.failed is not None:
         _delete_job(ctx.world.cluster, ctx.replay, job)
         raise Failed(*verdict.failed)
-    progress = decisions.progress_text("Starting", seconds=seconds, step=problem.reason if problem else None)
+    progress = job_reports.progress_text("Starting", seconds=seconds, step=problem.reason if problem else None)
     ctx.record(durationSeconds=seconds, progress=progress)
     if verdict.problem is not None:
         raise Blocked(Problem(verdict.problem.reason, job_start.waiting_text(verdict.problem, timeout)))
@@ -515,18 +527,18 @@ def _delete_job(cluster: ReplayCluster, replay: Replay, job: Mapping[str, Any] |
 def hand_over(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("phase") != Phase.HANDING_OVER.value:
         return StepOutcome()
-    while (step := decisions.next_step(ctx.status.get("handover"))) is not None:
-        ctx.record(progress=decisions.progress_text("HandingOver", step=step))
+    while (step := handover.next_step(ctx.status.get("handover"))) is not None:
+        ctx.record(progress=job_reports.progress_text("HandingOver", step=step))
         recorded = ctx.status.get("handover") or []
         if not any(s.get("name") == step and s.get("state") == StepState.STARTED for s in recorded):
             # the intent, written before the step acts: a restarted operator resumes this step
-            steps = decisions.record_step(recorded, step, StepState.STARTED, ctx.now)
+            steps = handover.record_step(recorded, step, StepState.STARTED, ctx.now)
             ctx.world.cluster.patch_replay_status(
                 ctx.replay.namespace, ctx.replay.name, {"handover": steps, "progress": ctx.status["progress"]}
             )
             ctx.record(handover=steps)
         message = _HANDOVER[step](ctx)  # raises Waiting while it waits
-        ctx.record(handover=decisions.record_step(ctx.status.get("handover"), step, StepState.DONE, ctx.now, message))
+        ctx.record(handover=handover.record_step(ctx.status.get("handover"), step, StepState.DONE, ctx.now, message))
         ctx.events.append(Event("Normal", "HandoverStep", f"{step}: {message}"))
     return ctx.record(
         phase=Phase.SUCCEEDED.value,
@@ -539,7 +551,7 @@ def _set_group_offsets(ctx: ReplayContext) -> str:
     if ctx.kafka is None:  # the app (and with it the Kafka connection) is gone before the new version exists
         raise Failed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
     group = ctx.status["applicationId"]
-    end = decisions.from_wire(ctx.status["resolvedOffsets"]["to"])
+    end = offset_range.from_wire(ctx.status["resolvedOffsets"]["to"])
     if _our_new_version(ctx) is not None:
         return f"group {group} kept: the new version exists already"  # never rewind a running version
     # a StreamApp older than the replay that took the id during the Spark run keeps its offsets; a newer one is
@@ -571,9 +583,9 @@ def _create_new_version(ctx: ReplayContext) -> str:
         return f"StreamApp {name} exists"
     if ctx.app is None:
         raise Failed(APP_MISSING, f"StreamApp {ctx.spec.app_ref.name} was deleted before the handover")
-    manifest = decisions.new_version(
+    manifest = handover.new_version(
         ctx.app,
-        decisions.NewVersion(
+        handover.NewVersion(
             name,
             ctx.status["applicationId"],
             _topology_document(ctx),
@@ -590,7 +602,7 @@ def _create_new_version(ctx: ReplayContext) -> str:
 
 
 def _await_caught_up(ctx: ReplayContext) -> str:
-    done, message = decisions.caught_up(_our_new_version(ctx), ctx.spec.handover.max_lag)
+    done, message = handover.caught_up(_our_new_version(ctx), ctx.spec.handover.max_lag)
     if not done:
         raise Waiting(message)
     return message
@@ -605,7 +617,7 @@ def _remove_old_version(ctx: ReplayContext) -> str:
         return f"StreamApp {old} kept (oldVersion: Keep)"
     if new is None:  # deleted since it caught up: never leave no version running
         raise Failed("NewVersionMissing", f"the new version {_new_name(ctx)} is gone: StreamApp {old} is kept running")
-    done, message = decisions.caught_up(new, ctx.spec.handover.max_lag)
+    done, message = handover.caught_up(new, ctx.spec.handover.max_lag)
     if not done:  # checked again as it acts (a restart may resume this step long after awaitCaughtUp)
         raise Waiting(f"StreamApp {old} stays until the new version is caught up: {message}")
     if ctx.app is None:
@@ -623,7 +635,7 @@ _HANDOVER: dict[str, Callable[[ReplayContext], str]] = {
     "awaitCaughtUp": _await_caught_up,
     "removeOldVersion": _remove_old_version,
 }
-assert tuple(_HANDOVER) == decisions.HANDOVER_STEPS
+assert tuple(_HANDOVER) == handover.HANDOVER_STEPS
 
 
 def delete_leftover_topics(ctx: ReplayContext) -> StepOutcome:
@@ -740,7 +752,7 @@ def _context(
     except UnsupportedTopologyError as exc:
         raise Failed("UnsupportedTopology", f"topology: {exc}") from exc
     if app is not None and parsed.mode == ReplayMode.HANDOVER and not status.get("job"):
-        shared = decisions.shared_outputs(description.sink_topics(), (app.get("spec") or {}).get("topology") or {})
+        shared = claims.shared_outputs(description.sink_topics(), (app.get("spec") or {}).get("topology") or {})
         if shared and not _taking_over(parsed):
             raise Failed(
                 "OutputInUse",
@@ -752,8 +764,8 @@ def _context(
         _new_version_of(world.cluster, replay, parsed)
     if app_spec is not None and not status.get("applicationId"):
         app_id = app_spec.effective_application_id(parsed.app_ref.name)
-        status["applicationId"] = decisions.application_id(parsed, replay.name, app_id)
-        status["replayId"] = decisions.replay_id(replay.name, replay.uid)
+        status["applicationId"] = replay_plan.application_id(parsed, replay.name, app_id)
+        status["replayId"] = replay_plan.replay_id(replay.name, replay.uid)
         status["appUid"] = (app or {}).get("metadata", {}).get("uid")
     kafka = None
     if app_spec is not None:
@@ -776,9 +788,9 @@ def _app_deleted_mid_job(
     deleted. A running backfill's job is left to end (its output keeps what it commits), then fails: without the
     app there is no Kafka connection to count or check what it wrote. Raises Failed, or Blocked while it
     waits (``Degraded``, reason ``AppMissing``)."""
-    app, name = spec.app_ref.name, status.get("job") or decisions.job_name(replay.name)
+    app, name = spec.app_ref.name, status.get("job") or job_manifests.job_name(replay.name)
     job = cluster.get("Job", replay.namespace, name)
-    state = decisions.job_state(job)
+    state = job_reports.job_state(job)
     gone = f"StreamApp {app} was deleted while the replay's Spark job ran"
     if state.phase == "Succeeded":
         unchecked = "its output topics hold what it wrote, which the replay did not count or check without the app"
@@ -814,11 +826,11 @@ def _new_version_of(
     StreamReplay's of the same name, or the app itself) fails the replay and is never adopted or touched."""
     name = spec.handover.name or replay.name
     existing = cluster.get("StreamApp", replay.namespace, name)
-    conflict = decisions.new_version_conflict(
+    conflict = handover.new_version_conflict(
         name,
         spec.app_ref.name,
         existing,
-        decisions.Claimant(replay.name, replay.uid, recorded_uid, created_unannotated),
+        handover.Claimant(replay.name, replay.uid, recorded_uid, created_unannotated),
     )
     if conflict is not None:
         raise Failed(*conflict)
@@ -853,7 +865,7 @@ def _progress_report(ctx: ReplayContext, job: Mapping[str, Any] | None) -> Repla
     """The Spark job's last progress report; None when there is none yet or the API cannot say (progress is
     shown, never a reason to fail or hold up the replay)."""
     try:
-        return decisions.latest_progress(_pod_log(ctx, job, PROGRESS_LOG_LINES))
+        return job_reports.latest_progress(_pod_log(ctx, job, PROGRESS_LOG_LINES))
     except KubernetesUnavailable:
         return None
 

@@ -24,6 +24,8 @@ from streamapp_operator.streamapps.resources import (
 
 KIND = "StreamReplay"
 PLURAL = PLURALS[KIND]
+#: The label naming the StreamReplay on what it makes (its Spark executors, the new version's StreamApp).
+REPLAY_LABEL = f"{GROUP}/replay"
 SINGULAR = "streamreplay"
 SHORT_NAMES = ("sr", "replay")
 

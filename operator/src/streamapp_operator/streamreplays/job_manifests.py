@@ -1,0 +1,334 @@
+"""The replay's Kubernetes children: the ConfigMap with the plan, the ServiceAccount (no API rights, no token) and
+the Job (the app's SASL credentials from their Secrets as ``STREAMAPP_KAFKA_SASL_*`` variables, its TLS CA
+mounted), the Spark executors' pod template and defaults (``spark.mode: kubernetes``), and which of those names
+someone else made (:func:`foreign_children`). Pure: manifests as plain dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from streamapp_operator import identity
+from streamapp_operator.connection import CA_DIR, CA_FILE, SecretKeyRef, credentials_env
+from streamapp_operator.identity import FOREIGN_OBJECT
+from streamapp_operator.kinds import CONTAINER_SECURITY, Owner
+from streamapp_operator.outcomes import Problem
+from streamapp_operator.streamapps.resources import StreamAppSpec
+from streamapp_operator.streamreplays import app_code
+from streamapp_operator.streamreplays.resources import (
+    KIND,
+    REPLAY_LABEL,
+    SparkMode,
+    StreamReplaySpec,
+)
+
+PLAN_DIR = "/etc/streamapp-replay"
+PLAN_FILE = "plan.yaml"
+TMP_DIR = "/tmp"
+WORK_DIR = "/var/lib/streamapp"
+SERVICE_ACCOUNT = "streamapp-replay"
+SPARK_DEFAULTS_FILE = "spark-defaults.conf"
+EXECUTOR_TEMPLATE_FILE = "executor.yaml"
+VENV = "/opt/streamapp/venv"
+SPARK_HOME = f"{VENV}/lib/python3.11/site-packages/pyspark"
+RUN_AS_USER = 10001
+#: The replay pods' securityContext (the Job's and the executors'): the ``restricted`` Pod Security Standard.
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS_USER,
+    "runAsGroup": RUN_AS_USER,
+    "fsGroup": RUN_AS_USER,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+#: Memory the container needs beyond the JVM heap (Spark's own minimum overhead; Python workers).
+MEMORY_OVERHEAD_MB = 512
+MANAGED_BY = "app.kubernetes.io/managed-by"
+
+
+#: Labels of what several replays share (the ServiceAccount): how the operator knows it made it.
+_SHARED_LABELS = {"app.kubernetes.io/name": "streamapp-replay", MANAGED_BY: "streamapp-operator"}
+
+
+def job_name(replay_name: str) -> str:
+    return f"{replay_name}-replay"
+
+
+def foreign_children(
+    owner: Owner, children: Mapping[str, Mapping[str, Any] | None], account: Mapping[str, Any] | None
+) -> list[Problem]:
+    """The replay's children that someone else made (``kind -> object``: the Job and its ConfigMap, which the
+    StreamReplay owns), and the shared ServiceAccount ``streamapp-replay`` when the operator did not create it
+    (``account``; None: absent or not used, ``spark.mode: kubernetes`` runs as the user's): each is named,
+    never applied over or used (the replay's pod would run as someone else's account, its Job's success
+    would start a handover)."""
+    problems = identity.foreign_children(owner.uid, children, KIND)
+    labels = (account or {}).get("metadata", {}).get("labels") or {}
+    if account is not None and labels.get(MANAGED_BY) != _SHARED_LABELS[MANAGED_BY]:
+        problems.append(
+            Problem(
+                FOREIGN_OBJECT,
+                f"ServiceAccount {SERVICE_ACCOUNT} exists and was not created by the StreamApp operator (no label "
+                f"{MANAGED_BY}={_SHARED_LABELS[MANAGED_BY]}); the replay's pod would run as it: it is left "
+                "untouched: delete it, or run the replay with spark.mode kubernetes and a serviceAccountName",
+            )
+        )
+    return problems
+
+
+def _labels(owner: Owner) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "streamapp-replay",
+        "app.kubernetes.io/instance": owner.name,
+        "app.kubernetes.io/managed-by": "streamapp-operator",
+    }
+
+
+def _memory_mb(spark_memory: str) -> int:
+    number, unit = int(spark_memory[:-1]), spark_memory[-1]
+    return number * 1024 if unit == "g" else number
+
+
+@dataclass(frozen=True)
+class JobImages:
+    """The images of a replay's Job: the replay image (``image``) and the one whose user code it runs (``code``;
+    None: the replay image's own code only)."""
+
+    image: str
+    code: app_code.CodeImage | None = None
+
+
+def job_manifests(
+    owner: Owner, spec: StreamReplaySpec, plan: Mapping[str, Any], images: JobImages, app: StreamAppSpec | None = None
+) -> list[dict[str, Any]]:
+    """The ServiceAccount, the ConfigMap with the plan and the Job, as uid 10001 under the restricted Pod
+    Security Standard.
+
+    ``spark.mode: local``: one pod running ``streamapp replay run`` with Spark's local master, without a service
+    account token (the replay needs Kafka, not the Kubernetes API). ``spark.mode: kubernetes``: that pod is the
+    Spark driver (client mode, ``--master k8s://``) and starts ``executor.instances`` executor pods of the same
+    image through Spark's Kubernetes backend, as ``spark.serviceAccountName`` (the user's, e.g. the chart's
+    ``replayDriver``: it may create, watch and delete pods and configmaps; the operator grants nothing); the
+    executors are owned by the driver pod (gone with it) and run the executor entrypoint of the pod template
+    (``executor.yaml`` in the ConfigMap); Spark's settings are ``spark-defaults.conf`` there.
+
+    ``app``: the StreamApp's spec, whose Kafka security the Job's pod gets as the app's pods do: the SASL
+    credentials as ``STREAMAPP_KAFKA_SASL_USERNAME``/``_PASSWORD`` from their Secrets (the kubelet reads them:
+    never in the ConfigMap, the pod spec or status), the TLS CA Secret mounted where the plan's
+    ``ssl.ca.location`` points (in the executor pods too: they read Kafka).
+
+    ``code``: the image whose user code the replay runs (``app_code.of``): every pod (the Job's, the executors')
+    copies it with the init container ``app-code`` and puts it first on ``PYTHONPATH``; the Job's container checks
+    its ``streamapp-runtime`` first (``app_code``). None: the replay image's own code only (the old way)."""
+    image, code = images.image, images.code
+    kubernetes = spec.spark.mode == SparkMode.KUBERNETES
+    ca = app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
+    metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
+    account_name = spec.spark.service_account_name or "default" if kubernetes else SERVICE_ACCOUNT
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": owner.namespace, "labels": dict(_SHARED_LABELS)},
+        "automountServiceAccountToken": False,
+    }
+    data = {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)}
+    if code is not None:
+        data[app_code.SCRIPT_FILE] = app_code.script_text()
+    if kubernetes:
+        data[SPARK_DEFAULTS_FILE] = spark_defaults(owner, spec, image)
+        template = executor_template(ca, code, job_name(owner.name))
+        data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(template, sort_keys=False)
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": job_name(owner.name), **metadata},
+        "data": data,
+    }
+    driver = spec.spark.driver
+    memory = f"{_memory_mb(driver.memory) + MEMORY_OVERHEAD_MB}Mi"
+    run = ["streamapp", "replay", "run", "--plan", f"{PLAN_DIR}/{PLAN_FILE}"]
+    if kubernetes:
+        # the driver's address and pod name are known in the pod only
+        command = [
+            "/bin/sh",
+            "-c",
+            ("" if code is None else f"{app_code.check_command(PLAN_DIR, PLAN_FILE)} || exit $?; ")
+            + 'export PYSPARK_SUBMIT_ARGS="--conf spark.driver.host=$POD_IP --conf spark.driver.bindAddress=$POD_IP '
+            '--conf spark.kubernetes.driver.pod.name=$POD_NAME --driver-memory $DRIVER_MEMORY pyspark-shell"; '
+            f'exec {" ".join(run)} --master "k8s://https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" '
+            "--driver-memory $DRIVER_MEMORY",
+        ]
+        # no SPARK_LOCAL_DIRS: Spark would mount the driver's local dirs into the executors (over their /tmp)
+        env: list[dict[str, Any]] = [
+            {"name": "HOME", "value": WORK_DIR},
+            {"name": "SPARK_CONF_DIR", "value": PLAN_DIR},
+            {"name": "DRIVER_MEMORY", "value": driver.memory},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+        ]
+    else:
+        command = [*run, "--master", f"local[{driver.cores}]", "--driver-memory", driver.memory]
+        if code is not None:  # the check first; "$@" keeps the arguments as they are
+            command = [
+                "/bin/sh",
+                "-c",
+                f'{app_code.check_command(PLAN_DIR, PLAN_FILE)} && exec "$@"',
+                "replay",
+                *command,
+            ]
+        env = [
+            {"name": "HOME", "value": WORK_DIR},
+            {"name": "SPARK_LOCAL_DIRS", "value": TMP_DIR},
+            # local master: driver and executors talk over the loopback (the pod's host name need not resolve)
+            {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
+            {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+        ]
+    env += credentials_env(app.kafka) if app is not None else []
+    env += [app_code.python_path_env()] if code is not None else []
+    security_context = dict(CONTAINER_SECURITY)  # uid 10001 too: the same as the app's pods
+    container = {
+        "name": "replay",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": command,
+        "env": env,
+        "resources": {"requests": {"cpu": str(driver.cores), "memory": memory}, "limits": {"memory": memory}},
+        "volumeMounts": [
+            {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": TMP_DIR},
+            {"name": "work", "mountPath": WORK_DIR},
+            *_ca_mounts(ca),
+            *([app_code.code_mount()] if code is not None else []),
+        ],
+        "securityContext": security_context,
+    }
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": account_name,
+        "automountServiceAccountToken": kubernetes,
+        "enableServiceLinks": False,
+        "securityContext": dict(POD_SECURITY),
+        "containers": [container],
+        "volumes": [
+            {"name": "plan", "configMap": {"name": job_name(owner.name)}},
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "work", "emptyDir": {}},
+            *_ca_volumes(ca),
+        ],
+    }
+    job_spec: dict[str, Any] = {"backoffLimit": spec.spark.retries}
+    if code is not None:
+        init = app_code.init_container(code.image, code.pull_policy, PLAN_DIR, security_context)
+        pod_spec["initContainers"] = [init]
+        pod_spec["volumes"].append(app_code.code_volume())
+        job_spec["podFailurePolicy"] = app_code.pod_failure_policy()
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job_name(owner.name), **metadata},
+        "spec": {**job_spec, "template": {"metadata": {"labels": _labels(owner)}, "spec": pod_spec}},
+    }
+    return [config_map, job] if kubernetes else [account, config_map, job]
+
+
+#: The executor pods' command: Spark's Kubernetes backend sets ``SPARK_*`` variables and the argument
+#: ``executor`` and expects the image's entrypoint to start ``KubernetesExecutorBackend`` (Spark's own images
+#: ship ``entrypoint.sh``; pyspark's wheel does not, so the pod template carries it).
+EXECUTOR_COMMAND = (
+    'opts=(); while IFS= read -r line; do opts+=("${line#*=}"); done '
+    "< <(env | grep '^SPARK_JAVA_OPT_' | sort -t_ -k4 -n); "
+    'exec java "${opts[@]}" -Xms"$SPARK_EXECUTOR_MEMORY" -Xmx"$SPARK_EXECUTOR_MEMORY" -cp "$SPARK_HOME/jars/*" '
+    'org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend --driver-url "$SPARK_DRIVER_URL" '
+    '--executor-id "$SPARK_EXECUTOR_ID" --cores "$SPARK_EXECUTOR_CORES" --app-id "$SPARK_APPLICATION_ID" '
+    '--hostname "$SPARK_EXECUTOR_POD_IP" --resourceProfileId "$SPARK_RESOURCE_PROFILE_ID" '
+    '--podName "$SPARK_EXECUTOR_POD_NAME"'
+)
+
+
+def _ca_mounts(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
+    return [] if ca is None else [{"name": "kafka-ca", "mountPath": CA_DIR, "readOnly": True}]
+
+
+def _ca_volumes(ca: SecretKeyRef | None) -> list[dict[str, Any]]:
+    if ca is None:
+        return []
+    return [{"name": "kafka-ca", "secret": {"secretName": ca.name, "items": [{"key": ca.key, "path": CA_FILE}]}}]
+
+
+def executor_template(
+    ca: SecretKeyRef | None = None, code: app_code.CodeImage | None = None, config_map: str | None = None
+) -> dict[str, Any]:
+    """The executor pods' template: the entrypoint above, uid 10001 under the restricted Pod Security
+    Standard, no service account token, a writable ``/tmp`` (Spark adds an emptyDir for its local dirs), and
+    the Kafka CA Secret ``ca`` where the plan's ``ssl.ca.location`` points (the executors read Kafka).
+    ``code``: the app image's user code, copied by the init container ``app-code`` (the script from the replay's
+    ConfigMap ``config_map``) and first on ``PYTHONPATH``: the executors' Python workers import the user's
+    functions."""
+    security_context = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    container: dict[str, Any] = {
+        "name": "spark-executor",
+        "command": ["/bin/bash", "-c", EXECUTOR_COMMAND],
+        "env": [
+            {"name": "SPARK_LOCAL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
+            {"name": "HOME", "value": TMP_DIR},
+        ],
+        "securityContext": security_context,
+        "volumeMounts": [{"name": "tmp", "mountPath": TMP_DIR}, *_ca_mounts(ca)],
+    }
+    pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": dict(POD_SECURITY),
+        "containers": [container],
+        "volumes": [{"name": "tmp", "emptyDir": {}}, *_ca_volumes(ca)],
+    }
+    if code is not None and config_map is not None:
+        container["env"].append(app_code.python_path_env())
+        container["volumeMounts"].append(app_code.code_mount())
+        pod["initContainers"] = [app_code.init_container(code.image, code.pull_policy, PLAN_DIR, security_context)]
+        pod["volumes"] += [{"name": "plan", "configMap": {"name": config_map}}, app_code.code_volume()]
+    return {"apiVersion": "v1", "kind": "Pod", "spec": pod}
+
+
+def spark_defaults(owner: Owner, spec: StreamReplaySpec, image: str) -> str:
+    """``spark-defaults.conf`` of ``spark.mode: kubernetes``: the executors (count, cores, memory, image, pod
+    template, name prefix, labels), the driver's fixed ports (the executors connect back to them), and no
+    cleanup of PersistentVolumeClaims or Services the client-mode driver never made (its Role allows neither)."""
+    executor = spec.spark.executor
+    settings = {
+        "spark.kubernetes.namespace": owner.namespace,
+        "spark.kubernetes.container.image": image,
+        "spark.kubernetes.container.image.pullPolicy": "IfNotPresent",
+        "spark.kubernetes.executor.podTemplateFile": f"{PLAN_DIR}/{EXECUTOR_TEMPLATE_FILE}",
+        "spark.kubernetes.executor.podNamePrefix": owner.name,
+        f"spark.kubernetes.executor.label.{REPLAY_LABEL}": owner.name,
+        "spark.kubernetes.driver.ownPersistentVolumeClaim": "false",
+        "spark.kubernetes.driver.reusePersistentVolumeClaim": "false",
+        # a client-mode driver has no Service (spark-submit makes one in cluster mode only): without this, Spark's
+        # stop() deletes the Services labelled with its app id, a call the driver's Role does not allow
+        "spark.kubernetes.driver.service.deleteOnTermination": "false",
+        "spark.executor.instances": str(executor.instances),
+        "spark.executor.cores": str(executor.cores),
+        "spark.kubernetes.executor.request.cores": str(executor.cores),
+        "spark.executor.memory": executor.memory,
+        "spark.executorEnv.SPARK_HOME": SPARK_HOME,
+        "spark.executorEnv.PYSPARK_PYTHON": f"{VENV}/bin/python",
+        "spark.driver.port": "7078",
+        "spark.blockManager.port": "7079",
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "300s",
+    }
+    return "".join(f"{key} {value}\n" for key, value in settings.items())
