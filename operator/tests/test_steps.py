@@ -52,3 +52,15 @@ def test_halts_carry_their_problem() -> None:
     assert Waiting("job").problem == Problem("Waiting", "job") and str(Waiting("job")) == "job"
     failed = Failed("JobFailed", "backoff limit reached")
     assert failed.reason == "JobFailed" and failed.problem == Problem("JobFailed", "backoff limit reached")
+
+
+def test_with_advance_a_step_reads_what_the_steps_before_it_recorded() -> None:
+    def reads(seen: dict[str, bool]) -> StepOutcome:
+        return StepOutcome(status={"saw_first": seen.get("first", False)})
+
+    def first(seen: dict[str, bool]) -> StepOutcome:
+        return StepOutcome(status={"first": True})
+
+    passed_on = run_steps([first, reads], {}, advance=lambda seen, outcome: {**seen, **outcome.status})
+    assert passed_on.status == {"first": True, "saw_first": True}
+    assert run_steps([first, reads], {}).status == {"first": True, "saw_first": False}  # without: the same context

@@ -18,8 +18,9 @@ from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.kinds import GROUP, VERSION
 from streamapp_operator.streamreplays.claims import ReplayClaim, sink_topics_of
+from streamapp_operator.streamreplays.context import DEFAULT_IMAGE, Replay, ReplayWorld
 from streamapp_operator.streamreplays.handover import deletion_event
-from streamapp_operator.streamreplays.reconcile import DEFAULT_IMAGE, Replay, ReplayWorld, reconcile_replay
+from streamapp_operator.streamreplays.reconcile import reconcile_replay
 from streamapp_operator.streamreplays.resources import PLURAL, Phase
 from streamapp_operator.streamreplays.takeover import replicas_to_restore
 from streamapp_operator.wiring import Locks, now, plain, post, snapshot
@@ -64,15 +65,15 @@ def advance_streamreplay(**kwargs: Any) -> None:
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
-def reconcile_streamreplay(
-    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **kwargs: Any
-) -> None:
-    """Reconcile one StreamReplay and record the outcome; never raises for an invalid one.
+def reconcile_streamreplay(body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
+    """Reconcile one StreamReplay (``body``: its metadata, spec and status) and record the outcome in ``patch``;
+    never raises for an invalid one.
 
     kopf hands every handler the operator's indices: ``application_ids`` (``main.py``, every StreamApp's
     ``application.id``) is the identity check's ``peers``."""
     if _world is None:
         raise kopf.TemporaryError("the operator is still starting", delay=1)
+    meta, spec, status = body.meta, body.spec, body.status
     replay = Replay(
         str(meta["name"]),
         str(meta["namespace"]),

@@ -14,11 +14,24 @@ from streamapp_operator.kinds import API_VERSION, REPLAY_UID_ANNOTATION
 from streamapp_operator.streamreplays.resources import (
     REPLAY_LABEL,
     HandoverStep,
+    OutputsPolicy,
+    ReplayMode,
     StepState,
+    StreamReplaySpec,
 )
 
 #: The handover's steps, in order (each recorded Started, then Done, in ``status.handover``).
 HANDOVER_STEPS = ("setGroupOffsets", "createNewVersion", "awaitCaughtUp", "removeOldVersion")
+
+
+def taking_over(spec: StreamReplaySpec) -> bool:
+    """Whether the replay takes the app's output topics over (``mode: handover``, ``handover.outputs: TakeOver``)."""
+    return spec.mode == ReplayMode.HANDOVER and spec.handover.outputs == OutputsPolicy.TAKE_OVER
+
+
+def new_version_name(spec: StreamReplaySpec, replay_name: str) -> str:
+    """The new version's StreamApp name: ``handover.name``, else the StreamReplay's."""
+    return spec.handover.name or replay_name
 
 
 @dataclass(frozen=True)
