@@ -110,12 +110,14 @@ class Failed(Halt):
 class StepOutcome:
     """What one step did: ``events`` to post, ``status`` fields it owns (None deletes one), and the
     ``stored`` objects it wrote as the API server returned them (by kind), for later steps and status, and
-    the ``halt`` that stops the run after it (None: the next step runs)."""
+    the ``halt`` that stops the run after it (None: the next step runs), or the ``problem`` of a seam that failed
+    after the step recorded its intent (the run ends there, what the step recorded kept)."""
 
     events: list[Event] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
     halt: Halt | None = None
+    problem: Problem | None = None
 
 
 @dataclass

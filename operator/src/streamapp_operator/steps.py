@@ -8,7 +8,9 @@ through a seam (``k8s.Cluster``, ``kafka.KafkaAdmin``), returning the events it 
 fields it owns. :func:`run_steps` runs them in order and stops at the first one that fails, reporting the
 failure as a :class:`~streamapp_operator.outcomes.Problem` (``Degraded``), never raising: an API-server
 rejection (4xx, or a 500 that does not heal), an API server that fails, Kafka unreachable, or Kafka refusing
-a topic. The timer reconciles again later, so a failure is retried at the timer's pace and always visible.
+a topic. The timer reconciles again later, so a failure is retried at the timer's pace and always visible. A
+step that fails at a seam after recording its intent returns the problem in its outcome (:func:`seam_problem`),
+so that what it recorded is kept.
 
 A step may also stop the run on purpose, for either Kind, with a :class:`Halt` (returned in its
 :class:`StepOutcome` or raised from a helper): :class:`Waiting` for something outside (a Job, a new
@@ -42,6 +44,7 @@ __all__ = [
     "API_SERVER_FAILED",
     "APPLY_REJECTED",
     "KAFKA_UNAVAILABLE",
+    "SEAM_FAILURES",
     "TOPIC_CREATION_FAILED",
     "WAITING",
     "Blocked",
@@ -54,6 +57,7 @@ __all__ = [
     "apply_child",
     "dry_run",
     "run_steps",
+    "seam_problem",
 ]
 
 KAFKA_UNAVAILABLE = "KafkaUnavailable"
@@ -83,19 +87,30 @@ def run_steps(
             run.outcomes.append((step.__name__, outcome))
             run.halt = outcome.halt
             context = context if advance is None else advance(context, outcome)
+            run.problem = outcome.problem
         except Halt as exc:
             run.halt = exc
-        except ApplyRejected as exc:
-            run.problem = Problem(APPLY_REJECTED, str(exc))
-        except KubernetesUnavailable as exc:
-            run.problem = Problem(API_SERVER_FAILED, f"{exc} (retried at the next reconcile)")
-        except TopicCreationFailed as exc:
-            run.problem = Problem(TOPIC_CREATION_FAILED, str(exc))
-        except KafkaUnavailable as exc:
-            run.problem = Problem(KAFKA_UNAVAILABLE, str(exc))
+        except SEAM_FAILURES as exc:
+            run.problem = seam_problem(exc)
         if run.problem is not None or run.halt is not None:
             break
     return run
+
+
+#: The seams' failures a run reports as a problem (:func:`seam_problem`) instead of raising.
+SEAM_FAILURES = (ApplyRejected, KubernetesUnavailable, TopicCreationFailed, KafkaUnavailable)
+
+
+def seam_problem(exc: Exception) -> Problem:
+    """The problem (``Degraded``) of a seam's failure, one of :data:`SEAM_FAILURES`: the API server refused an object
+    or failed, Kafka refused a topic or cannot be reached."""
+    if isinstance(exc, ApplyRejected):
+        return Problem(APPLY_REJECTED, str(exc))
+    if isinstance(exc, KubernetesUnavailable):
+        return Problem(API_SERVER_FAILED, f"{exc} (retried at the next reconcile)")
+    if isinstance(exc, TopicCreationFailed):
+        return Problem(TOPIC_CREATION_FAILED, str(exc))
+    return Problem(KAFKA_UNAVAILABLE, str(exc))
 
 
 def apply_child(cluster: Cluster, manifest: dict[str, Any], before: dict[str, Any] | None) -> StepOutcome:

@@ -12,7 +12,7 @@ from typing import Any
 from streamapp_operator.k8s import KubernetesUnavailable
 from streamapp_operator.kafka import KafkaUnavailable
 from streamapp_operator.outcomes import Event
-from streamapp_operator.steps import StepOutcome
+from streamapp_operator.steps import StepOutcome, seam_problem
 from streamapp_operator.streamreplays import dead_letters
 from streamapp_operator.streamreplays.context import ReplayContext, ReplayKafka, new_version_created
 from streamapp_operator.streamreplays.range_steps import restore_old_version
@@ -65,5 +65,8 @@ def delete_leftovers(kafka: ReplayKafka, mode: ReplayMode, status: Mapping[str, 
         else:
             outcome.status["deadLetters"] = kept.records
             outcome.events.append(Event("Warning", "DeadLetters", kept.message))
-    outcome.status["topicsDeleted"] = kafka.delete_topics(doomed) if doomed else []
+    try:
+        outcome.status["topicsDeleted"] = kafka.delete_topics(doomed) if doomed else []
+    except KafkaUnavailable as exc:  # the dead letters kept are said all the same
+        outcome.problem = seam_problem(exc)
     return outcome

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamapp_operator.outcomes import Event
-from streamapp_operator.steps import Failed, Halt, StepOutcome, Waiting
+from streamapp_operator.steps import SEAM_FAILURES, Failed, Halt, StepOutcome, Waiting, seam_problem
 from streamapp_operator.streamreplays import handover, job_reports, offset_range
 from streamapp_operator.streamreplays.checks import app_claim, stranger_in_group
 from streamapp_operator.streamreplays.context import APP_MISSING, ReplayContext, topology_document
@@ -44,22 +44,27 @@ def hand_over(ctx: ReplayContext) -> StepOutcome:
     if ctx.status.get("phase") != Phase.HANDING_OVER.value:
         return StepOutcome()
     outcome = StepOutcome()
-    while (step := handover.next_step(ctx.status.get("handover"))) is not None:
-        fields: dict[str, Any] = {"progress": job_reports.progress_text("HandingOver", step=step)}
-        recorded = ctx.status.get("handover") or []
-        if not any(s.get("name") == step and s.get("state") == StepState.STARTED for s in recorded):
-            # the intent, written before the step acts: a restarted operator resumes this step
-            fields["handover"] = handover.record_step(recorded, step, StepState.STARTED, ctx.now)
-            ctx.world.cluster.patch_replay_status(ctx.replay.namespace, ctx.replay.name, dict(fields))
-        ctx = _record(ctx, outcome, fields)
-        acted = _HANDOVER[step](ctx)
-        ctx = _record(ctx, outcome, acted.status)
-        if acted.halt is not None:
-            outcome.halt = acted.halt
-            return outcome
-        done = handover.record_step(ctx.status.get("handover"), step, StepState.DONE, ctx.now, acted.message)
-        ctx = _record(ctx, outcome, {"handover": done})
-        outcome.events.append(Event("Normal", "HandoverStep", f"{step}: {acted.message}"))
+    try:
+        while (step := handover.next_step(ctx.status.get("handover"))) is not None:
+            ctx = _record(ctx, outcome, {"progress": job_reports.progress_text("HandingOver", step=step)})
+            recorded = ctx.status.get("handover") or []
+            if not any(s.get("name") == step and s.get("state") == StepState.STARTED for s in recorded):
+                # the intent, written before the step acts: a restarted operator resumes this step
+                steps = handover.record_step(recorded, step, StepState.STARTED, ctx.now)
+                intent = {"handover": steps, "progress": ctx.status["progress"]}
+                ctx.world.cluster.patch_replay_status(ctx.replay.namespace, ctx.replay.name, intent)
+                ctx = _record(ctx, outcome, {"handover": steps})
+            acted = _HANDOVER[step](ctx)
+            ctx = _record(ctx, outcome, acted.status)
+            if acted.halt is not None:
+                outcome.halt = acted.halt
+                return outcome
+            done = handover.record_step(ctx.status.get("handover"), step, StepState.DONE, ctx.now, acted.message)
+            ctx = _record(ctx, outcome, {"handover": done})
+            outcome.events.append(Event("Normal", "HandoverStep", f"{step}: {acted.message}"))
+    except SEAM_FAILURES as exc:  # the intent recorded before the seam failed is kept (the status says Started)
+        outcome.problem = seam_problem(exc)
+        return outcome
     active = f"done: {ctx.status.get('newVersion')} is active"
     _record(ctx, outcome, {"phase": Phase.SUCCEEDED.value, "completionTime": ctx.now, "progress": active})
     return outcome

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp_operator.outcomes import Event
-from streamapp_operator.steps import Failed, StepOutcome, Waiting
+from streamapp_operator.steps import SEAM_FAILURES, Failed, StepOutcome, Waiting, seam_problem
 from streamapp_operator.streamreplays import claims, offset_range, overlap, takeover
 from streamapp_operator.streamreplays.context import ReplayContext
 from streamapp_operator.streamreplays.handover import taking_over
@@ -23,21 +23,25 @@ def stop_old_version(ctx: ReplayContext) -> StepOutcome:
     if not taking_over(ctx.spec) or ctx.status.get("resolvedOffsets"):
         return StepOutcome()
     assert ctx.kafka is not None and ctx.app is not None and ctx.app_spec is not None
-    outcome = StepOutcome()
     recorded = ctx.status.get("takeOver")
-    if recorded is None:
-        why = takeover.refusal(ctx.app.get("spec") or {})
-        if why is not None:
-            return StepOutcome(halt=Failed(takeover.TAKE_OVER_UNSUPPORTED, why))
-        recorded = _stopping(ctx)
-        outcome.status.update(takeOver=recorded, progress="stopping the old version (outputs: TakeOver)")
-        # the intent first: a restarted operator (or a failure) scales it back to these replicas
-        ctx.world.cluster.patch_replay_status(ctx.replay.namespace, ctx.replay.name, {"takeOver": recorded})
-        message = f"Scaling StreamApp {ctx.spec.app_ref.name} to 0 (outputs: TakeOver)"
-        outcome.events.append(Event("Normal", "OldVersionStopping", message))
-    if ctx.app_spec.replicas != 0:
-        ctx.world.cluster.scale_streamapp(ctx.replay.namespace, ctx.spec.app_ref.name, 0)
-    members = [m.client_id for m in ctx.kafka.group_lag(recorded["applicationId"], []).members]
+    why = takeover.refusal(ctx.app.get("spec") or {}) if recorded is None else None
+    if why is not None:
+        return StepOutcome(halt=Failed(takeover.TAKE_OVER_UNSUPPORTED, why))
+    outcome = StepOutcome()
+    try:
+        if recorded is None:
+            recorded = _stopping(ctx)
+            outcome.status.update(takeOver=recorded, progress="stopping the old version (outputs: TakeOver)")
+            # the intent first: a restarted operator (or a failure) scales it back to these replicas
+            ctx.world.cluster.patch_replay_status(ctx.replay.namespace, ctx.replay.name, {"takeOver": recorded})
+            message = f"Scaling StreamApp {ctx.spec.app_ref.name} to 0 (outputs: TakeOver)"
+            outcome.events.append(Event("Normal", "OldVersionStopping", message))
+        if ctx.app_spec.replicas != 0:
+            ctx.world.cluster.scale_streamapp(ctx.replay.namespace, ctx.spec.app_ref.name, 0)
+        members = [m.client_id for m in ctx.kafka.group_lag(recorded["applicationId"], []).members]
+    except SEAM_FAILURES as exc:  # the replicas to restore stay recorded
+        outcome.problem = seam_problem(exc)
+        return outcome
     done, message = takeover.stopped(ctx.app, members)
     if not done:
         outcome.status["progress"] = message
