@@ -124,34 +124,70 @@ def job_manifests(
     ``code``: the image whose user code the replay runs (``app_code.of``): every pod (the Job's, the executors')
     copies it with the init container ``app-code`` and puts it first on ``PYTHONPATH``; the Job's container checks
     its ``streamapp-runtime`` first (``app_code``). None: the replay image's own code only (the old way)."""
-    image, code = images.image, images.code
-    kubernetes = spec.spark.mode == SparkMode.KUBERNETES
-    ca = app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
-    metadata = {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
-    account_name = spec.spark.service_account_name or "default" if kubernetes else SERVICE_ACCOUNT
-    account = {
+    job = _Job(owner, spec, images, app)
+    config_map = _config_map(job, plan)
+    return [config_map, _job(job)] if job.kubernetes else [_service_account(owner), config_map, _job(job)]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What the replay's Job is made of: its owner, the replay's spec, the images and the app's spec (its Kafka
+    security; None: none)."""
+
+    owner: Owner
+    spec: StreamReplaySpec
+    images: JobImages
+    app: StreamAppSpec | None
+
+    @property
+    def kubernetes(self) -> bool:
+        return self.spec.spark.mode == SparkMode.KUBERNETES
+
+    @property
+    def ca(self) -> SecretKeyRef | None:
+        app = self.app
+        return app.kafka.tls.ca_secret if app is not None and app.kafka.tls is not None else None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        owner = self.owner
+        return {"namespace": owner.namespace, "labels": _labels(owner), "ownerReferences": [owner.reference()]}
+
+
+def _service_account(owner: Owner) -> dict[str, Any]:
+    """The ServiceAccount the local-mode replays share: no API rights, no token."""
+    return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
         "metadata": {"name": SERVICE_ACCOUNT, "namespace": owner.namespace, "labels": dict(_SHARED_LABELS)},
         "automountServiceAccountToken": False,
     }
+
+
+def _config_map(job: _Job, plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan, the app-code check script, and (kubernetes mode) Spark's defaults and the executors' template."""
+    owner, code = job.owner, job.images.code
     data = {PLAN_FILE: yaml.safe_dump(json.loads(json.dumps(plan)), sort_keys=False)}
     if code is not None:
         data[app_code.SCRIPT_FILE] = app_code.script_text()
-    if kubernetes:
-        data[SPARK_DEFAULTS_FILE] = spark_defaults(owner, spec, image)
-        template = executor_template(ca, code, job_name(owner.name))
+    if job.kubernetes:
+        data[SPARK_DEFAULTS_FILE] = spark_defaults(owner, job.spec, job.images.image)
+        template = executor_template(job.ca, code, job_name(owner.name))
         data[EXECUTOR_TEMPLATE_FILE] = yaml.safe_dump(template, sort_keys=False)
-    config_map = {
+    return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": job_name(owner.name), **metadata},
+        "metadata": {"name": job_name(owner.name), **job.metadata},
         "data": data,
     }
-    driver = spec.spark.driver
-    memory = f"{_memory_mb(driver.memory) + MEMORY_OVERHEAD_MB}Mi"
+
+
+def _command_and_env(job: _Job) -> tuple[list[str], list[dict[str, Any]]]:
+    """The replay container's command and environment: the Spark driver in client mode (kubernetes) or a local
+    master; the app-code check first when the code comes from another image."""
+    code, driver = job.images.code, job.spec.spark.driver
     run = ["streamapp", "replay", "run", "--plan", f"{PLAN_DIR}/{PLAN_FILE}"]
-    if kubernetes:
+    if job.kubernetes:
         # the driver's address and pod name are known in the pod only
         command = [
             "/bin/sh",
@@ -189,12 +225,20 @@ def job_manifests(
             {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"},
             {"name": "SPARK_LOCAL_HOSTNAME", "value": "localhost"},
         ]
-    env += credentials_env(app.kafka) if app is not None else []
+    env += credentials_env(job.app.kafka) if job.app is not None else []
     env += [app_code.python_path_env()] if code is not None else []
+    return command, env
+
+
+def _job(job: _Job) -> dict[str, Any]:
+    """The Job: one pod (the replay container, the app-code init container), uid 10001, restricted."""
+    owner, spec, code, driver = job.owner, job.spec, job.images.code, job.spec.spark.driver
+    memory = f"{_memory_mb(driver.memory) + MEMORY_OVERHEAD_MB}Mi"
+    command, env = _command_and_env(job)
     security_context = dict(CONTAINER_SECURITY)  # uid 10001 too: the same as the app's pods
     container = {
         "name": "replay",
-        "image": image,
+        "image": job.images.image,
         "imagePullPolicy": "IfNotPresent",
         "command": command,
         "env": env,
@@ -203,15 +247,15 @@ def job_manifests(
             {"name": "plan", "mountPath": PLAN_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": TMP_DIR},
             {"name": "work", "mountPath": WORK_DIR},
-            *_ca_mounts(ca),
+            *_ca_mounts(job.ca),
             *([app_code.code_mount()] if code is not None else []),
         ],
         "securityContext": security_context,
     }
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "serviceAccountName": account_name,
-        "automountServiceAccountToken": kubernetes,
+        "serviceAccountName": spec.spark.service_account_name or "default" if job.kubernetes else SERVICE_ACCOUNT,
+        "automountServiceAccountToken": job.kubernetes,
         "enableServiceLinks": False,
         "securityContext": dict(POD_SECURITY),
         "containers": [container],
@@ -219,7 +263,7 @@ def job_manifests(
             {"name": "plan", "configMap": {"name": job_name(owner.name)}},
             {"name": "tmp", "emptyDir": {}},
             {"name": "work", "emptyDir": {}},
-            *_ca_volumes(ca),
+            *_ca_volumes(job.ca),
         ],
     }
     job_spec: dict[str, Any] = {"backoffLimit": spec.spark.retries}
@@ -228,13 +272,12 @@ def job_manifests(
         pod_spec["initContainers"] = [init]
         pod_spec["volumes"].append(app_code.code_volume())
         job_spec["podFailurePolicy"] = app_code.pod_failure_policy()
-    job = {
+    return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name(owner.name), **metadata},
+        "metadata": {"name": job_name(owner.name), **job.metadata},
         "spec": {**job_spec, "template": {"metadata": {"labels": _labels(owner)}, "spec": pod_spec}},
     }
-    return [config_map, job] if kubernetes else [account, config_map, job]
 
 
 #: The executor pods' command: Spark's Kubernetes backend sets ``SPARK_*`` variables and the argument
