@@ -20,7 +20,7 @@ from kubernetes import config
 from operator_fakes import flights_spec
 from streamapp_operator.k8s import KubernetesCluster
 from streamapp_operator.kinds import Owner
-from streamapp_operator.streamreplays import app_code, decisions
+from streamapp_operator.streamreplays import app_code, handover, job_manifests, job_reports
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
 from test_operator_on_api_server import Kube, chart_kubeconfig, env, kube  # noqa: F401  (fixtures)
 
@@ -113,13 +113,15 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
     spec = StreamReplaySpec.parse(stored["spec"])
     plan = {"replayId": "writes-1", "bootstrapServers": "127.0.0.1:9092", "from": {}, "to": {}}
     code = app_code.CodeImage("localhost/streamapp:dev", "Never")  # the init container and the pod failure policy
-    manifests = decisions.job_manifests(owner, spec, plan, decisions.JobImages("localhost/streamapp-replay:dev", code))
+    manifests = job_manifests.job_manifests(
+        owner, spec, plan, job_manifests.JobImages("localhost/streamapp-replay:dev", code)
+    )
     for manifest in manifests:
         seam.apply(manifest, dry_run=True)  # admission: restricted Pod Security, schema
     for manifest in manifests:
         assert seam.apply(manifest)["metadata"]["uid"]
-    job = seam.get("Job", replays.namespace, decisions.job_name("writes"))
-    assert job is not None and decisions.job_state(job).phase in ("Running", "Succeeded", "Failed")
+    job = seam.get("Job", replays.namespace, job_manifests.job_name("writes"))
+    assert job is not None and job_reports.job_state(job).phase in ("Running", "Succeeded", "Failed")
     assert job["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == sorted(app_code.REFUSALS)
     assert job["spec"]["template"]["spec"]["initContainers"][0]["image"] == "localhost/streamapp:dev"
     assert job["metadata"]["ownerReferences"][0]["uid"] == owner.uid
@@ -128,9 +130,9 @@ def test_the_controllers_writes_pass_rbac_and_restricted_pod_security(replays: K
 
     app = {"metadata": {"name": "flights", "namespace": replays.namespace}, "spec": flights_spec()}
     new = seam.apply(
-        decisions.new_version(
+        handover.new_version(
             app,
-            decisions.NewVersion("flights-v2", "flights-v2", flights_spec()["topology"], "apps/flights:2", 3),
+            handover.NewVersion("flights-v2", "flights-v2", flights_spec()["topology"], "apps/flights:2", 3),
             "writes",
             "uid-w",
         )

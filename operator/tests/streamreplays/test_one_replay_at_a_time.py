@@ -1,5 +1,5 @@
 """Two replays never write the same history twice (issue 19): an unfinished StreamReplay of the same app, or one
-writing the same output topic, refuses a newer one by name before anything runs (``decisions.replay_conflicts``
+writing the same output topic, refuses a newer one by name before anything runs (``claims.replay_conflicts``
 on kopf's ``replay_claims`` index); the older one goes on, and a finished one is in no one's way."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 from typing import Any
 
 from replay_fakes import HANDOVER, NS, REPLAY, SECOND_TOPOLOGY, replay_world
-from streamapp_operator.streamreplays import decisions, handlers
-from streamapp_operator.streamreplays.decisions import ReplayClaim
+from streamapp_operator.streamreplays import claims, handlers
+from streamapp_operator.streamreplays.claims import ReplayClaim
 from streamapp_operator.streamreplays.reconcile import reconcile_replay
 
 NOW = "2026-01-01T00:00:10Z"
@@ -22,21 +22,21 @@ def other(**changes: Any) -> ReplayClaim:
 
 
 def test_an_older_unfinished_replay_of_the_same_app_refuses_the_newer_one_by_name() -> None:
-    (problem,) = decisions.replay_conflicts(ME, [other()])
+    (problem,) = claims.replay_conflicts(ME, [other()])
     assert problem.reason == "ReplayInProgress"
     assert problem.message.startswith(f"StreamReplay {NS}/first (Running) replays StreamApp {NS}/flights already")
 
 
 def test_an_older_replay_of_another_app_into_the_same_topic_refuses_it_too() -> None:
-    (problem,) = decisions.replay_conflicts(ME, [other(app=f"{NS}/orders", sinks=frozenset({"per-key", "b"}))])
+    (problem,) = claims.replay_conflicts(ME, [other(app=f"{NS}/orders", sinks=frozenset({"per-key", "b"}))])
     assert problem.message.startswith(f"StreamReplay {NS}/first (Running) writes per-key already")
 
 
 def test_the_older_replay_goes_on_and_finished_or_unrelated_ones_are_in_no_ones_way() -> None:
-    assert decisions.replay_conflicts(other(), [ME]) == []  # the newer one never refuses the older
-    assert decisions.replay_conflicts(ME, [other(phase="Succeeded"), other(phase="Failed")]) == []
-    assert decisions.replay_conflicts(ME, [other(app=f"{NS}/orders")]) == []
-    assert decisions.replay_conflicts(ME, [dataclasses.replace(ME)]) == []  # itself
+    assert claims.replay_conflicts(other(), [ME]) == []  # the newer one never refuses the older
+    assert claims.replay_conflicts(ME, [other(phase="Succeeded"), other(phase="Failed")]) == []
+    assert claims.replay_conflicts(ME, [other(app=f"{NS}/orders")]) == []
+    assert claims.replay_conflicts(ME, [dataclasses.replace(ME)]) == []  # itself
 
 
 def test_the_index_holds_unfinished_replays_with_their_app_and_sink_topics() -> None:

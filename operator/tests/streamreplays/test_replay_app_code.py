@@ -19,7 +19,7 @@ from operator_fakes import flights_spec
 from replay_fakes import NS
 from streamapp_operator.kinds import Owner
 from streamapp_operator.streamapps.resources import StreamAppSpec
-from streamapp_operator.streamreplays import app_code, app_code_script, decisions
+from streamapp_operator.streamreplays import app_code, app_code_script, job_manifests
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
 SCRIPT = Path(app_code_script.__file__)
@@ -154,8 +154,8 @@ def _job(spark: dict[str, object] | None = None) -> tuple[dict[str, object], dic
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, **({"spark": spark} if spark else {})})
     owner = Owner("StreamReplay", "r", NS, "uid-1")
     code = app_code.CodeImage("apps/flights:1", "Never")
-    manifests = decisions.job_manifests(
-        owner, spec, {"replayId": "r-1"}, decisions.JobImages("streamapp-replay:1", code)
+    manifests = job_manifests.job_manifests(
+        owner, spec, {"replayId": "r-1"}, job_manifests.JobImages("streamapp-replay:1", code)
     )
     return manifests[-2], manifests[-1]
 
@@ -188,7 +188,7 @@ def test_a_kubernetes_mode_replay_checks_in_the_driver_and_copies_the_code_into_
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]  # type: ignore[index]
     check = "python /etc/streamapp-replay/app_code.py check /opt/streamapp/app /etc/streamapp-replay/plan.yaml"
     assert script.startswith(f"{check} || exit $?; ")
-    executor = yaml.safe_load(config_map["data"][decisions.EXECUTOR_TEMPLATE_FILE])["spec"]  # type: ignore[index]
+    executor = yaml.safe_load(config_map["data"][job_manifests.EXECUTOR_TEMPLATE_FILE])["spec"]  # type: ignore[index]
     assert executor["initContainers"][0]["image"] == "apps/flights:1"
     assert {"name": "plan", "configMap": {"name": "r-replay"}} in executor["volumes"]
     assert {"name": "PYTHONPATH", "value": "/opt/streamapp/app/site-packages"} in executor["containers"][0]["env"]
@@ -196,8 +196,8 @@ def test_a_kubernetes_mode_replay_checks_in_the_driver_and_copies_the_code_into_
 
 def test_without_a_code_image_the_job_is_the_replay_images_alone() -> None:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}})
-    *_, config_map, job = decisions.job_manifests(
-        Owner("StreamReplay", "r", NS, "u"), spec, {}, decisions.JobImages("img:1")
+    *_, config_map, job = job_manifests.job_manifests(
+        Owner("StreamReplay", "r", NS, "u"), spec, {}, job_manifests.JobImages("img:1")
     )
     assert app_code.SCRIPT_FILE not in config_map["data"] and "podFailurePolicy" not in job["spec"]
     assert "initContainers" not in job["spec"]["template"]["spec"]

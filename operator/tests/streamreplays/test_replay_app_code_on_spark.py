@@ -1,5 +1,5 @@
 """A replay runs a user function that only the app image's copied code holds: the Job container's own command
-(``decisions.job_manifests``: the version check, then ``streamapp replay run``) with ``PYTHONPATH`` as the pod sets
+(``job_manifests.job_manifests``: the version check, then ``streamapp replay run``) with ``PYTHONPATH`` as the pod sets
 it, over a folder the in-pod script copied from an "app image" site-packages, on local Spark and the local broker.
 
 This is the path the Job's pod takes, outside Kubernetes: the init container's copy, the check, and Spark's Python
@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from replay_fakes import NS
 from streamapp_operator.kinds import Owner
-from streamapp_operator.streamreplays import app_code, app_code_script, decisions
+from streamapp_operator.streamreplays import app_code, app_code_script, job_manifests, replay_plan
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
 pytestmark = pytest.mark.integration
@@ -48,11 +48,11 @@ def _container_command(plan_dir: Path, code_dir: Path) -> list[str]:
     """The Job container's command as the operator writes it, with the pod's paths made the test's."""
     spec = StreamReplaySpec.parse({"appRef": {"name": "app"}})
     code = app_code.CodeImage("apps/app:1")
-    *_, job = decisions.job_manifests(
-        Owner("StreamReplay", "r", NS, "u"), spec, {}, decisions.JobImages("replay:1", code)
+    *_, job = job_manifests.job_manifests(
+        Owner("StreamReplay", "r", NS, "u"), spec, {}, job_manifests.JobImages("replay:1", code)
     )
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
-    paths = {decisions.PLAN_DIR: str(plan_dir), app_code.CODE_DIR: str(code_dir)}
+    paths = {job_manifests.PLAN_DIR: str(plan_dir), app_code.CODE_DIR: str(code_dir)}
     out = []
     for part in command:
         for pod_path, here in paths.items():
@@ -93,8 +93,8 @@ def test_the_replay_runs_a_function_only_the_copied_app_code_holds(tmp_path: Pat
                 },
             ]
         }
-        plan = decisions.plan_document(
-            decisions.PlanInputs(
+        plan = replay_plan.plan_document(
+            replay_plan.PlanInputs(
                 replay_id=prefix,
                 topology=topology,
                 config={"application.id": f"{prefix}-v2"},
@@ -104,7 +104,7 @@ def test_the_replay_runs_a_function_only_the_copied_app_code_holds(tmp_path: Pat
                 sink_partitions={sink: 1},
             )
         )
-        (plan_dir / decisions.PLAN_FILE).write_text(yaml.safe_dump(plan))
+        (plan_dir / job_manifests.PLAN_FILE).write_text(yaml.safe_dump(plan))
         env = {**os.environ, "PYTHONPATH": app_code.CODE_SITE.replace(app_code.CODE_DIR, str(code_dir))}
         env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
         alone = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, env=os.environ.copy())

@@ -36,53 +36,56 @@ from streamapp.replay.progress import PROGRESS_PREFIX, ReplayProgress
 from streamapp_operator.k8s import KubernetesUnavailable
 from streamapp_operator.kinds import Owner
 from streamapp_operator.streamapps.resources import StreamAppSpec
-from streamapp_operator.streamreplays import decisions
+from streamapp_operator.streamreplays import handover, job_manifests, job_reports, offset_range, replay_plan, resources
 from streamapp_operator.streamreplays.reconcile import ReplayWorld, reconcile_replay
 from streamapp_operator.streamreplays.resources import ReplayFrom, ReplayTo, StreamReplaySpec
 
-POSITIONS = decisions.KafkaPositions(earliest=EARLIEST, latest=LATEST)
+POSITIONS = offset_range.KafkaPositions(earliest=EARLIEST, latest=LATEST)
 
 
 def test_earliest_to_now_is_the_retained_range() -> None:
-    assert decisions.resolve_range(ReplayFrom(earliest=True), ReplayTo(now=True), POSITIONS) == (EARLIEST, LATEST)
+    assert offset_range.resolve_range(ReplayFrom(earliest=True), ReplayTo(now=True), POSITIONS) == (EARLIEST, LATEST)
 
 
 def test_explicit_offsets_are_checked_against_the_retained_range() -> None:
     start = ReplayFrom(offsets={"flights": {"0": 10, "1": 5}})
     end = ReplayTo(offsets={"flights": {"0": 50, "1": 90}})
-    assert decisions.resolve_range(start, end, POSITIONS) == ({"flights": {0: 10, 1: 5}}, {"flights": {0: 50, 1: 90}})
-    with pytest.raises(decisions.RangeError, match="'flights' partition 1: 2 is outside the retained range"):
-        decisions.resolve_range(ReplayFrom(offsets={"flights": {"0": 0, "1": 2}}), ReplayTo(now=True), POSITIONS)
-    with pytest.raises(decisions.RangeError, match=r"needs an offset for each of partitions \[0, 1\], got \[0\]"):
-        decisions.resolve_range(ReplayFrom(offsets={"flights": {"0": 0}}), ReplayTo(now=True), POSITIONS)
-    with pytest.raises(decisions.RangeError, match="from 60 is after to 50"):
-        decisions.resolve_range(
+    assert offset_range.resolve_range(start, end, POSITIONS) == (
+        {"flights": {0: 10, 1: 5}},
+        {"flights": {0: 50, 1: 90}},
+    )
+    with pytest.raises(offset_range.RangeError, match="'flights' partition 1: 2 is outside the retained range"):
+        offset_range.resolve_range(ReplayFrom(offsets={"flights": {"0": 0, "1": 2}}), ReplayTo(now=True), POSITIONS)
+    with pytest.raises(offset_range.RangeError, match=r"needs an offset for each of partitions \[0, 1\], got \[0\]"):
+        offset_range.resolve_range(ReplayFrom(offsets={"flights": {"0": 0}}), ReplayTo(now=True), POSITIONS)
+    with pytest.raises(offset_range.RangeError, match="from 60 is after to 50"):
+        offset_range.resolve_range(
             ReplayFrom(offsets={"flights": {"0": 60, "1": 5}}), ReplayTo(offsets={"flights": {"0": 50, "1": 90}}),
             POSITIONS,
         )  # fmt: skip
 
 
 def test_timestamps_take_the_first_record_at_or_after_them_and_none_means_the_end() -> None:
-    kafka = decisions.KafkaPositions(
+    kafka = offset_range.KafkaPositions(
         EARLIEST, LATEST, from_time={"flights": {0: 20, 1: -1}}, to_time={"flights": {0: 70, 1: -1}}
     )
-    start, end = decisions.resolve_range(
+    start, end = offset_range.resolve_range(
         ReplayFrom(timestamp="2013-01-01T00:00:00Z"), ReplayTo(timestamp="2013-06-01T00:00:00Z"), kafka
     )
     assert start == {"flights": {0: 20, 1: 90}}
     assert end == {"flights": {0: 70, 1: 90}}
-    assert decisions.timestamp_ms("2013-01-01T00:00:00Z") == 1356998400000
+    assert offset_range.timestamp_ms("2013-01-01T00:00:00Z") == 1356998400000
 
 
 # -- the plan, the Job, its phase ----------------------------------------------------------------------------
 
 
 def _plan() -> dict[str, Any]:
-    return decisions.plan_document(
-        decisions.PlanInputs(
+    return replay_plan.plan_document(
+        replay_plan.PlanInputs(
             replay_id="r-1234abcd",
             topology=SECOND_TOPOLOGY,
-            config=decisions.replay_config({"commit.interval.ms": "100"}, "flights-r"),
+            config=replay_plan.replay_config({"commit.interval.ms": "100"}, "flights-r"),
             bootstrap_servers="kafka:9092",
             start=EARLIEST,
             end=LATEST,
@@ -102,7 +105,7 @@ def test_the_plan_is_what_the_replay_engine_reads() -> None:
 def test_the_job_runs_local_spark_as_a_restricted_pod_without_a_token() -> None:
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": {"driver": {"cores": 2, "memory": "2g"}}})
     owner = Owner("StreamReplay", "r", NS, "uid-1")
-    account, config_map, job = decisions.job_manifests(owner, spec, _plan(), decisions.JobImages("img:1"))
+    account, config_map, job = job_manifests.job_manifests(owner, spec, _plan(), job_manifests.JobImages("img:1"))
     assert account["kind"] == "ServiceAccount" and account["automountServiceAccountToken"] is False
     assert "plan.yaml" in config_map["data"]
     pod = job["spec"]["template"]["spec"]
@@ -121,8 +124,8 @@ def test_kubernetes_mode_runs_the_driver_in_the_job_and_executors_from_a_restric
     spark = {"mode": "kubernetes", "serviceAccountName": "spark", "executor": {"instances": 2, "memory": "512m"}}
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
     owner = Owner("StreamReplay", "r", NS, "uid-1")
-    config_map, job = decisions.job_manifests(
-        owner, spec, _plan(), decisions.JobImages("img:1")
+    config_map, job = job_manifests.job_manifests(
+        owner, spec, _plan(), job_manifests.JobImages("img:1")
     )  # the user's ServiceAccount: no other
     pod = job["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "spark" and pod["automountServiceAccountToken"] is True
@@ -149,18 +152,18 @@ def test_kubernetes_mode_runs_the_driver_in_the_job_and_executors_from_a_restric
 )
 def test_job_state(status: dict[str, Any] | None, phase: str) -> None:
     job = None if status is None else {"status": status}
-    assert decisions.job_state(job).phase == phase
+    assert job_reports.job_state(job).phase == phase
 
 
 def test_the_result_line_and_the_failure_come_from_the_pod_log() -> None:
     log = 'WARN something\n{"records_read": {"flights": 9}, "records_written": {"per-key": 4}, "seconds": {}}\n'
-    assert decisions.replay_result(log) == {
+    assert job_reports.replay_result(log) == {
         "records_read": {"flights": 9},
         "records_written": {"per-key": 4},
         "seconds": {},
     }
     assert (
-        decisions.failure_detail("a\nError: plan.yaml: topic 'x' is unknown\n")
+        job_reports.failure_detail("a\nError: plan.yaml: topic 'x' is unknown\n")
         == "Error: plan.yaml: topic 'x' is unknown"
     )
 
@@ -172,7 +175,7 @@ def test_records_written_are_counted_from_the_done_markers_once_per_chunk() -> N
         json.dumps(marker).encode(),
         json.dumps({**marker, "chunk": 1, "records": 3}).encode(),
     ]
-    assert decisions.records_in_markers(values) == 13
+    assert job_reports.records_in_markers(values) == 13
 
 
 def test_without_a_pod_log_the_markers_give_the_records_written() -> None:
@@ -187,18 +190,18 @@ def test_without_a_pod_log_the_markers_give_the_records_written() -> None:
 
 
 def test_handover_steps_resume_at_the_first_not_done() -> None:
-    steps = decisions.record_step(None, "setGroupOffsets", decisions.StepState.DONE, "t")
-    steps = decisions.record_step(steps, "createNewVersion", decisions.StepState.STARTED, "t")
-    assert decisions.next_step(steps) == "createNewVersion"
+    steps = handover.record_step(None, "setGroupOffsets", resources.StepState.DONE, "t")
+    steps = handover.record_step(steps, "createNewVersion", resources.StepState.STARTED, "t")
+    assert handover.next_step(steps) == "createNewVersion"
     assert [s["name"] for s in steps] == ["setGroupOffsets", "createNewVersion"]
-    done = [{"name": n, "state": "Done"} for n in decisions.HANDOVER_STEPS]
-    assert decisions.next_step(done) is None
+    done = [{"name": n, "state": "Done"} for n in handover.HANDOVER_STEPS]
+    assert handover.next_step(done) is None
 
 
 def test_the_new_version_is_the_app_with_the_replays_topology_and_application_id() -> None:
     app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
-    new = decisions.new_version(
-        app, decisions.NewVersion("flights-v2", "flights-flights-v2", SECOND_TOPOLOGY), "flights-v2", "uid-1"
+    new = handover.new_version(
+        app, handover.NewVersion("flights-v2", "flights-flights-v2", SECOND_TOPOLOGY), "flights-v2", "uid-1"
     )
     assert new["spec"]["topology"] == SECOND_TOPOLOGY and new["spec"]["applicationId"] == "flights-flights-v2"
     assert new["spec"]["image"] == app["spec"]["image"] and "ownerReferences" not in new["metadata"]
@@ -259,9 +262,9 @@ def test_an_output_topic_the_replay_creates_keeps_records_as_long_as_its_input(
 
 
 def test_sink_retention_is_the_longest_of_the_sources_and_for_ever_wins() -> None:
-    assert decisions.sink_retention_ms({"a": 604_800_000, "b": 31_536_000_000}) == 31_536_000_000
-    assert decisions.sink_retention_ms({"a": 604_800_000, "b": -1}) == -1
-    assert decisions.sink_retention_ms({}) is None
+    assert replay_plan.sink_retention_ms({"a": 604_800_000, "b": 31_536_000_000}) == 31_536_000_000
+    assert replay_plan.sink_retention_ms({"a": 604_800_000, "b": -1}) == -1
+    assert replay_plan.sink_retention_ms({}) is None
 
 
 def test_a_failed_job_fails_the_replay_with_the_pods_error_and_leaves_the_app_alone() -> None:
@@ -306,7 +309,7 @@ def test_a_restart_after_the_new_version_started_never_rewinds_its_offsets() -> 
     restarted = {**status, "handover": [{"name": "setGroupOffsets", "state": "Started"}]}
     status = reconcile_step(world, HANDOVER, restarted)
     assert kafka.group_offsets["flights-flights-v2"] == {"flights": {0: 120, 1: 95}}
-    assert status["phase"] == "HandingOver" and decisions.next_step(status["handover"]) == "awaitCaughtUp"
+    assert status["phase"] == "HandingOver" and handover.next_step(status["handover"]) == "awaitCaughtUp"
 
 
 def test_a_topology_writing_the_apps_own_output_is_refused_before_anything_runs() -> None:
@@ -374,10 +377,10 @@ def _report(processed: int, total: int = 185, phase: str = "stages") -> str:
 
 def test_the_last_progress_report_is_found_among_sparks_own_log_lines() -> None:
     log = "\n".join(["WARN NativeCodeLoader: ...", _report(10), "26/11/24 WARN TaskSetManager: ...", _report(40), "x"])
-    report = decisions.latest_progress(log)
+    report = job_reports.latest_progress(log)
     assert report is not None and (report.records_processed, report.records_total) == (40, 185)
-    assert decisions.progress_fields(report) == {"recordsProcessed": 40, "percentProcessed": 21, "jobPhase": "stages"}
-    assert decisions.latest_progress("WARN only spark\nreplay-progress {broken") is None
+    assert job_reports.progress_fields(report) == {"recordsProcessed": 40, "percentProcessed": 21, "jobPhase": "stages"}
+    assert job_reports.latest_progress("WARN only spark\nreplay-progress {broken") is None
 
 
 def test_a_running_job_shows_its_pods_last_progress_report_in_status_and_the_progress_column() -> None:
@@ -477,7 +480,7 @@ def test_the_executor_pods_of_a_kubernetes_mode_replay_mount_the_kafka_ca_too() 
         {"appRef": {"name": "flights"}, "spark": {"mode": "kubernetes", "serviceAccountName": "spark"}}
     )
     app = StreamAppSpec.parse(flights_spec(kafka=SECURE_KAFKA))
-    config_map, _ = decisions.job_manifests(owner, spec, _plan(), decisions.JobImages("img:1"), app)
+    config_map, _ = job_manifests.job_manifests(owner, spec, _plan(), job_manifests.JobImages("img:1"), app)
     template = yaml.safe_load(config_map["data"]["executor.yaml"])["spec"]
     assert template["containers"][0]["volumeMounts"][-1] == {
         "name": "kafka-ca", "mountPath": "/etc/streamapp/kafka-ca", "readOnly": True
@@ -587,7 +590,7 @@ def test_old_version_keep_hands_over_and_leaves_the_old_streamapp_running() -> N
     new_version_ready(cluster)
     status = reconcile_step(world, spec, status)
     assert status["phase"] == "Succeeded" and status["newVersion"] == "flights-v2"
-    assert [s["name"] for s in status["handover"] if s["state"] == "Done"] == list(decisions.HANDOVER_STEPS)
+    assert [s["name"] for s in status["handover"] if s["state"] == "Done"] == list(handover.HANDOVER_STEPS)
     assert status["handover"][-1]["message"] == "StreamApp flights kept (oldVersion: Keep)"
     old = cluster.get("StreamApp", NS, "flights")
     assert old is not None and old["metadata"]["uid"] == "app-uid"

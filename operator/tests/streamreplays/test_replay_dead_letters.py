@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from replay_fakes import HANDOVER, NS, REPLAY, SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
-from streamapp_operator.streamreplays import dead_letters, decisions
+from streamapp_operator.streamreplays import dead_letters, replay_plan
 from streamapp_operator.streamreplays.reconcile import reconcile_replay
 
 LIVE = "flights-dead-letters"
@@ -20,9 +20,9 @@ BACKFILL = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
 
 
 def test_the_replays_config_names_its_own_dead_letter_topic_not_the_live_apps() -> None:
-    config = decisions.replay_config(CONFIG, "flights-flights-v2")
+    config = replay_plan.replay_config(CONFIG, "flights-flights-v2")
     assert config[dead_letters.DLQ_KEY] == DLQ and config["processing.exception.handler"] == "dead_letter_queue"
-    assert dead_letters.DLQ_KEY not in decisions.replay_config({}, "flights-flights-v2")  # no handler can write one
+    assert dead_letters.DLQ_KEY not in replay_plan.replay_config({}, "flights-flights-v2")  # no handler can write one
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from operator_helm import CHART, helm_binary, render
 from streamapp_operator.kinds import Owner
-from streamapp_operator.streamreplays import decisions
+from streamapp_operator.streamreplays import job_manifests
 from streamapp_operator.streamreplays.resources import StreamReplaySpec
 
 NAMESPACE = "streamapp-system"
@@ -96,8 +96,8 @@ def _team_a_driver(helm: Path) -> tuple[list[dict[str, Any]], dict[str, Any], di
     spark = {"mode": "kubernetes", "serviceAccountName": account}
     spec = StreamReplaySpec.parse({"appRef": {"name": "flights"}, "spark": spark})
     plan = {"replayId": "r-1", "bootstrapServers": "kafka:9092", "from": {}, "to": {}}
-    config_map, job = decisions.job_manifests(
-        Owner("StreamReplay", "r", "team-a", "uid"), spec, plan, decisions.JobImages("img:1")
+    config_map, job = job_manifests.job_manifests(
+        Owner("StreamReplay", "r", "team-a", "uid"), spec, plan, job_manifests.JobImages("img:1")
     )
     return docs, config_map, job
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from replay_fakes import SECOND_TOPOLOGY, add_job_pod, fail_job_by_policy, reconcile_step, replay_world
-from streamapp_operator.streamreplays import app_code, app_code_script, decisions
+from streamapp_operator.streamreplays import app_code, app_code_script, job_reports
 
 BACKFILL = {"appRef": {"name": "flights"}, "topology": SECOND_TOPOLOGY}
 
@@ -101,8 +101,8 @@ def test_the_termination_message_is_the_replay_containers_of_the_last_pod() -> N
         {"status": {"containerStatuses": [{"name": "other", "state": {"terminated": {"message": "no"}}}]}},
         {"status": {"containerStatuses": [{"name": "replay", "lastState": {"terminated": {"message": "last"}}}]}},
     ]
-    assert decisions.termination_message(pods) == "last"
-    assert decisions.termination_message([{"status": {}}]) == ""
+    assert job_reports.termination_message(pods) == "last"
+    assert job_reports.termination_message([{"status": {}}]) == ""
 
 
 def test_without_a_pod_log_the_replay_names_the_function_from_the_termination_message() -> None:

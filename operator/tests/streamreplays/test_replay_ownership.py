@@ -16,10 +16,11 @@ import kopf
 import pytest
 from operator_fakes import flights_spec
 from replay_fakes import HANDOVER, LATEST, NS, REPLAY, finish_job, new_version_ready, reconcile_step, replay_world
+from streamapp_operator import kinds
 from streamapp_operator.identity import Peer
 from streamapp_operator.kafka import GroupMember
 from streamapp_operator.kinds import owned_by
-from streamapp_operator.streamreplays import decisions, handlers
+from streamapp_operator.streamreplays import handlers, handover, resources
 from streamapp_operator.streamreplays.reconcile import Replay, reconcile_replay
 
 
@@ -226,7 +227,7 @@ def _handing_over() -> tuple[Any, Any, dict[str, Any]]:
     status = reconcile_step(world, HANDOVER, {})
     finish_job(cluster)
     status = reconcile_step(world, HANDOVER, status)
-    assert decisions.next_step(status["handover"]) == "awaitCaughtUp"
+    assert handover.next_step(status["handover"]) == "awaitCaughtUp"
     return world, cluster, status
 
 
@@ -242,7 +243,7 @@ def test_deleting_a_replay_in_the_middle_of_the_handover_leaves_both_versions_ru
     _collect_garbage(cluster, REPLAY.uid)
     assert cluster.get("Job", NS, "flights-v2-replay") is None
     assert cluster.get("StreamApp", NS, "flights") is not None and cluster.get("StreamApp", NS, "flights-v2")
-    kind, reason, message = decisions.deletion_event("flights", status)
+    kind, reason, message = handover.deletion_event("flights", status)
     assert (kind, reason) == ("Warning", "HandoverAbandoned")
     assert "StreamApp flights (old version) and flights-v2 both keep running" in message
 
@@ -250,10 +251,10 @@ def test_deleting_a_replay_in_the_middle_of_the_handover_leaves_both_versions_ru
 def test_deleting_a_replay_before_the_new_version_exists_leaves_the_old_one_running_and_names_what_is_left() -> None:
     started = {"phase": "HandingOver", "applicationId": "flights-flights-v2",
                "handover": [{"name": "setGroupOffsets", "state": "Done"}]}  # fmt: skip
-    kind, reason, message = decisions.deletion_event("flights", started)
+    kind, reason, message = handover.deletion_event("flights", started)
     assert (kind, reason) == ("Warning", "HandoverAbandoned") and "StreamApp flights keeps running" in message
     assert "flights-flights-v2-*-changelog" in message
-    assert "StreamApp flights is untouched" in decisions.deletion_event("flights", {"phase": "Running"})[2]
+    assert "StreamApp flights is untouched" in handover.deletion_event("flights", {"phase": "Running"})[2]
 
 
 def test_the_old_version_is_deleted_only_while_the_new_one_exists_and_is_caught_up() -> None:
@@ -294,22 +295,22 @@ def test_a_handover_removes_only_the_streamapp_it_replayed_not_one_made_again_un
 
 
 def _labelled_by(name: str, replay: str, replay_uid: str | None, uid: str = "stale") -> dict[str, Any]:
-    annotations = {decisions.REPLAY_UID_ANNOTATION: replay_uid} if replay_uid is not None else {}
-    metadata = {"name": name, "namespace": NS, "uid": uid, "labels": {decisions.REPLAY_LABEL: replay},
+    annotations = {kinds.REPLAY_UID_ANNOTATION: replay_uid} if replay_uid is not None else {}
+    metadata = {"name": name, "namespace": NS, "uid": uid, "labels": {resources.REPLAY_LABEL: replay},
                 "annotations": annotations}  # fmt: skip
     return {"kind": "StreamApp", "metadata": metadata, "spec": flights_spec()}
 
 
 def test_a_streamapp_with_the_replays_name_label_is_its_new_version_only_with_its_uid_too() -> None:
     ours = _labelled_by("flights-v2", "flights-v2", REPLAY.uid, uid="v2-uid")
-    assert decisions.made_by(ours, "flights-v2", REPLAY.uid)
-    assert decisions.made_by(ours, "flights-v2", REPLAY.uid, recorded_uid="v2-uid")
-    assert not decisions.made_by(ours, "flights-v2", REPLAY.uid, recorded_uid="an-earlier-one")  # made again
-    assert not decisions.made_by(ours, "flights-v2", "a-later-replay-of-that-name")
-    assert not decisions.made_by(_labelled_by("flights-v2", "flights-v2", None), "flights-v2", REPLAY.uid)
+    assert handover.made_by(ours, "flights-v2", REPLAY.uid)
+    assert handover.made_by(ours, "flights-v2", REPLAY.uid, recorded_uid="v2-uid")
+    assert not handover.made_by(ours, "flights-v2", REPLAY.uid, recorded_uid="an-earlier-one")  # made again
+    assert not handover.made_by(ours, "flights-v2", "a-later-replay-of-that-name")
+    assert not handover.made_by(_labelled_by("flights-v2", "flights-v2", None), "flights-v2", REPLAY.uid)
     earlier = _labelled_by("flights-v2", "flights-v2", "earlier-uid")
-    reason, message = decisions.new_version_conflict(
-        "flights-v2", "flights", earlier, decisions.Claimant("flights-v2", REPLAY.uid)
+    reason, message = handover.new_version_conflict(
+        "flights-v2", "flights", earlier, handover.Claimant("flights-v2", REPLAY.uid)
     ) or (
         "",
         "",
@@ -318,23 +319,21 @@ def test_a_streamapp_with_the_replays_name_label_is_its_new_version_only_with_it
     assert "earlier StreamReplay named flights-v2 (uid earlier-uid)" in message and "left untouched" in message
     unannotated = _labelled_by("flights-v2", "flights-v2", None)
     message = (
-        decisions.new_version_conflict(
-            "flights-v2", "flights", unannotated, decisions.Claimant("flights-v2", REPLAY.uid)
-        )
+        handover.new_version_conflict("flights-v2", "flights", unannotated, handover.Claimant("flights-v2", REPLAY.uid))
         or ("", "")
     )[1]
-    assert f"no annotation {decisions.REPLAY_UID_ANNOTATION}" in message
+    assert f"no annotation {kinds.REPLAY_UID_ANNOTATION}" in message
 
 
 def test_the_new_version_a_replay_creates_carries_its_uid_and_is_not_owned_by_it() -> None:
     """Not owned: deleting the StreamReplay must leave the new version running (``deletion_event``)."""
     app = {"metadata": {"name": "flights", "namespace": NS, "uid": "u"}, "spec": flights_spec()}
-    new = decisions.new_version(
-        app, decisions.NewVersion("flights-v2", "flights-flights-v2", {}), "flights-v2", REPLAY.uid
+    new = handover.new_version(
+        app, handover.NewVersion("flights-v2", "flights-flights-v2", {}), "flights-v2", REPLAY.uid
     )
-    assert new["metadata"]["annotations"][decisions.REPLAY_UID_ANNOTATION] == REPLAY.uid
+    assert new["metadata"]["annotations"][kinds.REPLAY_UID_ANNOTATION] == REPLAY.uid
     assert (
-        new["metadata"]["labels"][decisions.REPLAY_LABEL] == "flights-v2" and "ownerReferences" not in new["metadata"]
+        new["metadata"]["labels"][resources.REPLAY_LABEL] == "flights-v2" and "ownerReferences" not in new["metadata"]
     )
 
 
@@ -411,7 +410,7 @@ def test_a_handover_started_by_an_operator_before_the_uid_annotation_resumes_wit
     _ready(cluster, "flights-v2")
     resumed = reconcile_step(world, HANDOVER, before)
     assert resumed["phase"] == "Succeeded" and cluster.get("StreamApp", NS, "flights") is None
-    assert not decisions.made_by(made, "flights-v2", REPLAY.uid)  # without that status: not its own
+    assert not handover.made_by(made, "flights-v2", REPLAY.uid)  # without that status: not its own
 
 
 def test_a_new_version_without_a_ready_pod_is_not_caught_up_though_ready_with_no_lag() -> None:
@@ -419,5 +418,5 @@ def test_a_new_version_without_a_ready_pod_is_not_caught_up_though_ready_with_no
     ready = [{"type": "Ready", "status": "True"}]
     empty = {"status": {"conditions": ready, "lag": 0, "readyReplicas": 0, "ready": "0/0"}}
     running = {"status": {"conditions": ready, "lag": 0, "readyReplicas": 1, "ready": "1/1"}}
-    assert decisions.caught_up(empty, 0) == (False, "the new version has no ready pod (0/0 pods)")
-    assert decisions.caught_up(running, 0)[0]
+    assert handover.caught_up(empty, 0) == (False, "the new version has no ready pod (0/0 pods)")
+    assert handover.caught_up(running, 0)[0]

@@ -8,7 +8,7 @@ import json
 
 from replay_fakes import SECOND_TOPOLOGY, finish_job, reconcile_step, replay_world
 from streamapp.replay.spark.engine import ReplayResult
-from streamapp_operator.streamreplays import decisions
+from streamapp_operator.streamreplays import job_reports
 from streamapp_operator.streamreplays.resources import StreamReplayStatus
 
 
@@ -35,9 +35,9 @@ def test_the_replay_status_has_the_jobs_dropped_records_by_reason() -> None:
 
 
 def test_a_result_without_drops_from_an_older_runtime_leaves_the_field_out() -> None:
-    assert decisions.dropped_records({"records_written": {"per-key": 4}}) is None
-    assert decisions.dropped_records(None) is None
-    assert decisions.dropped_records({"dropped_records": {"late": -1, "processing_error": 2}}) == {
+    assert job_reports.dropped_records({"records_written": {"per-key": 4}}) is None
+    assert job_reports.dropped_records(None) is None
+    assert job_reports.dropped_records({"dropped_records": {"late": -1, "processing_error": 2}}) == {
         "late": 0,
         "nullKeyOrValue": 0,
         "invalidTimestamp": 0,

@@ -29,7 +29,7 @@ import yaml
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from streamapp import StreamsBuilder
-from streamapp_operator.streamreplays import decisions, takeover
+from streamapp_operator.streamreplays import replay_plan, takeover
 
 pytestmark = pytest.mark.integration
 
@@ -161,8 +161,8 @@ def test_the_new_version_takes_over_the_old_versions_output_with_no_count_lost_o
 
     replay_dir = tmp_path / "replay"
     replay_dir.mkdir()
-    plan = decisions.plan_document(
-        decisions.PlanInputs(
+    plan = replay_plan.plan_document(
+        replay_plan.PlanInputs(
             replay_id=prefix,
             topology=takeover.without_sinks(_topology(prefix), [out]),
             config={"application.id": f"{prefix}-v2", "processing.guarantee": "exactly_once_v2"},

@@ -3,7 +3,12 @@ batch job in a Kubernetes Job, then, in ``handover`` mode, a new version of the 
 replay's end offsets with the state the replay wrote.
 
 - ``resources``: the typed ``StreamReplay`` spec and status (the CRD's single source, ``crdgen``);
-- ``decisions``: pure decisions on plain data: the offset ranges, the replay plan, the Job and its ConfigMap,
-  the Job's phase, the new version's StreamApp, the handover's steps;
-- ``reconcile``: the reconcile, as named steps over ``streamapp_operator.steps``.
+- pure decisions on plain data, one topic each: ``offset_range`` (the ``[from, to)`` offsets), ``replay_plan`` (the
+  plan and the ids it runs under), ``job_manifests`` (the Job, its ConfigMap and ServiceAccount),
+  ``spark_executors`` (the pods' layout, the executors' template), ``job_reports`` (the Job's phase and reports),
+  ``job_start``, ``handover`` (its steps and the new version), ``claims`` (replays in each other's way),
+  ``overlap``, ``takeover``, ``app_code``, ``dead_letters``;
+- the reconcile: ``observe`` -> ``decide`` (pure) -> the steps (``checks``, ``range_steps``, ``job_steps``,
+  ``handover_steps``, ``cleanup``; over ``context`` and ``jobs``) -> ``report``, in ``reconcile``; ``handlers``
+  registers it with kopf.
 """

@@ -17,8 +17,10 @@ import kopf
 from streamapp_operator.k8s import KubernetesCluster, KubernetesUnavailable
 from streamapp_operator.kafka import AdminPool
 from streamapp_operator.kinds import GROUP, VERSION
-from streamapp_operator.streamreplays.decisions import ReplayClaim, deletion_event, sink_topics_of
-from streamapp_operator.streamreplays.reconcile import DEFAULT_IMAGE, Replay, ReplayWorld, reconcile_replay
+from streamapp_operator.streamreplays.claims import ReplayClaim, sink_topics_of
+from streamapp_operator.streamreplays.context import DEFAULT_IMAGE, Replay, ReplayWorld
+from streamapp_operator.streamreplays.handover import deletion_event
+from streamapp_operator.streamreplays.reconcile import reconcile_replay
 from streamapp_operator.streamreplays.resources import PLURAL, Phase
 from streamapp_operator.streamreplays.takeover import replicas_to_restore
 from streamapp_operator.wiring import Locks, now, plain, post, snapshot
@@ -63,15 +65,15 @@ def advance_streamreplay(**kwargs: Any) -> None:
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
-def reconcile_streamreplay(
-    body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **kwargs: Any
-) -> None:
-    """Reconcile one StreamReplay and record the outcome; never raises for an invalid one.
+def reconcile_streamreplay(body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
+    """Reconcile one StreamReplay (``body``: its metadata, spec and status) and record the outcome in ``patch``;
+    never raises for an invalid one.
 
     kopf hands every handler the operator's indices: ``application_ids`` (``main.py``, every StreamApp's
     ``application.id``) is the identity check's ``peers``."""
     if _world is None:
         raise kopf.TemporaryError("the operator is still starting", delay=1)
+    meta, spec, status = body.meta, body.spec, body.status
     replay = Replay(
         str(meta["name"]),
         str(meta["namespace"]),
@@ -100,7 +102,7 @@ def reconcile_streamreplay(
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
 def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: Any) -> None:
     """The Job and its ConfigMap go with the StreamReplay (owner references); no StreamApp is touched, and an
-    event says what still runs (``decisions.deletion_event``); forget its admin client. A reconcile in flight
+    event says what still runs (``handover.deletion_event``); forget its admin client. A reconcile in flight
     finishes first (the same lock)."""
     uid = str(meta["uid"])
     with _locks.of(uid):
@@ -122,7 +124,7 @@ def forget_streamreplay(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, statu
 @kopf.index(GROUP, VERSION, PLURAL)
 def replay_claims(meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, ReplayClaim]:
     """Every StreamReplay that has not finished, by uid: the app it replays and the topics it writes
-    (``decisions.replay_conflicts`` keeps two of them from writing the same history)."""
+    (``claims.replay_conflicts`` keeps two of them from writing the same history)."""
     phase = str(status.get("phase") or "")
     if phase in FINISHED:
         return {}

@@ -7,13 +7,14 @@ the replay's output (``mode: backfill``) or hands over to a new version of the a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from pydantic import ConfigDict, Field
 from streamapp.replay.plan import EMIT_EVERY_UPDATE, EMIT_FINAL
 
-from streamapp_operator.kinds import GROUP, PLURALS, SpecModel
+from streamapp_operator.kinds import GROUP, PLURALS, Owner, SpecModel
 from streamapp_operator.streamapps.resources import (
     KAFKA_NAME_PATTERN,
     MAX_REPLICAS,
@@ -24,6 +25,8 @@ from streamapp_operator.streamapps.resources import (
 
 KIND = "StreamReplay"
 PLURAL = PLURALS[KIND]
+#: The label naming the StreamReplay on what it makes (its Spark executors, the new version's StreamApp).
+REPLAY_LABEL = f"{GROUP}/replay"
 SINGULAR = "streamreplay"
 SHORT_NAMES = ("sr", "replay")
 
@@ -35,6 +38,22 @@ _ONE_POSITION = "set exactly one of {}"
 
 PerPartition = dict[str, dict[str, int]]
 """``{topic: {partition: offset}}`` (partition numbers as strings: JSON object keys)."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Identity of the StreamReplay (from its metadata)."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    created: str = ""
+    """``metadata.creationTimestamp`` (RFC 3339): of two replays in each other's way, the older goes on."""
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(KIND, self.name, self.namespace, self.uid)
 
 
 def _one_of(*fields: str) -> dict[str, Any]:
@@ -407,12 +426,14 @@ __all__ = [
     "GROUP",
     "KIND",
     "PLURAL",
+    "REPLAY_LABEL",
     "SHORT_NAMES",
     "SINGULAR",
     "EmitMode",
     "HandoverStep",
     "OutputsPolicy",
     "Phase",
+    "Replay",
     "ReplayMode",
     "SparkMode",
     "StepState",
