@@ -57,7 +57,7 @@ def replay_both_paths(
         producer.produce(source, value, key, partition, timestamp=timestamp)
     assert producer.flush(30) == 0
     ends = {p: sum(1 for r in records if r[0] == p) for p in range(input_partitions)}
-    # a fresh topic's leaders may still move: Spark's Kafka source reads only once every partition answers
+    # a fresh topic's leaders may still move: the replay reads only once every partition answers
     _retrying(lambda: wait_stable(admin, [TopicPartition(source, p) for p in range(input_partitions)]))
     out: dict[str, Any] = {}
     for path, sink in sinks.items():

@@ -1,6 +1,6 @@
 """Dead letters on the replay: a record a processor fails on goes to the dead-letter topic with its own headers
 first and the error headers after them, as the runtime's exception handler writes it (KIP-1033/1034); the
-headers travel through Spark's Kafka source, the task and the writer."""
+headers travel through the range reads, the task and the writer."""
 
 from __future__ import annotations
 

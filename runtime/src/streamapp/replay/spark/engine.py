@@ -2,8 +2,8 @@
 
 For each sub-topology in dependency order (``plan.stage_order``):
 
-1. its input is the union of the Kafka reads of its external source topics (Spark's Kafka source, explicit
-   ``startingOffsets``/``endingOffsets``, ``read_committed``) and the repartition records upstream stages
+1. its input is the union of the Kafka reads of its external source topics (``spark.source``: offset ranges read
+   by Spark's Python workers with the runtime's client, ``read_committed``) and the repartition records upstream stages
    produced (kept in Spark: a repartition topic is a shuffle keyed by the partition the runtime's murmur2
    partitioner gave each record, never a round trip through Kafka);
 2. ``repartitionById(partition)`` + ``sortWithinPartitions(partition, topic, producer, offset)`` + ``mapInArrow``: each
@@ -13,8 +13,9 @@ For each sub-topology in dependency order (``plan.stage_order``):
    partitioner computed) is persisted for the next stages and the final write.
 
 A sub-topology of a shape ``streamapp.replay.spark.native`` recognises (a keyed or windowed count of a source topic)
-runs as Spark operators instead of step 2 (``_native_stage``: a per-batch classification with the runtime's
-serdes, then window functions), with the same records out; a record that needs the runtime's handlers discards
+runs natively instead of step 2 (``_native_stage``: the reading worker classifies each batch with the runtime's
+serdes and, when it reads a whole partition, folds the counts itself, ``spark.folds``; else Spark's window
+functions fold), with the same records out; a record that needs the runtime's handlers discards
 that attempt and the sub-topology runs through the tasks.
 
 The final write (``streamapp.replay.spark.write``) sorts each output partition's records into the canonical order
@@ -70,7 +71,7 @@ RECORD_SCHEMA = (
 )
 """Records between stages: ``producer_*`` = the task that wrote it (-1 for records read from Kafka), ``kind`` =
 ``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the producer's sequence,
-``headers`` as Spark's Kafka source gives them (null: none)."""
+``headers`` as the record had them (null: none)."""
 _ARROW_SCHEMA = RAW_SCHEMA  # the same columns, whoever produced the record
 JOB_DESCRIPTION_PREFIX = "streamapp-replay"
 """Spark job descriptions: ``streamapp-replay stage <sub-topology id>`` for a stage's jobs (reading, processing,

@@ -48,7 +48,7 @@ def splits(topic: str, start: Mapping[int, int], end: Mapping[int, int], min_spl
     """The splits of ``topic``'s range (``start``/``end``: partition -> offset, end exclusive), in partition and
     offset order: one per partition, and when the topic has fewer partitions than ``min_splits``, each
     partition's range cut into ``ceil(min_splits / partitions)`` contiguous sub-ranges of nearly equal size (Spark's
-    ``minPartitions`` for its Kafka source). Empty ranges give no split."""
+    ``minPartitions`` of its Kafka source). Empty ranges give no split."""
     partitions = sorted(end)
     pieces = max(1, -(-min_splits // max(1, len(partitions))))
     found: list[Split] = []
