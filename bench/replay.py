@@ -14,7 +14,8 @@ number, 1 h grace):
   replay's peak memory.
 
 Where the replay's time goes comes from Spark's own timings: the job writes Spark's event log, and each stage
-is attributed to a phase by what it runs (the Kafka scan, the task function, the write function), with Spark's
+is attributed to a phase by what it runs (a Spark Kafka scan, which the engine no longer has: its reads run in the
+stages' Python workers and count as *process*; the task function, the write function), with Spark's
 task metrics (run time, CPU, GC) and its Python metrics ("time to execute Python code"). ``--profile`` also
 records the Python workers with py-spy (``bench.profile``) and splits their samples by what they do.
 
