@@ -3,7 +3,6 @@ keyed-count shape whose bytes Spark can write itself; anything else takes the ru
 
 from __future__ import annotations
 
-import pyarrow as pa
 from streamapp import StreamsBuilder
 from streamapp.dsl.windows import SlidingWindows, TimeWindows
 from streamapp.partitioner import partition_for_key
@@ -74,14 +73,12 @@ def test_classify_marks_counted_dropped_and_fallback_records_with_the_runtimes_p
     description = count_topology()
     count = native_count(description, description.subtopologies()[0], CONFIG)
     assert count is not None
-    batch = pa.RecordBatch.from_pydict(
-        {
-            "partition": pa.array([0, 0, 0, 0, 0, 0], pa.int32()),
-            "offset": pa.array([0, 1, 2, 3, 4, 5], pa.int64()),
-            "key": pa.array([b"a", None, b"b", b"c", b"\xff", b"d"], pa.binary()),
-            "value": pa.array([b"{}", b"1", b" null ", b"{bad", b"1", b"2"], pa.binary()),
-            "timestamp": pa.array([5, 5, 5, 5, 5, -1], pa.int64()),
-        }
+    batch = Columns(
+        0,
+        [0, 1, 2, 3, 4, 5],
+        [b"a", None, b"b", b"c", b"\xff", b"d"],
+        [b"{}", b"1", b" null ", b"{bad", b"1", b"2"],
+        [5, 5, 5, 5, 5, -1],
     )
     out = classify_batch(batch, count, 3, {})
     assert out.column("status").to_pylist() == [COUNTED, DROPPED, DROPPED, FALLBACK, FALLBACK, FALLBACK]
@@ -140,14 +137,8 @@ def test_classify_gives_counted_records_their_windows_and_the_runtimes_partition
     description = windowed_topology(windows)
     count = native_windowed_count(description, description.subtopologies()[0], CONFIG)
     assert count is not None
-    batch = pa.RecordBatch.from_pydict(
-        {
-            "partition": pa.array([0, 0, 0, 0, 0], pa.int32()),
-            "offset": pa.array([0, 1, 2, 3, 4], pa.int64()),
-            "key": pa.array([b"a", None, b"b", b"c", b"d"], pa.binary()),
-            "value": pa.array([b"{}", b"1", None, b"{bad", b"1"], pa.binary()),
-            "timestamp": pa.array([12, 5, 3, 5, -1], pa.int64()),
-        }
+    batch = Columns(
+        0, [0, 1, 2, 3, 4], [b"a", None, b"b", b"c", b"d"], [b"{}", b"1", None, b"{bad", b"1"], [12, 5, 3, 5, -1]
     )
     out = classify_windowed_batch(batch, count, 3)
     assert out.column("status").to_pylist() == [COUNTED, DROPPED, COUNTED, FALLBACK, FALLBACK]

@@ -58,7 +58,8 @@ from streamapp.replay.shapes import (
 )
 from streamapp.replay.spark.folds import FoldedCount
 from streamapp.replay.spark.native import COUNTED, WINDOW_PAIRS, BatchClassifier, WindowedBatchClassifier
-from streamapp.replay.spark.source import RAW_SCHEMA, Split, read_frame, splits
+from streamapp.replay.spark.records import record_batch
+from streamapp.replay.spark.source import Split, read_frame, splits
 from streamapp.replay.spark.write import write_outputs
 from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp
 from streamapp.topology import GlobalTableNode, Subtopology, TopologyDescription
@@ -72,7 +73,6 @@ RECORD_SCHEMA = (
 """Records between stages: ``producer_*`` = the task that wrote it (-1 for records read from Kafka), ``kind`` =
 ``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the producer's sequence,
 ``headers`` as the record had them (null: none)."""
-_ARROW_SCHEMA = RAW_SCHEMA  # the same columns, whoever produced the record
 JOB_DESCRIPTION_PREFIX = "streamapp-replay"
 """Spark job descriptions: ``streamapp-replay stage <sub-topology id>`` for a stage's jobs (reading, processing,
 materializing), ``streamapp-replay write`` for the final write's."""
@@ -861,49 +861,37 @@ class _StageFunction:
     def _dropped(self, task: ReplayTask) -> pa.RecordBatch:
         """The finished ``task``'s drop rows: one per reason it dropped records for (``streamapp.replay.drops``)."""
         dropped = sorted(task.dropped_by_reason.items())
-        n = len(dropped)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([reason for reason, _ in dropped], pa.string()),
-                pa.array([task.partition] * n, pa.int32()),
-                pa.array([records for _, records in dropped], pa.int64()),
-                pa.array([None] * n, pa.binary()),
-                pa.array([None] * n, pa.binary()),
-                pa.array([-1] * n, pa.int64()),
-                pa.array([self.sub_id] * n, pa.int32()),
-                pa.array([task.partition] * n, pa.int32()),
-                pa.array([DROPPED_KIND] * n, pa.string()),
-                pa.array([None] * n, _ARROW_SCHEMA.field("headers").type),
-            ],
-            schema=_ARROW_SCHEMA,
+        return record_batch(
+            len(dropped),
+            topic=[reason for reason, _ in dropped],
+            partition=task.partition,
+            offset=[records for _, records in dropped],
+            key=None,
+            value=None,
+            timestamp=-1,
+            producer_sub=self.sub_id,
+            producer_part=task.partition,
+            kind=DROPPED_KIND,
+            headers=None,
         )
 
     def _batch(self, records: list[ConsumerRecord], task: ReplayTask, repartition: frozenset[str]) -> pa.RecordBatch:
         changelog = task.changelog_topics
-        n = len(records)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([r.topic for r in records], pa.string()),
-                pa.array([r.partition for r in records], pa.int32()),
-                pa.array([r.offset for r in records], pa.int64()),
-                pa.array([r.key for r in records], pa.binary()),
-                pa.array([r.value for r in records], pa.binary()),
-                pa.array([r.timestamp for r in records], pa.int64()),
-                pa.array([self.sub_id] * n, pa.int32()),
-                pa.array([task.partition] * n, pa.int32()),
-                pa.array(
-                    [
-                        "changelog" if r.topic in changelog else "repartition" if r.topic in repartition else "sink"
-                        for r in records
-                    ],
-                    pa.string(),
-                ),
-                pa.array(
-                    [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in records],
-                    _ARROW_SCHEMA.field("headers").type,
-                ),
+        return record_batch(
+            len(records),
+            topic=[r.topic for r in records],
+            partition=[r.partition for r in records],
+            offset=[r.offset for r in records],
+            key=[r.key for r in records],
+            value=[r.value for r in records],
+            timestamp=[r.timestamp for r in records],
+            producer_sub=self.sub_id,
+            producer_part=task.partition,
+            kind=[
+                "changelog" if r.topic in changelog else "repartition" if r.topic in repartition else "sink"
+                for r in records
             ],
-            schema=_ARROW_SCHEMA,
+            headers=[[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in records],
         )
 
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from streamapp.replay.shapes import NativeCount, NativeWindowedCount
 from streamapp.replay.spark.native import COUNTED
-from streamapp.replay.spark.records import RECORD_ARROW_SCHEMA as RAW_SCHEMA
+from streamapp.replay.spark.records import record_batch
 
 __all__ = ["FoldedCount", "count_bytes"]
 
@@ -48,7 +48,7 @@ def count_bytes(count: int, serde: str) -> bytes:
 
 @dataclass
 class _Output:
-    """Output records of one task, column by column (``RAW_SCHEMA`` without the constant columns)."""
+    """Output records of one task, column by column (``records.RECORD_ARROW_SCHEMA`` without the constant columns)."""
 
     topics: list[str] = field(default_factory=list)
     partitions: list[int] = field(default_factory=list)
@@ -68,27 +68,24 @@ class _Output:
         self.kinds.append(kind)
 
     def batch(self, subtopology: int, task: int) -> pa.RecordBatch:
-        rows = len(self.offsets)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array(self.topics, pa.string()),
-                pa.array(self.partitions, pa.int32()),
-                pa.array(self.offsets, pa.int64()),
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                pa.array(self.timestamps, pa.int64()),
-                pa.array([subtopology] * rows, pa.int32()),
-                pa.array([task] * rows, pa.int32()),
-                pa.array(self.kinds, pa.string()),
-                pa.nulls(rows, RAW_SCHEMA.field("headers").type),
-            ],
-            schema=RAW_SCHEMA,
+        return record_batch(
+            len(self.offsets),
+            topic=self.topics,
+            partition=self.partitions,
+            offset=self.offsets,
+            key=self.keys,
+            value=self.values,
+            timestamp=self.timestamps,
+            producer_sub=subtopology,
+            producer_part=task,
+            kind=self.kinds,
+            headers=None,
         )
 
 
 class FoldedCount:
     """A classifier (``native.BatchClassifier`` / ``WindowedBatchClassifier``) followed by the fold: for
-    ``source.RangeRead``, ``classify_read`` of one whole-partition read yields the task's ``RAW_SCHEMA`` output
+    ``source.RangeRead``, ``classify_read`` of one whole-partition read yields the task's output records
     batches (module docstring)."""
 
     def __init__(self, classifier: Any, final: bool) -> None:

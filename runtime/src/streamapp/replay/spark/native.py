@@ -17,7 +17,7 @@ count and the key's largest timestamp. Spark computes that with ``row_number`` a
 ``(partition, key)`` ordered by offset and a ``groupBy(partition, key)``
 (``streamapp.replay.spark.engine``). The one step Spark cannot do identically is deserializing key and value with the
 runtime's serdes (a record whose value is JSON ``null`` is dropped; bytes that do not deserialize go to the
-deserialization exception handler): ``classify_batch`` does it per Arrow batch with the runtime's own serdes and
+deserialization exception handler): ``classify_batch`` does it per consumed batch with the runtime's own serdes and
 marks each record ``COUNTED``, ``DROPPED`` or ``FALLBACK``. A single ``FALLBACK`` record (bytes a serde refuses,
 a negative timestamp) sends the whole sub-topology to the task path, which applies the handlers exactly.
 
@@ -101,40 +101,15 @@ stream time when the read started at the task's first offset."""
 
 @dataclass
 class Columns:
-    """One partition's records to classify: ``keys``, ``values`` and ``timestamps`` as Python lists (what the
-    serdes read), ``partition`` and ``offsets`` as given. Built from an Arrow batch (``of``) or from what a
-    reader consumed (``streamapp.replay.spark.source``: the values never become an Arrow column)."""
+    """One partition's records to classify, as a reader consumed them (``streamapp.replay.spark.source``): the
+    values stay Python bytes and never become an Arrow column; ``keys``, ``values`` and ``timestamps`` are what the
+    serdes read."""
 
-    partition: pa.Array | int
-    offsets: pa.Array | list[int]
+    partition: int
+    offsets: list[int]
     keys: list[bytes | None]
     values: list[bytes | None]
     timestamps: list[int]
-
-    @classmethod
-    def of(cls, batch: pa.RecordBatch) -> Columns:
-        """The columns of a ``(partition, offset, key, value, timestamp)`` batch."""
-        return cls(
-            batch.column("partition"),
-            batch.column("offset"),
-            batch.column("key").to_pylist(),
-            batch.column("value").to_pylist(),
-            batch.column("timestamp").to_pylist(),
-        )
-
-    def partition_array(self) -> pa.Array:
-        if isinstance(self.partition, int):
-            return pa.array([self.partition] * len(self.keys), pa.int32())
-        return self.partition
-
-    def offset_array(self) -> pa.Array:
-        return self.offsets if isinstance(self.offsets, pa.Array) else pa.array(self.offsets, pa.int64())
-
-    def key_array(self) -> pa.Array:
-        return pa.array(self.keys, pa.binary())
-
-    def timestamp_array(self) -> pa.Array:
-        return pa.array(self.timestamps, pa.int64())
 
 
 @dataclass
@@ -151,8 +126,8 @@ _Count = TypeVar("_Count", NativeCount, NativeWindowedCount)
 
 
 class _Classifier(Generic[_Count]):
-    """A classify function as a picklable ``mapInArrow`` function over ``(partition, offset, key, value,
-    timestamp)`` batches, counting the records it classifies and those that need the task path."""
+    """A classify function over the batches of one read (``classify_read``, called by the reading worker:
+    ``source.RangeRead``), counting the records it classifies and those that need the task path."""
 
     def __init__(
         self, count: _Count, sink_partitions: int, records: Any = None, fallbacks: Any = None, drops: Any = None
@@ -166,12 +141,9 @@ class _Classifier(Generic[_Count]):
         self.drops = drops
         """A Spark accumulator of the ``DROPPED`` records by reason (``replay.drops.DropCounts``), or None."""
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return self.classify_read(Columns.of(batch) for batch in batches)
-
     def classify_read(self, batches: Iterator[Columns]) -> Iterator[pa.RecordBatch]:
-        """The classified batches of ``batches``, one read in offset order (as ``__call__``, from columns a reader
-        gave): what ``classify`` keeps between batches (``ReadState``) lasts for the read."""
+        """The classified batches of ``batches``, one read in offset order: what ``classify`` keeps between batches
+        (``ReadState``) lasts for the read."""
         state = ReadState()
         for batch in batches:
             classified = self.classify(batch, state)
@@ -196,7 +168,7 @@ class _Classifier(Generic[_Count]):
 
 
 class BatchClassifier(_Classifier[NativeCount]):
-    """``classify_batch`` as a ``mapInArrow`` function; the output partition of each key is cached per worker
+    """``classify_batch`` over a read; the output partition of each key is cached per read
     (few distinct keys)."""
 
     def classify(self, batch: Columns, state: ReadState) -> pa.RecordBatch:
@@ -204,16 +176,16 @@ class BatchClassifier(_Classifier[NativeCount]):
 
 
 def classify_batch(
-    batch: pa.RecordBatch | Columns, count: NativeCount, sink_partitions: int, partition_cache: dict[bytes, int]
+    batch: Columns, count: NativeCount, sink_partitions: int, partition_cache: dict[bytes, int]
 ) -> pa.RecordBatch:
     """Deserialize each record's key and value with the runtime's serdes (column-wise, no per-row dicts) and
     return ``CLASSIFIED_SCHEMA`` rows: ``status`` (``COUNTED`` / ``DROPPED`` / ``FALLBACK``) and the sink
     partition the runtime's partitioner gives the key (-1 unless counted). ``partition_cache``: key bytes ->
     sink partition, kept between batches."""
-    batch = Columns.of(batch) if isinstance(batch, pa.RecordBatch) else batch
     key_serde = serde_for(count.key_serde, count.source_topic, is_key=True)
     value_deserialize = serde_for(count.value_serde, count.source_topic).deserialize
-    keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+    keys: list[Any] = batch.keys  # a counted record's key is not None (its serde read it)
+    values, timestamps = batch.values, batch.timestamps
     statuses: list[int] = []
     out_partitions: list[int] = []
     for key, value, timestamp in zip(keys, values, timestamps, strict=True):
@@ -240,12 +212,17 @@ def classify_batch(
 
 def _classified(batch: Columns, statuses: list[int], extra: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
     """``schema``'s rows: ``batch``'s partition, offset, key and timestamp, each record's status, then ``extra``."""
-    kept = [batch.partition_array(), batch.offset_array(), batch.key_array(), batch.timestamp_array()]
+    kept = [
+        pa.array([batch.partition] * len(batch.keys), pa.int32()),
+        pa.array(batch.offsets, pa.int64()),
+        pa.array(batch.keys, pa.binary()),
+        pa.array(batch.timestamps, pa.int64()),
+    ]
     return pa.RecordBatch.from_arrays([*kept, pa.array(statuses, pa.int8()), *extra], schema=schema)
 
 
 class WindowedBatchClassifier(_Classifier[NativeWindowedCount]):
-    """``classify_windowed_batch`` as a ``mapInArrow`` function."""
+    """``classify_windowed_batch`` over a read."""
 
     def classify(self, batch: Columns, state: ReadState) -> pa.RecordBatch:
         return classify_windowed_batch(batch, self.count, self.sink_partitions, state)
@@ -262,7 +239,7 @@ _START = struct.Struct(">q")
 
 
 def classify_windowed_batch(
-    batch: pa.RecordBatch | Columns, count: NativeWindowedCount, sink_partitions: int, state: ReadState | None = None
+    batch: Columns, count: NativeWindowedCount, sink_partitions: int, state: ReadState | None = None
 ) -> pa.RecordBatch:
     """Deserialize each record's key and value with the runtime's serdes and return ``WINDOWED_CLASSIFIED_SCHEMA``
     rows: ``status`` (``COUNTED``: a non-null key, whatever the value, as the runtime's windowed count;
@@ -270,7 +247,6 @@ def classify_windowed_batch(
     record the starts of its windows (``WindowSpec.windows_for``) with the sink partition of each windowed key
     ``key bytes + start`` (8-byte big-endian, the ``windowed:`` serde's layout), and the running stream time
     (``state.stream_time`` carried from the read's earlier batches, and updated)."""
-    batch = Columns.of(batch) if isinstance(batch, pa.RecordBatch) else batch
     state = state or ReadState()
     stream_time = state.stream_time
     stream_times: list[int] = []
@@ -278,7 +254,8 @@ def classify_windowed_batch(
     key_deserialize = serde_for(names.key_serde, names.source_topic, is_key=True).deserialize
     value_deserialize = serde_for(names.value_serde, names.source_topic).deserialize
     windows_for = count.windows.windows_for
-    keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+    keys: list[Any] = batch.keys  # a counted record's key is not None (its serde read it)
+    values, timestamps = batch.values, batch.timestamps
     statuses: list[int] = []
     list_offsets = [0]
     starts: list[int] = []

@@ -3,9 +3,11 @@ for the Python workers' functions (reads, folds, tasks)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
-__all__ = ["HEADERS_TYPE", "RECORD_ARROW_SCHEMA"]
+__all__ = ["HEADERS_TYPE", "RECORD_ARROW_SCHEMA", "record_batch"]
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 RECORD_ARROW_SCHEMA = pa.schema(
@@ -24,3 +26,16 @@ RECORD_ARROW_SCHEMA = pa.schema(
 )
 """``producer_*``: the task that wrote the record (-1: read from Kafka); ``kind``: ``source`` | ``sink`` |
 ``repartition`` | ``changelog``; ``offset``: the position in the producer's sequence; ``headers`` null: none."""
+
+
+def record_batch(rows: int, **columns: Any) -> pa.RecordBatch:
+    """A ``RECORD_ARROW_SCHEMA`` batch of ``rows`` records: each column by its field's name, a list of ``rows`` values
+    or one value for every row (None: all null). Raises KeyError naming a field not given."""
+    arrays = []
+    for field in RECORD_ARROW_SCHEMA:
+        value = columns[field.name]
+        if isinstance(value, list):
+            arrays.append(pa.array(value, field.type))
+        else:
+            arrays.append(pa.nulls(rows, field.type) if value is None else pa.array([value] * rows, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=RECORD_ARROW_SCHEMA)

@@ -25,13 +25,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from streamapp.kafka.range_reader import RecordColumns, read_range
 from streamapp.replay.spark.native import Columns
-from streamapp.replay.spark.records import HEADERS_TYPE, RECORD_ARROW_SCHEMA
+from streamapp.replay.spark.records import record_batch
 
-__all__ = ["RAW_SCHEMA", "RangeRead", "Split", "read_frame", "splits"]
-
-RAW_SCHEMA = RECORD_ARROW_SCHEMA
-"""The records as read: producer -1, kind ``source``, headers null when none."""
-_HEADERS = HEADERS_TYPE
+__all__ = ["RangeRead", "Split", "raw_batch", "read_frame", "splits"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,7 @@ def splits(topic: str, start: Mapping[int, int], end: Mapping[int, int], min_spl
 
 class RangeRead:
     """The ``mapInArrow`` function of ``read_frame``: for each split id in its input (``spark.range``'s ``id``),
-    the split's records as ``RAW_SCHEMA`` batches, or, given a ``classifier`` (``native._Classifier``), its
+    the split's records as ``raw_batch``es, or, given a ``classifier`` (``native._Classifier``), its
     classified batches: the classifier reads the consumed columns (``native.Columns``) as Python lists, so the
     values are never copied into Arrow."""
 
@@ -109,22 +105,20 @@ class RangeRead:
 
 
 def raw_batch(split: Split, columns: RecordColumns) -> pa.RecordBatch:
-    """``columns`` of ``split``'s partition as a ``RAW_SCHEMA`` batch."""
-    rows = len(columns)
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([split.topic] * rows, pa.string()),
-            pa.array([split.partition] * rows, pa.int32()),
-            pa.array(columns.offsets, pa.int64()),
-            pa.array(columns.keys, pa.binary()),
-            pa.array(columns.values, pa.binary()),
-            pa.array(columns.timestamps, pa.int64()),
-            pa.array([-1] * rows, pa.int32()),
-            pa.array([-1] * rows, pa.int32()),
-            pa.array(["source"] * rows, pa.string()),
-            pa.array(columns.headers, _HEADERS),
-        ],
-        schema=RAW_SCHEMA,
+    """``columns`` of ``split``'s partition as records read from Kafka (``RECORD_ARROW_SCHEMA``: producer -1, kind
+    ``source``)."""
+    return record_batch(
+        len(columns),
+        topic=split.topic,
+        partition=split.partition,
+        offset=columns.offsets,
+        key=columns.keys,
+        value=columns.values,
+        timestamp=columns.timestamps,
+        producer_sub=-1,
+        producer_part=-1,
+        kind="source",
+        headers=columns.headers,
     )
 
 
@@ -137,7 +131,7 @@ def read_frame(
     *,
     with_headers: bool = True,
 ) -> DataFrame:
-    """The records of ``parts``, one Spark task per split, as ``schema`` rows: ``RAW_SCHEMA`` without a
+    """The records of ``parts``, one Spark task per split, as ``schema`` rows: the records (``raw_batch``) without a
     ``classifier``, else the classifier's schema. ``settings``: librdkafka consumer settings (bootstrap servers,
     security). A read that fails (``KafkaClientError`` naming the partition and offset) fails its task, which Spark
     retries as a whole."""
