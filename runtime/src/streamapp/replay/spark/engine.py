@@ -108,7 +108,7 @@ def run_replay(
     on_progress: Callable[[ReplayProgress], None] | None = log_progress,
     progress_interval_s: float = 5.0,
     parallelism: int | None = None,
-    expire_windows: bool = False,
+    expire_windows: bool = True,
 ) -> ReplayResult:
     """Run ``plan`` on ``spark`` and write its output (see the module docstring).
 
@@ -122,10 +122,10 @@ def run_replay(
     session). A topic with fewer partitions is read in that many offset ranges (Spark's ``minPartitions``), and
     the shuffles have twice as many partitions unless the session's conf sets ``spark.sql.shuffle.partitions``.
 
-    ``expire_windows``: leave out of the window stores' changelogs the windows the stores have expired by the end
-    (``_without_expired_windows``): a new version restores the same windows from fewer records, but the
-    changelog is no longer the streaming run's record for record (the conformance harness compares them), so it
-    is off by default.
+    ``expire_windows`` (default on): leave out of the window stores' changelogs the windows the stores have expired
+    by the end (``_without_expired_windows``): a new version restores the same windows from fewer records (the
+    changelog holds what the new version's store will hold, not the streaming run's record for record; the
+    conformance harness compares the stores as a restore reads them). ``False`` writes every window's record.
 
     ``plan.emit == EMIT_FINAL``: what a streaming run whose record cache flushes once, at the end, writes (Kafka
     Streams' ``statestore.cache.max.bytes``: only the latest value per key of a cached store is the cache's
