@@ -131,7 +131,7 @@ def test_event_log_stages_carry_spark_task_metrics(tmp_path: Path) -> None:
 def test_worker_profile_buckets_by_the_innermost_known_frame(tmp_path: Path) -> None:
     worker = 'process 1:"python -m bench.replay job";process 2:"python -m pyspark.daemon pyspark.worker"'
     (tmp_path / "stacks.txt").write_text(
-        f"{worker};main (worker.py:1);_StageFunction.__call__ (streamapp/replay/engine.py:2);"
+        f"{worker};main (worker.py:1);StageFunction.__call__ (streamapp/replay/spark/task_stage.py:2);"
         "deserialize (streamapp/serdes.py:3);loads (json/__init__.py:4) 30\n"
         f"{worker};main (worker.py:1);_find_and_load (<frozen importlib._bootstrap>:5) 10\n"
         'process 1:"python -m bench.replay job";main (replay.py:1) 60\n'

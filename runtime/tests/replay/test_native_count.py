@@ -115,7 +115,7 @@ def test_emit_final_writes_each_tasks_last_count_per_key_natively_and_after_a_fa
     assert set(fallback["native"]["result"].paths.values()) == {PATH_TASK}
     assert fallback["native"]["sink"] == final["native"]["sink"]
     assert final["native"]["changelog"] == every["changelog"]
-    # more read tasks than partitions: Spark folds (engine._fold) what the reading workers fold otherwise (folds.py)
+    # more read tasks than partitions: Spark folds (spark_fold.fold) what the reading workers fold otherwise (folds.py)
     for emit, whole in (("every_update", every), ("final", final["native"])):
         split = replay_both_paths(
             conformance_bootstrap, spark_session, records, {}, emit=emit, paths=("native",), parallelism=6

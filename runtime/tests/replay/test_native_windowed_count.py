@@ -134,7 +134,7 @@ def test_emit_final_writes_each_tasks_last_count_per_window_natively_and_after_a
     assert set(fallback["result"].paths.values()) == {PATH_TASK}
     assert fallback["sink"] == final["sink"]
     assert final["changelog"] == every["changelog"]
-    # more read tasks than partitions: Spark folds (engine._fold) what the reading workers fold otherwise (folds.py)
+    # more read tasks than partitions: Spark folds (spark_fold.fold) what the reading workers fold otherwise (folds.py)
     split = replay(records, {}, "final", parallelism=6)
     assert (split["sink"], split["changelog"]) == (final["sink"], final["changelog"])
     assert set(final["sink"]) <= set(every["sink"])

@@ -17,7 +17,7 @@ The **windowed count** of a stream read from one external topic, tumbling or hop
 
 ``node_paths`` says per node which path the replay takes (``PATH_*``) before any job. What Spark computes for
 each shape and the per-record step it needs (the runtime's serdes per Arrow batch, where a record may still send
-the sub-topology to the task path) are in ``streamapp.replay.spark.native`` and ``streamapp.replay.spark.engine``.
+the sub-topology to the task path) are in ``streamapp.replay.spark.native`` and ``streamapp.replay.spark.native_stage``.
 
 Plain Python on the topology description (no pyarrow, no pyspark): the operator asks it before it starts a Job
 (``emit: final`` needs every sub-topology native), in an image that has neither.

@@ -1,9 +1,9 @@
 """The native counts folded in the reading worker: one pass per task, the records it writes straight to the write.
 
-When one read task reads a whole input partition (``engine.NativeRead.whole_partitions``: the replay has no more
+When one read task reads a whole input partition (``native_stage.NativeRead.whole_partitions``: the replay has no more
 cores than the topic has partitions), the task's records arrive in offset order in one Python worker, so the fold
-that Spark otherwise does with a shuffle and a sort per ``(task, key[, window])`` (``engine._fold``) is a dict
-update per record here, and the worker yields the task's output records (``engine.RECORD_SCHEMA``) directly:
+that Spark otherwise does with a shuffle and a sort per ``(task, key[, window])`` (``spark_fold.fold``) is a dict
+update per record here, and the worker yields the task's output records (``records.RECORD_SCHEMA``) directly:
 
 - keyed count (``NativeCount``): per counted record the key's running count with the key's largest timestamp so far
   (KIP-258), to ``out_partition``, at the record's offset; at the end one changelog record per key at the offset
@@ -17,7 +17,7 @@ update per record here, and the worker yields the task's output records (``engin
 - ``final`` (``EMIT_FINAL``): of the sink records only each key's or window's last, written with its changelog
   record.
 
-These are exactly the records ``engine._native_count_stage`` / ``_native_windowed_count_stage`` compute (the native
+These are exactly the records ``count.count_stage`` / ``windowed_count.windowed_count_stage`` compute (the native
 parity tests compare both with the runtime's task). Plain Python and pyarrow, no pyspark.
 """
 

@@ -1,5 +1,5 @@
-"""The Arrow schema of the records between the replay's stages (``engine.RECORD_SCHEMA`` as Arrow): pyarrow only,
-for the Python workers' functions (reads, folds, tasks)."""
+"""The Arrow schema of the records between the replay's stages (``RECORD_SCHEMA``, Spark's DDL, and
+``RECORD_ARROW_SCHEMA``): pyarrow only, for the Python workers' functions (reads, folds, tasks)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["HEADERS_TYPE", "RECORD_ARROW_SCHEMA", "record_batch"]
+__all__ = ["HEADERS_DDL", "HEADERS_TYPE", "RECORD_ARROW_SCHEMA", "RECORD_SCHEMA", "record_batch"]
+
+RECORD_SCHEMA = (
+    "topic string, partition int, offset long, key binary, value binary, timestamp long, "
+    "producer_sub int, producer_part int, kind string, headers array<struct<key: string, value: binary>>"
+)
+"""Records between stages, as Spark's DDL: ``producer_*`` = the task that wrote it (-1 for records read from
+Kafka), ``kind`` = ``source`` | ``sink`` | ``repartition`` | ``changelog``, ``offset`` = position in the
+producer's sequence, ``headers`` as the record had them (null: none)."""
+HEADERS_DDL = "array<struct<key: string, value: binary>>"
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 RECORD_ARROW_SCHEMA = pa.schema(

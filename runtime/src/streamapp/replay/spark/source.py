@@ -6,7 +6,7 @@ the replay may run more tasks than the topic has partitions. ``read_frame`` make
 split with ``streamapp.kafka.range_reader`` (librdkafka: ``read_committed``, the plan's own client settings and
 security, no Java client or connector jars) and yields Arrow batches, either:
 
-- the records as they are (``engine.RECORD_SCHEMA``, kind ``source``), for the runtime's tasks; or
+- the records as they are (``records.RECORD_SCHEMA``, kind ``source``), for the runtime's tasks; or
 - what a native stage's classifier makes of them (``streamapp.replay.spark.native``): narrow rows (partition, offset,
   key, timestamp, status, ...) computed in the reading worker, so a record's value never enters the JVM.
 

@@ -60,7 +60,7 @@ def write_outputs(
     client_settings: Mapping[str, str],
     tasks: int | None = None,
 ) -> list[WriteResult]:
-    """Write the records of ``outputs`` (``engine.RECORD_SCHEMA`` rows) whose ``kind`` is one of ``kinds`` to
+    """Write the records of ``outputs`` (``records.RECORD_SCHEMA`` rows) whose ``kind`` is one of ``kinds`` to
     ``targets`` (the ``(topic, partition)`` pairs they hold, sorted; writer ``i`` = ``targets[i]``), effectively
     once (module doc). Creates the plan's internal topics and the markers topic first.
 
