@@ -98,19 +98,37 @@ class KTable:
         return stream if mapper is None else stream.select_key(mapper, key_serde=key_serde)
 
     def join(
-        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+        self,
+        other: KTable,
+        joiner: UserFunction,
+        *,
+        foreign_key_extractor: UserFunction | None = None,
+        name: str | None = None,
+        value_serde: str | None = None,
     ) -> KTable:
-        """Inner table-table join on the key: ``joiner(left, right)`` while both sides have a value."""
-        from streamapp.dsl.joins import table_join
+        """Inner table-table join on the key: ``joiner(left, right)`` while both sides have a value.
 
-        return table_join(self, other, "inner", joiner, name=name, value_serde=value_serde)
+        With ``foreign_key_extractor`` (``fn(left value) -> right key``): the foreign-key join of KIP-213 (Kafka's
+        ``join(other, foreignKeyExtractor, joiner, TableJoined)``), ``streamapp.dsl.joins.foreign_key_join``."""
+        return self._join(other, "inner", joiner, foreign_key_extractor, name, value_serde)
 
     def left_join(
-        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+        self,
+        other: KTable,
+        joiner: UserFunction,
+        *,
+        foreign_key_extractor: UserFunction | None = None,
+        name: str | None = None,
+        value_serde: str | None = None,
     ) -> KTable:
-        """Left table-table join: every key of this table, ``joiner(left, right or None)``."""
-        from streamapp.dsl.joins import table_join
+        """Left table-table join: every key of this table, ``joiner(left, right or None)``; with
+        ``foreign_key_extractor``, the left foreign-key join (KIP-213), as for ``join``."""
+        from streamapp.dsl.joins import foreign_key_join, table_join
 
+        if foreign_key_extractor is not None:
+            return foreign_key_join(
+                self, other, "left", joiner, foreign_key_extractor, name=name, value_serde=value_serde
+            )
         return table_join(self, other, "left", joiner, name=name, value_serde=value_serde)
 
     def outer_join(
@@ -120,3 +138,21 @@ class KTable:
         from streamapp.dsl.joins import table_join
 
         return table_join(self, other, "outer", joiner, name=name, value_serde=value_serde)
+
+    def _join(
+        self,
+        other: KTable,
+        join: str,
+        joiner: UserFunction,
+        foreign_key_extractor: UserFunction | None,
+        name: str | None,
+        value_serde: str | None,
+    ) -> KTable:
+        """A table-table join on the key, or on the foreign key ``foreign_key_extractor`` gives (KIP-213)."""
+        from streamapp.dsl.joins import foreign_key_join, table_join
+
+        if foreign_key_extractor is not None:
+            return foreign_key_join(
+                self, other, join, joiner, foreign_key_extractor, name=name, value_serde=value_serde
+            )
+        return table_join(self, other, join, joiner, name=name, value_serde=value_serde)
