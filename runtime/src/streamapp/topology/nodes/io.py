@@ -179,6 +179,22 @@ class RepartitionNode(NodeBase):
         """The repartition topic name without the application id prefix."""
         return self.internal_topic if self.internal_topic is not None else repartition_topic_suffix(self.name)
 
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        if self.internal_topic is None:
+            return None
+        try:
+            check_name("topic", self.internal_topic)
+        except TopologyError as exc:
+            return str(exc)
+        for other in nodes.values():
+            if (
+                other.name != self.name
+                and isinstance(other, RepartitionNode)
+                and other.topic_suffix == self.topic_suffix
+            ):
+                return f"internalTopic '{self.internal_topic}' is also the topic of repartition node '{other.name}'"
+        return None
+
 
 class GlobalTableNode(NodeBase):
     """A GlobalKTable: the latest value per key of every partition of ``topic``, in global store ``store``.
