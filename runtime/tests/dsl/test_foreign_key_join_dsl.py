@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from conformance.join_functions import customer_of, pair
 from streamapp import StreamsBuilder
-from streamapp.dsl.joins import foreign_key_join
+from streamapp.dsl.joins import ForeignKeyExtractor, foreign_key_join
+from streamapp.testing import TopologyTestDriver
 from streamapp.topology import TopologyDescription
 
 S, J = "string", "json"
@@ -78,3 +79,27 @@ def test_an_outer_foreign_key_join_or_a_stream_operand_is_refused() -> None:
         foreign_key_join(orders, builder.table("customers", key_serde=S, value_serde=J), "outer", pair, customer_of)
     with pytest.raises(TypeError, match="not KStream"):
         orders.join(builder.stream("s"), pair, foreign_key_extractor=customer_of)  # type: ignore[arg-type]
+
+
+def customer_of_key(key: str, value: object) -> str:
+    return key.split("/")[0]
+
+
+def test_a_bi_function_extractor_is_called_with_the_left_key_and_value() -> None:
+    """KIP-1104: ``ForeignKeyExtractor.from_bi_function(fn)`` lowers to ``extractorTakesKey``; the driver joins
+    ``c1/o1`` with customer ``c1`` through it."""
+    builder = StreamsBuilder()
+    orders = builder.table("orders", key_serde=S, value_serde=J, name="orders")
+    customers = builder.table("customers", key_serde=S, value_serde=J, name="customers")
+    extractor = ForeignKeyExtractor.from_bi_function(customer_of_key)
+    orders.join(customers, pair, foreign_key_extractor=extractor, name="enrich").to_stream().to("out", name="out")
+    description = builder.build()
+    send = next(node for node in description.nodes if node.type == "fk_subscription_send")
+    assert getattr(send, "extractor_takes_key", None) is True
+
+    with TopologyTestDriver(description, {"application.id": "kip-1104"}) as driver:
+        driver.create_input_topic("customers").pipe_input("c1", {"name": "Ann"}, 1_000)
+        driver.create_input_topic("orders").pipe_input("c1/o1", {"n": 1}, 2_000)
+        records = driver.create_output_topic("out").read_records_to_list()
+
+    assert [(r.key, r.value, r.timestamp_ms) for r in records] == [("c1/o1", [{"n": 1}, {"name": "Ann"}], 2_000)]

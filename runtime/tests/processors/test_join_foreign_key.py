@@ -45,7 +45,9 @@ def customer_of(order: Any) -> Any:
 
 def send(left_join: bool) -> tuple[FkSubscriptionSendProcessor, Collect, ProcessorMetrics]:
     out, metrics = Collect(), ProcessorMetrics()
-    processor = FkSubscriptionSendProcessor(customer_of, left_join, (STRING, JSON, STRING), [out], metrics, "send")
+    processor = FkSubscriptionSendProcessor(
+        lambda key, value: customer_of(value), left_join, (STRING, JSON, STRING), [out], metrics, "send"
+    )
     return processor, out, metrics
 
 
@@ -109,6 +111,17 @@ def test_left_send_always_asks_for_an_answer_with_a_null_foreign_key_for_deletes
         ("c2", Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, value_hash(NEW)),
     ]
     assert not metrics.dropped
+
+
+def test_a_key_value_extractor_reads_the_left_key_too() -> None:
+    """KIP-1104's ``ForeignKeyExtractor.fromBiFunction``: the foreign key may come from the left key."""
+    out = Collect()
+    processor = FkSubscriptionSendProcessor(
+        lambda key, value: key.split("/")[0], False, (STRING, JSON, STRING), [out], ProcessorMetrics()
+    )
+    processor.process("c7/o1", Change({"n": 1}, None), 1)
+
+    assert sent(out) == [("c7", Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, value_hash({"n": 1}))]
 
 
 def subscription_join() -> tuple[FkSubscriptionJoinProcessor, Collect, ProcessorMetrics]:

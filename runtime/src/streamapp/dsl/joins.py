@@ -14,7 +14,8 @@ operand is picks the join:
 - ``stream.join(global_table, key_selector, joiner)``: stream-GlobalKTable join, inner or left;
 - ``table.join(other_table, joiner)``: table-table join, inner, left or outer;
 - ``table.join(other_table, joiner, foreign_key_extractor=fn)``: foreign-key table-table join (KIP-213), inner
-  or left: each left row joins the right row whose key is ``fn(left value)`` (``foreign_key_join``).
+  or left: each left row joins the right row whose key is ``fn(left value)`` (``fn(left key, left value)`` with
+  ``ForeignKeyExtractor.from_bi_function(fn)``, KIP-1104; ``foreign_key_join``).
 
 Automatic repartitioning (Kafka's ``repartitionRequired``): a stream side whose key changed since its
 last source or repartition is repartitioned first, through ``<name>-left`` (topic
@@ -30,6 +31,7 @@ a wrong combination of operands, TopologyError for names and functions (when ``b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamapp.dsl.builder import DEFAULT_KEY_SERDE, DEFAULT_VALUE_SERDE, StreamsBuilder, UserFunction
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.tables import KTable
 
-__all__ = ["GlobalKTable", "foreign_key_join", "global_table", "stream_join", "table_join"]
+__all__ = ["ForeignKeyExtractor", "GlobalKTable", "foreign_key_join", "global_table", "stream_join", "table_join"]
 
 _PREFIXES = {"inner": "KSTREAM-JOIN-", "left": "KSTREAM-LEFTJOIN-", "outer": "KSTREAM-OUTERJOIN-"}
 _TABLE_PREFIXES = {"inner": "KTABLE-JOIN-", "left": "KTABLE-LEFTJOIN-", "outer": "KTABLE-OUTERJOIN-"}
@@ -55,6 +57,26 @@ class GlobalKTable:
         """Name of the ``global_table`` node."""
         self.key_serde = key_serde
         self.value_serde = value_serde
+
+
+@dataclass(frozen=True)
+class ForeignKeyExtractor:
+    """A foreign-key join's extractor that may read the left key (Kafka's ``ForeignKeyExtractor``, KIP-1104):
+    ``from_function(fn(value))`` or ``from_bi_function(fn(key, value))``. A plain function passed as
+    ``foreign_key_extractor`` is ``from_function(fn)``."""
+
+    function: UserFunction
+    takes_key: bool = False
+
+    @classmethod
+    def from_function(cls, function: UserFunction) -> ForeignKeyExtractor:
+        """``function(left value) -> foreign key``."""
+        return cls(function)
+
+    @classmethod
+    def from_bi_function(cls, function: UserFunction) -> ForeignKeyExtractor:
+        """``function(left key, left value) -> foreign key``."""
+        return cls(function, takes_key=True)
 
 
 def global_table(
@@ -147,7 +169,7 @@ def foreign_key_join(
     other: Any,
     join: str,
     joiner: UserFunction,
-    foreign_key_extractor: UserFunction,
+    foreign_key_extractor: UserFunction | ForeignKeyExtractor,
     *,
     name: str | None = None,
     value_serde: str | None = None,
@@ -171,6 +193,11 @@ def foreign_key_join(
         raise TypeError(f"a foreign-key join joins a KTable with another KTable, not {type(other).__name__}")
     if join == "outer":
         raise TypeError("a foreign-key table-table join is inner or left, not outer (as in Kafka Streams)")
+    extractor = (
+        foreign_key_extractor
+        if isinstance(foreign_key_extractor, ForeignKeyExtractor)
+        else ForeignKeyExtractor.from_function(foreign_key_extractor)
+    )
     builder = table._builder
     if name is not None:
         output = _name(builder, name, "")
@@ -198,7 +225,8 @@ def foreign_key_join(
         send,
         "",
         input=table.node,
-        foreign_key_extractor=foreign_key_extractor,
+        foreign_key_extractor=extractor.function,
+        extractor_takes_key=extractor.takes_key or None,
         join=join,
         foreign_key_serde=other.key_serde,
         left_store=f"{output}-left-store",

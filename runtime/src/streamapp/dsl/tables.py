@@ -8,6 +8,7 @@ from streamapp.dsl.builder import StreamsBuilder, UserFunction
 
 if TYPE_CHECKING:
     from streamapp.dsl.grouped import KGroupedTable
+    from streamapp.dsl.joins import ForeignKeyExtractor
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.windows import Suppressed
 
@@ -102,14 +103,15 @@ class KTable:
         other: KTable,
         joiner: UserFunction,
         *,
-        foreign_key_extractor: UserFunction | None = None,
+        foreign_key_extractor: UserFunction | ForeignKeyExtractor | None = None,
         name: str | None = None,
         value_serde: str | None = None,
     ) -> KTable:
         """Inner table-table join on the key: ``joiner(left, right)`` while both sides have a value.
 
-        With ``foreign_key_extractor`` (``fn(left value) -> right key``): the foreign-key join of KIP-213 (Kafka's
-        ``join(other, foreignKeyExtractor, joiner, TableJoined)``), ``streamapp.dsl.joins.foreign_key_join``."""
+        With ``foreign_key_extractor`` (``fn(left value) -> right key``, or ``ForeignKeyExtractor.from_bi_function(
+        fn(left key, left value) -> right key)``, KIP-1104): the foreign-key join of KIP-213 (Kafka's ``join(other,
+        foreignKeyExtractor, joiner, TableJoined)``), ``streamapp.dsl.joins.foreign_key_join``."""
         return self._join(other, "inner", joiner, foreign_key_extractor, name, value_serde)
 
     def left_join(
@@ -117,19 +119,13 @@ class KTable:
         other: KTable,
         joiner: UserFunction,
         *,
-        foreign_key_extractor: UserFunction | None = None,
+        foreign_key_extractor: UserFunction | ForeignKeyExtractor | None = None,
         name: str | None = None,
         value_serde: str | None = None,
     ) -> KTable:
         """Left table-table join: every key of this table, ``joiner(left, right or None)``; with
         ``foreign_key_extractor``, the left foreign-key join (KIP-213), as for ``join``."""
-        from streamapp.dsl.joins import foreign_key_join, table_join
-
-        if foreign_key_extractor is not None:
-            return foreign_key_join(
-                self, other, "left", joiner, foreign_key_extractor, name=name, value_serde=value_serde
-            )
-        return table_join(self, other, "left", joiner, name=name, value_serde=value_serde)
+        return self._join(other, "left", joiner, foreign_key_extractor, name, value_serde)
 
     def outer_join(
         self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
@@ -144,7 +140,7 @@ class KTable:
         other: KTable,
         join: str,
         joiner: UserFunction,
-        foreign_key_extractor: UserFunction | None,
+        foreign_key_extractor: UserFunction | ForeignKeyExtractor | None,
         name: str | None,
         value_serde: str | None,
     ) -> KTable:

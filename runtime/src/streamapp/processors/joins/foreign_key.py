@@ -150,14 +150,15 @@ class FkSubscriptionSendProcessor:
 
     def __init__(
         self,
-        extractor: Callable[[Any], Any],
+        extractor: Callable[[Any, Any], Any],
         left_join: bool,
         serdes: tuple[Serde, Serde, Serde],
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
         name: str = "",
     ) -> None:
-        """``serdes``: the left key's, the left value's (hashed) and the foreign key's."""
+        """``extractor``: ``fn(left key, left value) -> foreign key``; ``serdes``: the left key's, the left value's
+        (hashed) and the foreign key's."""
         self.name = name
         self._extractor = extractor
         self._left_join = left_join
@@ -170,8 +171,8 @@ class FkSubscriptionSendProcessor:
         new, old = change.new_value, change.old_value
         if new is None and old is None and self._left_join:
             return  # an idempotent delete of a row that was not there
-        old_fk = None if old is None else self._foreign_key(old)
-        new_fk = None if new is None else self._foreign_key(new)
+        old_fk = None if old is None else self._foreign_key(key, old)
+        new_fk = None if new is None else self._foreign_key(key, new)
         value_hash = None if new is None else hash128_bytes(self._value_serde.serialize(new) or b"")
         primary_key = self._key_serde.serialize(key) or b""
 
@@ -197,9 +198,9 @@ class FkSubscriptionSendProcessor:
         else:
             send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
-    def _foreign_key(self, value: Any) -> bytes | None:
-        """The serialized foreign key of a left value (Kafka compares foreign keys by their bytes)."""
-        foreign_key = self._extractor(value)
+    def _foreign_key(self, key: Any, value: Any) -> bytes | None:
+        """The serialized foreign key of a left row (Kafka compares foreign keys by their bytes)."""
+        foreign_key = self._extractor(key, value)
         return None if foreign_key is None else self._foreign_key_serde.serialize(foreign_key)
 
 
@@ -335,8 +336,10 @@ def build_fk_subscription_send(
 ) -> Processor:
     key_serde, value_serde = ctx.store_serdes(node.left_store)
     foreign_key_serde = serde_for(node.foreign_key_serde, is_key=True)
+    function = ctx.function(node.name, "foreign_key_extractor")
+    extractor = function if node.extractor_takes_key else lambda key, value: function(value)
     return FkSubscriptionSendProcessor(
-        ctx.function(node.name, "foreign_key_extractor"),
+        extractor,
         node.join == "left",
         (key_serde, value_serde, foreign_key_serde),
         children,

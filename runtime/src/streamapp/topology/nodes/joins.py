@@ -22,8 +22,9 @@ stream_stream_join  inputs [stream, stream], joiner ``fn(left, right)``,        
                     leftStore, rightStore (window stores), outerStore (left and
                     outer joins: records waiting for their window to close)
 fk_subscription_    input table (the left), foreignKeyExtractor ``fn(value) ->   SubscriptionSendProcessor
-send                foreign key``, join inner|left, foreignKeySerde, leftStore
-                    (the fk_response_join's, for its value serde)
+send                foreign key`` (``fn(key, value)`` with extractorTakesKey),
+                    join inner|left, foreignKeySerde, leftStore (the
+                    fk_response_join's, for its value serde)
 fk_subscription_    inputs [subscription repartition, table (the right)],        SubscriptionReceive/Join
 join                subscriptionStore, rightStore                                ForeignTableJoinProcessor
 fk_response_join    inputs [table (the left), response repartition], joiner     ResponseJoinProcessor
@@ -263,6 +264,7 @@ class FkSubscriptionSendNode(NodeBase):
     type: Literal["fk_subscription_send"] = "fk_subscription_send"
     input: str
     foreign_key_extractor: FunctionRef
+    extractor_takes_key: bool | None = None
     join: Literal["inner", "left"] = "inner"
     foreign_key_serde: SerdeName
     left_store: str
