@@ -45,9 +45,8 @@ def customer_of(order: Any) -> Any:
 
 def send(left_join: bool) -> tuple[FkSubscriptionSendProcessor, Collect, ProcessorMetrics]:
     out, metrics = Collect(), ProcessorMetrics()
-    processor = FkSubscriptionSendProcessor(
-        lambda key, value: customer_of(value), left_join, (STRING, JSON, STRING), [out], metrics, "send"
-    )
+    serdes = (STRING, JSON, STRING)
+    processor = FkSubscriptionSendProcessor(lambda k, v: customer_of(v), left_join, serdes, [out], metrics, "send", 5)
     return processor, out, metrics
 
 
@@ -79,7 +78,8 @@ def test_inner_send_unsubscribes_a_changed_foreign_key_and_asks_the_new_one_to_a
         ("c1", Instruction.DELETE_KEY_NO_PROPAGATE, value_hash(NEW)),
         ("c2", Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, value_hash(NEW)),
     ]
-    assert {Subscription.from_bytes(value).primary_key for _, value, _ in out.records} == {b"o1"}
+    subscriptions = {Subscription.from_bytes(value) for _, value, _ in out.records}
+    assert {(sub.primary_key, sub.primary_partition) for sub in subscriptions} == {(b"o1", 5)}
 
 
 def test_inner_send_drops_a_null_foreign_key_after_deleting_the_old_subscription_and_deletes_on_tombstones() -> None:
@@ -130,16 +130,22 @@ def subscription_join() -> tuple[FkSubscriptionJoinProcessor, Collect, Processor
     return FkSubscriptionJoinProcessor(("subs", "customers"), stores, JSON, [out], metrics, "subs-join"), out, metrics
 
 
+PRIMARY_PARTITION = 3
+"""The partition of the left records' task in the subscriptions made here."""
+
+
 def subscribe(pk: str, instruction: Instruction, digest: bytes | None = b"h" * 16) -> bytes:
     """A subscription's value for left key ``pk`` (the foreign key is the record's key)."""
-    return Subscription(digest, instruction, pk.encode()).to_bytes()
+    return Subscription(digest, instruction, pk.encode(), PRIMARY_PARTITION).to_bytes()
 
 
 def responses(out: Collect) -> list[tuple[str, Any, int]]:
+    """``(left key, right value, timestamp)`` of each response; every one goes to the primary partition."""
+    assert {value.partition for _, value, _ in out.records} <= {PRIMARY_PARTITION}
     return [
         (key.decode(), None if r.foreign_value is None else JSON.deserialize(r.foreign_value), timestamp)
         for key, value, timestamp in out.records
-        for r in [Response.from_bytes(value)]
+        for r in [Response.from_bytes(value.value)]
     ]
 
 
@@ -227,7 +233,7 @@ def test_a_response_without_a_right_value_deletes_on_an_inner_join_and_joins_non
 def test_subscriptions_and_responses_round_trip_with_and_without_hash_and_value() -> None:
     for digest in (None, b"x" * 16):
         for instruction in Instruction:
-            subscription = Subscription(digest, instruction, b"key")
+            subscription = Subscription(digest, instruction, b"key", 7)
             assert Subscription.from_bytes(subscription.to_bytes()) == subscription
         for value in (None, b"", b"value"):
             assert Response.from_bytes(Response(digest, value).to_bytes()) == Response(digest, value)

@@ -12,7 +12,8 @@ join is a protocol over two internal topics:
    + ``SubscriptionJoinProcessorSupplier`` + ``ForeignTableJoinProcessorSupplier``): keeps the subscriptions by
    ``(foreign key, left key)`` and answers each with the right value; a right update answers every subscription of
    its key. Answers (*responses*) go, keyed by left key, to the subscription response topic, co-partitioned with
-   the left table.
+   the left table, into the partition of the left record's task (the subscription's primary partition, Kafka's
+   ``defaultForeignResponseSinkPartitioner``), whatever partitioner wrote the left table's topic.
 3. ``FkResponseJoinProcessor`` (the left table's sub-topology, Kafka's ``ResponseJoinProcessorSupplier``): drops a
    response whose hash is not the hash of the current left value (the left row changed since: a newer response is
    on its way), else emits ``joiner(left, right)`` for the left key; a delete when the right value is absent and
@@ -34,7 +35,7 @@ from typing import Any
 
 from streamapp.drop_reasons import NULL_KEY_OR_VALUE
 from streamapp.murmur3 import hash128_bytes
-from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics
+from streamapp.processors.base import BuildContext, Change, FamilyBuilders, Processor, ProcessorMetrics, ToPartition
 from streamapp.processors.joins.tables import Joiner, JoinProcessor
 from streamapp.serdes import Serde, serde_for
 from streamapp.state.stores import TypedKeyValueStore
@@ -76,15 +77,18 @@ class Instruction(IntEnum):
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """A subscription record's value: ``value_hash`` (16 bytes, ``None`` for a deleted left row), ``instruction``,
-    ``primary_key`` (the left key, serialized). Bytes: version, instruction, hash flag, [hash], primary key."""
+    ``primary_key`` (the left key, serialized) and ``primary_partition`` (the partition of the left record's task,
+    where the response goes back: Kafka's ``SubscriptionWrapper`` version 1). Bytes: version, instruction, hash
+    flag, [hash], 4-byte partition, primary key."""
 
     value_hash: bytes | None
     instruction: Instruction
     primary_key: bytes
+    primary_partition: int
 
     def to_bytes(self) -> bytes:
         head = bytes((_VERSION, self.instruction, 0 if self.value_hash is None else 1))
-        return head + (self.value_hash or b"") + self.primary_key
+        return head + (self.value_hash or b"") + _LENGTH.pack(self.primary_partition) + self.primary_key
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Subscription:
@@ -92,13 +96,15 @@ class Subscription:
         _check_version(data)
         instruction, has_hash = Instruction(data[1]), data[2] == 1
         offset = 19 if has_hash else 3
-        return cls(data[3:19] if has_hash else None, instruction, data[offset:])
+        partition = _LENGTH.unpack_from(data, offset)[0]
+        return cls(data[3:19] if has_hash else None, instruction, data[offset + 4 :], partition)
 
 
 @dataclass(frozen=True, slots=True)
 class Response:
     """A response record's value: the subscription's ``value_hash`` and ``foreign_value`` (the right value,
-    serialized; ``None``: no right row). Bytes: version, hash flag, [hash], value flag, [value]."""
+    serialized; ``None``: no right row); it goes to the subscription's primary partition (``ToPartition``). Bytes:
+    version, hash flag, [hash], value flag, [value]."""
 
     value_hash: bytes | None
     foreign_value: bytes | None
@@ -156,10 +162,12 @@ class FkSubscriptionSendProcessor:
         children: Sequence[Processor],
         metrics: ProcessorMetrics,
         name: str = "",
+        partition: int = 0,
     ) -> None:
         """``extractor``: ``fn(left key, left value) -> foreign key``; ``serdes``: the left key's, the left value's
-        (hashed) and the foreign key's."""
+        (hashed) and the foreign key's; ``partition``: the task's (the left records')."""
         self.name = name
+        self._partition = partition
         self._extractor = extractor
         self._left_join = left_join
         self._key_serde, self._value_serde, self._foreign_key_serde = serdes
@@ -177,7 +185,7 @@ class FkSubscriptionSendProcessor:
         primary_key = self._key_serde.serialize(key) or b""
 
         def send(foreign_key: bytes | None, instruction: Instruction) -> None:
-            subscription = Subscription(value_hash, instruction, primary_key).to_bytes()
+            subscription = Subscription(value_hash, instruction, primary_key, self._partition).to_bytes()
             for child in self._children:
                 child.process(foreign_key, subscription, timestamp)
 
@@ -250,12 +258,12 @@ class FkSubscriptionJoinProcessor(JoinProcessor):
         if found is None:
             if instruction == Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE:
                 return
-            self._respond(subscription.primary_key, subscription.value_hash, None, timestamp)
+            self._respond(subscription, None, timestamp)
             return
         right_value, right_timestamp = found
         if instruction == Instruction.DELETE_KEY_AND_PROPAGATE:
             right_value = None
-        self._respond(subscription.primary_key, subscription.value_hash, right_value, max(timestamp, right_timestamp))
+        self._respond(subscription, right_value, max(timestamp, right_timestamp))
 
     def process_right(self, key: Any, value: Any, timestamp: int) -> None:
         if key is None:
@@ -264,13 +272,14 @@ class FkSubscriptionJoinProcessor(JoinProcessor):
         new = value.new_value if isinstance(value, Change) else value
         self._right.put(key, new, timestamp)
         prefix = combined_key(self._right.raw_key(key))
-        for store_key, subscription in self._scan.range(prefix, prefix, _prefix_end(prefix)):
-            value_hash = Subscription.from_bytes(subscription).value_hash
-            self._respond(store_key[len(prefix) :], value_hash, new, timestamp)
+        for _, subscription in self._scan.range(prefix, prefix, _prefix_end(prefix)):
+            self._respond(Subscription.from_bytes(subscription), new, timestamp)
 
-    def _respond(self, primary_key: bytes, value_hash: bytes | None, right_value: Any, timestamp: int) -> None:
+    def _respond(self, subscription: Subscription, right_value: Any, timestamp: int) -> None:
+        """Answer ``subscription``: keyed by its left key, to its primary partition."""
         foreign_value = None if right_value is None else self._right_value_serde.serialize(right_value)
-        self._forward(primary_key, Response(value_hash, foreign_value).to_bytes(), timestamp)
+        response = Response(subscription.value_hash, foreign_value).to_bytes()
+        self._forward(subscription.primary_key, ToPartition(response, subscription.primary_partition), timestamp)
 
 
 class FkResponseJoinProcessor(JoinProcessor):
@@ -345,6 +354,7 @@ def build_fk_subscription_send(
         children,
         ctx.metrics,
         node.name,
+        ctx.partition,
     )
 
 
