@@ -20,3 +20,8 @@ def region_of(key: Any, value: Any) -> Any:
 
 def order_with_user(order: Any, user: Any) -> dict[str, Any]:
     return {**order, "region": None if user is None else user["region"]}
+
+
+def customer_of(order: Any) -> Any:
+    """The foreign-key extractor of the foreign-key join tests: an order's customer id (``None``: none)."""
+    return order.get("customer")

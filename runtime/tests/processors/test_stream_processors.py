@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from streamapp.processors.io import TopicExtractorSinkProcessor
+from streamapp.processors.base import ToPartition
+from streamapp.processors.io import SinkProcessor, TopicExtractorSinkProcessor
 from streamapp.processors.stateless import (
     BranchProcessor,
     FilterProcessor,
@@ -115,6 +116,24 @@ def test_topic_extractor_sink_sends_each_record_to_the_topic_the_function_names(
     sink.process("a", 3, 5)
     sink.process("b", 4, 6)
     assert [(t, k, ts) for t, k, _, ts in sent] == [("out-1", b"a", 5), ("out-0", b"b", 6)]
+
+
+def test_a_sink_sends_a_to_partition_value_to_the_partition_it_names_and_others_by_key() -> None:
+    """The foreign-key join's responses go back to the left record's task (``ToPartition``); every other record
+    leaves the partition to the producer (murmur2 of the key)."""
+    sent: list[tuple[str, bytes | None, bytes | None, int, Any]] = []
+
+    def send(topic: str, key: bytes | None, value: bytes | None, ts: int, **options: Any) -> None:
+        sent.append((topic, key, value, ts, options.get("partition")))
+
+    sink = SinkProcessor("responses", serde_for("string"), serde_for("long"), send)
+    sink.process("a", ToPartition(3, 2), 5)
+    sink.process("b", 4, 6)
+
+    assert sent == [
+        ("responses", b"a", (3).to_bytes(8, "big"), 5, 2),
+        ("responses", b"b", (4).to_bytes(8, "big"), 6, None),
+    ]
 
 
 def test_topic_extractor_returning_no_topic_name_is_an_error() -> None:

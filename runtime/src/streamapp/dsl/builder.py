@@ -282,7 +282,7 @@ def _with_serdes(document: dict[str, Any], defaults: Mapping[str, str]) -> dict[
     """``document`` with the default-serde sentinels in its serde fields (also inside ``windowed:<key serde>``)
     replaced by ``defaults``."""
     resolved = dict(document)
-    for field_name in ("key_serde", "value_serde"):
+    for field_name in ("key_serde", "value_serde", "foreign_key_serde", "right_value_serde"):
         value = resolved.get(field_name)
         if isinstance(value, str) and "<default." in value:
             for sentinel, name in defaults.items():

@@ -12,7 +12,10 @@ operand is picks the join:
   timestamp, and ``grace_ms=`` (Kafka's ``Joined.withGracePeriod``, KIP-923) buffers stream records that long
   (store ``<name>-Buffer``) so later table updates still join them;
 - ``stream.join(global_table, key_selector, joiner)``: stream-GlobalKTable join, inner or left;
-- ``table.join(other_table, joiner)``: table-table join, inner, left or outer.
+- ``table.join(other_table, joiner)``: table-table join, inner, left or outer;
+- ``table.join(other_table, joiner, foreign_key_extractor=fn)``: foreign-key table-table join (KIP-213), inner
+  or left: each left row joins the right row whose key is ``fn(left value)`` (``fn(left key, left value)`` with
+  ``ForeignKeyExtractor.from_bi_function(fn)``, KIP-1104; ``foreign_key_join``).
 
 Automatic repartitioning (Kafka's ``repartitionRequired``): a stream side whose key changed since its
 last source or repartition is repartitioned first, through ``<name>-left`` (topic
@@ -28,6 +31,7 @@ a wrong combination of operands, TopologyError for names and functions (when ``b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamapp.dsl.builder import DEFAULT_KEY_SERDE, DEFAULT_VALUE_SERDE, StreamsBuilder, UserFunction
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.tables import KTable
 
-__all__ = ["GlobalKTable", "global_table", "stream_join", "table_join"]
+__all__ = ["ForeignKeyExtractor", "GlobalKTable", "foreign_key_join", "global_table", "stream_join", "table_join"]
 
 _PREFIXES = {"inner": "KSTREAM-JOIN-", "left": "KSTREAM-LEFTJOIN-", "outer": "KSTREAM-OUTERJOIN-"}
 _TABLE_PREFIXES = {"inner": "KTABLE-JOIN-", "left": "KTABLE-LEFTJOIN-", "outer": "KTABLE-OUTERJOIN-"}
@@ -53,6 +57,26 @@ class GlobalKTable:
         """Name of the ``global_table`` node."""
         self.key_serde = key_serde
         self.value_serde = value_serde
+
+
+@dataclass(frozen=True)
+class ForeignKeyExtractor:
+    """A foreign-key join's extractor that may read the left key (Kafka's ``ForeignKeyExtractor``, KIP-1104):
+    ``from_function(fn(value))`` or ``from_bi_function(fn(key, value))``. A plain function passed as
+    ``foreign_key_extractor`` is ``from_function(fn)``."""
+
+    function: UserFunction
+    takes_key: bool = False
+
+    @classmethod
+    def from_function(cls, function: UserFunction) -> ForeignKeyExtractor:
+        """``function(left value) -> foreign key``."""
+        return cls(function)
+
+    @classmethod
+    def from_bi_function(cls, function: UserFunction) -> ForeignKeyExtractor:
+        """``function(left key, left value) -> foreign key``."""
+        return cls(function, takes_key=True)
 
 
 def global_table(
@@ -138,6 +162,104 @@ def table_join(
         right_store=right_store,
     )
     return KTable(builder, node_name, key_serde=table.key_serde, value_serde=value_serde or table.value_serde)
+
+
+def foreign_key_join(
+    table: KTable,
+    other: Any,
+    join: str,
+    joiner: UserFunction,
+    foreign_key_extractor: UserFunction | ForeignKeyExtractor,
+    *,
+    name: str | None = None,
+    value_serde: str | None = None,
+) -> KTable:
+    """``table.<join>(other, joiner, foreign_key_extractor=fn)``: Kafka's ``KTable.join(other, foreignKeyExtractor,
+    joiner, TableJoined)`` (``KTableImpl.doJoinOnForeignKey``); returns the joined KTable, keyed like ``table``.
+
+    Lowered to ``fk_subscription_send`` -> repartition (subscription registration topic) -> ``fk_subscription_join``
+    (with ``other``) -> repartition (subscription response topic) -> ``fk_response_join`` (with ``table``), see
+    ``streamapp.processors.joins.foreign_key``. With ``name`` (Kafka's ``TableJoined.as``) the topics are
+    ``<applicationId>-<name>-subscription-registration-topic`` / ``-subscription-response-topic``, the stores
+    ``<name>-subscription-store``, ``<name>-right-store``, ``<name>-left-store`` and ``<name>-store`` (the result);
+    without it, Kafka's generated ``KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic``,
+    ``KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic`` and ``KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<n>``. The
+    two tables need not be co-partitioned: the subscription topic takes the right table's partition count, the
+    response topic the left's. TypeError for an outer join or a non-KTable ``other``.
+    """
+    from streamapp.dsl.tables import KTable
+
+    if not isinstance(other, KTable):
+        raise TypeError(f"a foreign-key join joins a KTable with another KTable, not {type(other).__name__}")
+    if join == "outer":
+        raise TypeError("a foreign-key table-table join is inner or left, not outer (as in Kafka Streams)")
+    extractor = (
+        foreign_key_extractor
+        if isinstance(foreign_key_extractor, ForeignKeyExtractor)
+        else ForeignKeyExtractor.from_function(foreign_key_extractor)
+    )
+    builder = table._builder
+    if name is not None:
+        output = _name(builder, name, "")
+        send, processor = f"{name}-subscription-registration-processor", f"{name}-subscription-processor"
+        registration, response = f"{name}-subscription-registration", f"{name}-subscription-response"
+        subscription_store = f"{name}-subscription-store"
+    else:
+        send = builder._new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-PROCESSOR-")
+        registration = builder._new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-")
+        subscription_store = builder._new_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-")
+        processor = builder._new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-")
+        response = builder._new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-")
+        output = builder._new_name("KTABLE-FK-JOIN-OUTPUT-")
+    result_serde = value_serde or table.value_serde
+    stores = {
+        subscription_store: ("bytes", "bytes"),
+        f"{output}-right-store": (other.key_serde, other.value_serde),
+        f"{output}-left-store": (table.key_serde, table.value_serde),
+        f"{output}-store": (table.key_serde, result_serde),
+    }
+    for store, (key_serde, store_value_serde) in stores.items():
+        builder._add_store(store, key_serde, store_value_serde)
+    builder._add(
+        "fk_subscription_send",
+        send,
+        "",
+        input=table.node,
+        foreign_key_extractor=extractor.function,
+        extractor_takes_key=extractor.takes_key or None,
+        join=join,
+        foreign_key_serde=other.key_serde,
+        left_store=f"{output}-left-store",
+    )
+    _add_internal_topic(builder, registration, send)
+    builder._add(
+        "fk_subscription_join",
+        processor,
+        "",
+        inputs=[registration, other.node],
+        subscription_store=subscription_store,
+        right_store=f"{output}-right-store",
+    )
+    _add_internal_topic(builder, response, processor)
+    builder._add(
+        "fk_response_join",
+        output,
+        "",
+        inputs=[table.node, response],
+        joiner=joiner,
+        join=join,
+        left_store=f"{output}-left-store",
+        store=f"{output}-store",
+        right_value_serde=other.value_serde,
+    )
+    return KTable(builder, output, key_serde=table.key_serde, value_serde=result_serde)
+
+
+def _add_internal_topic(builder: StreamsBuilder, name: str, upstream: str) -> None:
+    """A repartition node ``name`` of bytes, topic ``<applicationId>-<name>-topic`` (the foreign-key join's)."""
+    builder._add(
+        "repartition", name, "", input=upstream, key_serde="bytes", value_serde="bytes", internal_topic=f"{name}-topic"
+    )
 
 
 # -- the three stream joins ----------------------------------------------------------------------

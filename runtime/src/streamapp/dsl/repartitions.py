@@ -31,13 +31,18 @@ NULL_KEY_JOINS = frozenset(
 """``(node type, join)`` of the joins that take null-key records (KIP-962); a repartition upstream of one keeps them."""
 
 
+_OWN_TOPIC_WRITERS = frozenset({"group_by", "fk_subscription_send", "fk_subscription_join"})
+"""Writers of repartitions that are no DSL repartition topic, so get no filter: a grouped table's, and the foreign-key
+join's subscription and response topics (a left join's subscription for a null foreign key has a null key)."""
+
+
 def null_key_repartitions(steps: Iterable[tuple[str, str, Mapping[str, Any]]]) -> frozenset[str]:
     """The names of the repartition steps that must drop null keys, from ``(name, type, params)`` steps whose
     ``params`` name their upstream nodes in ``input`` (one) or ``inputs`` (several).
 
     A stream repartition drops them unless a join of ``NULL_KEY_JOINS`` is reachable downstream of it (through
     any nodes, other repartitions included, as Kafka's graph traversal goes); a repartition whose input is a
-    table's ``group_by`` is left alone.
+    table's ``group_by`` or a foreign-key join's (``_OWN_TOPIC_WRITERS``) is left alone.
     """
     recorded = [(name, node_type, params) for name, node_type, params in steps]
     types = {name: node_type for name, node_type, _ in recorded}
@@ -52,7 +57,7 @@ def null_key_repartitions(steps: Iterable[tuple[str, str, Mapping[str, Any]]]) -
         name
         for name, node_type, params in recorded
         if node_type == "repartition"
-        and types.get(str(params.get("input"))) != "group_by"
+        and types.get(str(params.get("input"))) not in _OWN_TOPIC_WRITERS
         and not _reaches(name, children, takes_null_keys)
     )
 

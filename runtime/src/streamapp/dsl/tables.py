@@ -8,6 +8,7 @@ from streamapp.dsl.builder import StreamsBuilder, UserFunction
 
 if TYPE_CHECKING:
     from streamapp.dsl.grouped import KGroupedTable
+    from streamapp.dsl.joins import ForeignKeyExtractor
     from streamapp.dsl.streams import KStream
     from streamapp.dsl.windows import Suppressed
 
@@ -98,20 +99,33 @@ class KTable:
         return stream if mapper is None else stream.select_key(mapper, key_serde=key_serde)
 
     def join(
-        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+        self,
+        other: KTable,
+        joiner: UserFunction,
+        *,
+        foreign_key_extractor: UserFunction | ForeignKeyExtractor | None = None,
+        name: str | None = None,
+        value_serde: str | None = None,
     ) -> KTable:
-        """Inner table-table join on the key: ``joiner(left, right)`` while both sides have a value."""
-        from streamapp.dsl.joins import table_join
+        """Inner table-table join on the key: ``joiner(left, right)`` while both sides have a value.
 
-        return table_join(self, other, "inner", joiner, name=name, value_serde=value_serde)
+        With ``foreign_key_extractor`` (``fn(left value) -> right key``, or ``ForeignKeyExtractor.from_bi_function(
+        fn(left key, left value) -> right key)``, KIP-1104): the foreign-key join of KIP-213 (Kafka's ``join(other,
+        foreignKeyExtractor, joiner, TableJoined)``), ``streamapp.dsl.joins.foreign_key_join``."""
+        return self._join(other, "inner", joiner, foreign_key_extractor, name, value_serde)
 
     def left_join(
-        self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
+        self,
+        other: KTable,
+        joiner: UserFunction,
+        *,
+        foreign_key_extractor: UserFunction | ForeignKeyExtractor | None = None,
+        name: str | None = None,
+        value_serde: str | None = None,
     ) -> KTable:
-        """Left table-table join: every key of this table, ``joiner(left, right or None)``."""
-        from streamapp.dsl.joins import table_join
-
-        return table_join(self, other, "left", joiner, name=name, value_serde=value_serde)
+        """Left table-table join: every key of this table, ``joiner(left, right or None)``; with
+        ``foreign_key_extractor``, the left foreign-key join (KIP-213), as for ``join``."""
+        return self._join(other, "left", joiner, foreign_key_extractor, name, value_serde)
 
     def outer_join(
         self, other: KTable, joiner: UserFunction, *, name: str | None = None, value_serde: str | None = None
@@ -120,3 +134,21 @@ class KTable:
         from streamapp.dsl.joins import table_join
 
         return table_join(self, other, "outer", joiner, name=name, value_serde=value_serde)
+
+    def _join(
+        self,
+        other: KTable,
+        join: str,
+        joiner: UserFunction,
+        foreign_key_extractor: UserFunction | ForeignKeyExtractor | None,
+        name: str | None,
+        value_serde: str | None,
+    ) -> KTable:
+        """A table-table join on the key, or on the foreign key ``foreign_key_extractor`` gives (KIP-213)."""
+        from streamapp.dsl.joins import foreign_key_join, table_join
+
+        if foreign_key_extractor is not None:
+            return foreign_key_join(
+                self, other, join, joiner, foreign_key_extractor, name=name, value_serde=value_serde
+            )
+        return table_join(self, other, join, joiner, name=name, value_serde=value_serde)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from streamapp.kafka.types import ConsumerRecord, Headers
 from streamapp.processors.drops import ProcessorMetrics
@@ -43,6 +43,7 @@ __all__ = [
     "RecordContext",
     "RecordSender",
     "StoreSerializationError",
+    "ToPartition",
     "forward_on_flush",
     "store_mismatch",
 ]
@@ -60,6 +61,16 @@ class Change:
 
     new_value: Any
     old_value: Any
+
+
+class ToPartition(NamedTuple):
+    """A record value a sink sends to ``partition`` of its topic rather than to the key's murmur2 partition (Kafka's
+    ``StreamPartitioner`` choosing the partition per record): the foreign-key join's responses go back to the
+    partition of the left record's task (``KTableImpl``'s ``defaultForeignResponseSinkPartitioner``, the primary
+    partition the subscription carried), whatever partitioner wrote the left table's topic."""
+
+    value: Any
+    partition: int
 
 
 class Processor(Protocol):
@@ -100,10 +111,17 @@ def forward_on_flush(store: TypedKeyValueStore, children: Sequence[Processor], n
 
 class RecordSender(Protocol):
     """Sends a serialized record to a topic; without ``partition`` the key's murmur2 hash picks it. ``headers``
-    is passed only when the record has some."""
+    is passed only when the record has some, ``partition`` only for a ``ToPartition`` value."""
 
     def __call__(
-        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, *, headers: Headers | None = None
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        *,
+        headers: Headers | None = None,
+        partition: int | None = None,
     ) -> None: ...
 
 

@@ -3,7 +3,8 @@
 - ``source``: deserializes consumed records; ``table``: also materializes them in the table's store and
   forwards ``Change(new, old)`` (Kafka's ``KTableSource``); ``to_table``: the same on a stream's typed records
   (Kafka's ``KStream.toTable``).
-- ``sink``: serializes and sends to the node's topic, or to the topic its ``topicExtractor`` picks per record.
+- ``sink``: serializes and sends to the node's topic, or to the topic its ``topicExtractor`` picks per record; a
+  ``ToPartition`` value goes to the partition it names.
 - ``repartition`` plays two roles (``streamapp.topology.subtopologies``): in the sub-topology that writes it,
   it is a sink to ``<applicationId>-<name>-repartition`` keyed by the new key (the producer's murmur2
   partitioner picks the partition from the serialized key, as Kafka Streams' default partitioner does); in the
@@ -27,6 +28,7 @@ from streamapp.processors.base import (
     ProcessorMetrics,
     RecordContext,
     RecordSender,
+    ToPartition,
     forward_on_flush,
 )
 from streamapp.serdes import Serde, SerdeError, serde_for
@@ -119,6 +121,9 @@ class SinkProcessor:
         self._context = record_context if record_context is not None else RecordContext()
 
     def process(self, key: Any, value: Any, timestamp: int) -> None:
+        if type(value) is ToPartition:
+            self._send_to(value.partition, key, value.value, timestamp)
+            return
         try:
             raw_key, raw_value = self._key_serde.serialize(key), self._value_serde.serialize(value)
         except Exception as exc:
@@ -128,6 +133,16 @@ class SinkProcessor:
             self._send(self.topic, raw_key, raw_value, timestamp, headers=headers)
         else:
             self._send(self.topic, raw_key, raw_value, timestamp)
+
+    def _send_to(self, partition: int, key: Any, value: Any, timestamp: int) -> None:
+        """Send to ``partition`` (a ``ToPartition`` value, ``streamapp.processors.base``)."""
+        try:
+            raw_key, raw_value = self._key_serde.serialize(key), self._value_serde.serialize(value)
+        except Exception as exc:
+            raise RecordSerializationError(self._mismatch(key, value, exc)) from exc
+        self._send(
+            self.topic, raw_key, raw_value, timestamp, headers=self._context.headers or None, partition=partition
+        )
 
     def _mismatch(self, key: Any, value: Any, exc: Exception) -> str:
         """Kafka's ``SinkNode`` ClassCastException message: the topic, the serdes, the actual types, which

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from streamapp.topology.description import TopologyDescription
-from streamapp.topology.nodes.base import node_to_dict, repartition_topic_suffix
+from streamapp.topology.nodes.base import node_to_dict
 from streamapp.topology.nodes.io import RepartitionNode, SinkNode, SourceNode
 from streamapp.topology.stores import StoreSpec, timestamped_stores
 
@@ -332,7 +332,7 @@ def _partitions(
     old_counts = _topic_counts(running, partitions)
     new_counts = _topic_counts(new, after)
     explicit = {
-        repartition_topic_suffix(n.name)
+        n.topic_suffix
         for d in (running, new)
         for n in d.nodes
         if isinstance(n, RepartitionNode) and n.partitions is not None

@@ -30,6 +30,8 @@ TIMESTAMPED_NODE_TYPES = frozenset(
         "cogroup_merge",
         "stream_table_join",
         "table_table_join",
+        "fk_subscription_join",
+        "fk_response_join",
     }
 )
 """Node types whose ``key_value`` stores keep each value's timestamp (Kafka's DSL materializes KTables and

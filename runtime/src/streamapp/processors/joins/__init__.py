@@ -1,11 +1,12 @@
 """The ``joins`` family's processors: stream-table, stream-global and table-table joins (``joins.tables``),
-and the windowed stream-stream join (``joins.stream_stream``)."""
+the windowed stream-stream join (``joins.stream_stream``) and the foreign-key table-table join
+(``joins.foreign_key``)."""
 
 from __future__ import annotations
 
 from streamapp.processors.base import FamilyBuilders
-from streamapp.processors.joins import stream_stream, tables
+from streamapp.processors.joins import foreign_key, stream_stream, tables
 
 __all__ = ["BUILDERS"]
 
-BUILDERS = FamilyBuilders("joins", tables.BUILDERS, stream_stream.BUILDERS)
+BUILDERS = FamilyBuilders("joins", tables.BUILDERS, stream_stream.BUILDERS, foreign_key.BUILDERS)

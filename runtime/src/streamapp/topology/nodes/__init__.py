@@ -13,7 +13,8 @@ stateless   filter, filter_not, map, map_values, select_key, flat_map, flat_map_
             merge, to_stream, split, branch
 aggregate   group_by, count, reduce, aggregate, cogroup_aggregate, cogroup_merge
 windowed    windowed_count, windowed_reduce, windowed_aggregate, suppress
-joins       stream_global_join, stream_table_join, table_table_join, stream_stream_join
+joins       stream_global_join, stream_table_join, table_table_join, stream_stream_join, fk_subscription_send,
+            fk_subscription_join, fk_response_join
 process     process, process_values
 ==========  ===========================================================================================
 

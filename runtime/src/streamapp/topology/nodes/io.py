@@ -167,13 +167,33 @@ class RepartitionNode(NodeBase):
     value_serde: SerdeName = "bytes"
     partitions: int | None = Field(default=None, ge=1)
     drop_null_keys: bool | None = None
+    internal_topic: str | None = None
+    """The topic's name without the application id, when it is not ``<name>-repartition``: the foreign-key join's
+    ``<name>-subscription-registration-topic`` and ``<name>-subscription-response-topic`` (Kafka's
+    ``KTableImpl.doJoinOnForeignKey``)."""
 
     _serdes = field_validator("key_serde", "value_serde")(check_serde)
 
     @property
     def topic_suffix(self) -> str:
         """The repartition topic name without the application id prefix."""
-        return repartition_topic_suffix(self.name)
+        return self.internal_topic if self.internal_topic is not None else repartition_topic_suffix(self.name)
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        if self.internal_topic is None:
+            return None
+        try:
+            check_name("topic", self.internal_topic)
+        except TopologyError as exc:
+            return str(exc)
+        for other in nodes.values():
+            if (
+                other.name != self.name
+                and isinstance(other, RepartitionNode)
+                and other.topic_suffix == self.topic_suffix
+            ):
+                return f"internalTopic '{self.internal_topic}' is also the topic of repartition node '{other.name}'"
+        return None
 
 
 class GlobalTableNode(NodeBase):

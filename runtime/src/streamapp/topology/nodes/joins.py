@@ -21,7 +21,19 @@ stream_stream_join  inputs [stream, stream], joiner ``fn(left, right)``,        
                     join inner|left|outer, windows {beforeMs, afterMs, graceMs},
                     leftStore, rightStore (window stores), outerStore (left and
                     outer joins: records waiting for their window to close)
+fk_subscription_    input table (the left), foreignKeyExtractor ``fn(value) ->   SubscriptionSendProcessor
+send                foreign key`` (``fn(key, value)`` with extractorTakesKey),
+                    join inner|left, foreignKeySerde, leftStore (the
+                    fk_response_join's, for its value serde)
+fk_subscription_    inputs [subscription repartition, table (the right)],        SubscriptionReceive/Join
+join                subscriptionStore, rightStore                                ForeignTableJoinProcessor
+fk_response_join    inputs [table (the left), response repartition], joiner     ResponseJoinProcessor
+                    ``fn(left, right)``, join inner|left, leftStore, store,      (+ KTableSource output)
+                    rightValueSerde
 =================== ============================================================ ==========================
+
+The three ``fk_*`` nodes and two repartition nodes (the subscription registration and response topics) make
+one foreign-key table-table join (KIP-213, ``streamapp.processors.joins.foreign_key`` has the whole protocol).
 
 The ``global_table`` a stream-global join reads is an ``io`` node. Stream and table joins need both inputs
 partitioned by the same key (``requires_copartitioned_input``): a side whose key changed since its last
@@ -34,13 +46,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from streamapp.topology.document import SerdeName, check_serde
 from streamapp.topology.nodes.base import GLOBAL_TABLE_KIND, FunctionRef, NodeBase, store_type_problem
 from streamapp.topology.windows import JoinWindowsSpec
 
 __all__ = [
     "VERSIONED_GRACE_ERROR",
+    "FkResponseJoinNode",
+    "FkSubscriptionJoinNode",
+    "FkSubscriptionSendNode",
     "JoinType",
     "StreamGlobalJoinNode",
     "StreamStreamJoinNode",
@@ -232,6 +248,104 @@ class StreamStreamJoinNode(_TwoInputs):
                     f"beforeMs + afterMs + graceMs = {needed} ms"
                 )
         return None
+
+
+class FkSubscriptionSendNode(NodeBase):
+    """The left table's side of a foreign-key join: turns each update ``Change(new, old)`` of the left table into
+    subscription records keyed by foreign key (Kafka's ``SubscriptionSendProcessorSupplier``).
+
+    Output: a stream of ``(foreign key bytes, subscription bytes)`` for the subscription repartition node (its
+    serdes are ``bytes``): the foreign key serialized with ``foreignKeySerde`` (the right table's key serde, so
+    the record lands on the right table's partition), the subscription holding the instruction, the murmur3 hash
+    of the new left value (serialized with ``leftStore``'s value serde) and the left key. ``foreignKeyExtractor``
+    is ``fn(value) -> foreign key`` (``None``: no foreign key).
+    """
+
+    type: Literal["fk_subscription_send"] = "fk_subscription_send"
+    input: str
+    foreign_key_extractor: FunctionRef
+    extractor_takes_key: bool | None = None
+    join: Literal["inner", "left"] = "inner"
+    foreign_key_serde: SerdeName
+    left_store: str
+    output: ClassVar[str | None] = "stream"
+    accepts: ClassVar[frozenset[str]] = frozenset({"table"})
+    changes_key: ClassVar[bool] = True
+
+    _serdes = field_validator("foreign_key_serde")(check_serde)
+
+
+class FkSubscriptionJoinNode(NodeBase):
+    """The right table's side of a foreign-key join (Kafka's ``SubscriptionReceiveProcessorSupplier``,
+    ``SubscriptionJoinProcessorSupplier`` and ``ForeignTableJoinProcessorSupplier`` in one node).
+
+    Inputs: ``[subscription repartition, right table]``. A subscription is kept in ``subscriptionStore`` (a
+    ``key_value`` store of bytes, key ``<4-byte foreign key length><foreign key><left key>``) and answered with the
+    right table's current value from ``rightStore`` (the right table's serdes); a right table update answers every
+    subscription of its key (a prefix scan). Output: ``(left key bytes, response bytes)`` records for the response
+    repartition node.
+    """
+
+    type: Literal["fk_subscription_join"] = "fk_subscription_join"
+    inputs_: list[str] = Field(alias="inputs", min_length=2, max_length=2)
+    subscription_store: str
+    right_store: str
+    output: ClassVar[str | None] = "stream"
+    changes_key: ClassVar[bool] = True
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    def inputs(self) -> list[str]:
+        return list(self.inputs_)
+
+    def accepted_kinds(self, position: int) -> frozenset[str]:
+        return frozenset({"stream"}) if position == 0 else frozenset({"table"})
+
+    def stores(self) -> list[str]:
+        return [self.subscription_store, self.right_store]
+
+    def plain_layout_stores(self) -> list[str]:
+        """The subscription store keeps its own layout (not KIP-258 timestamped)."""
+        return [self.subscription_store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        if self.subscription_store == self.right_store:
+            return "subscriptionStore and rightStore must be different stores"
+        types = {self.subscription_store: "key_value", self.right_store: "key_value"}
+        return _check_own_stores(self, nodes, stores, types)
+
+
+class FkResponseJoinNode(_TwoInputs):
+    """The result of a foreign-key join (Kafka's ``ResponseJoinProcessorSupplier`` and the ``KTableSource`` of
+    ``KTABLE-FK-JOIN-OUTPUT``): a table keyed by the left key.
+
+    Inputs: ``[left table, response repartition]``; ``rightValueSerde``: the right table's value serde (the
+    responses carry right values serialized with it). Left updates are written to ``leftStore`` (the left table's
+    serdes) and emit nothing. A response whose hash is not the murmur3 hash of the current left value is stale and
+    dropped; else ``joiner(left, right)`` (``None`` result, a delete, when the right value is absent and the join
+    is ``inner`` or the left value is gone) is written to ``store`` and forwarded as ``Change(new, old)`` at the
+    response's timestamp.
+    """
+
+    type: Literal["fk_response_join"] = "fk_response_join"
+    join: Literal["inner", "left"] = "inner"
+    left_store: str
+    store: str
+    right_value_serde: SerdeName
+    output: ClassVar[str | None] = "table"
+    requires_copartitioned_input: ClassVar[bool] = True
+
+    _serdes = field_validator("right_value_serde")(check_serde)
+
+    def accepted_kinds(self, position: int) -> frozenset[str]:
+        return frozenset({"table"}) if position == 0 else frozenset({"stream"})
+
+    def stores(self) -> list[str]:
+        return [self.left_store, self.store]
+
+    def check_graph(self, nodes: Mapping[str, NodeBase], stores: Mapping[str, Any]) -> str | None:
+        if self.left_store == self.store:
+            return "leftStore and store must be different stores"
+        return _check_own_stores(self, nodes, stores, {self.left_store: "key_value", self.store: "key_value"})
 
 
 def versioned_table_store(nodes: Mapping[str, NodeBase], stores: Mapping[str, Any], table: str) -> Any:
