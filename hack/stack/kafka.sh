@@ -136,8 +136,11 @@ kafka_scram_users() {
 }
 
 # kafka_env: the lines up.sh writes into .cache/run/env for clients of the SASL listener.
+# KAFKA_BROKER_VERSION names the running broker's version for tests whose broker behaviour changed between versions
+# (not KAFKA_VERSION: a shell that sourced the env file would pin up.sh to it).
 kafka_env() {
   cat <<ENV
+export KAFKA_BROKER_VERSION=$(kafka_running_version)
 export KAFKA_SASL_BOOTSTRAP=$KAFKA_SASL_BOOTSTRAP
 export KAFKA_SASL_USERNAME=$KAFKA_SASL_USERNAME
 export KAFKA_SASL_PASSWORD=$(kafka_sasl_password)
@@ -159,8 +162,23 @@ sys.exit(0 if md.brokers else 1)
 PY
 }
 
+# kafka_running_version: the version of the running broker (the kafka-<version>/libs of its classpath), which is
+# not KAFKA_VERSION when the broker was started before versions.env changed; KAFKA_VERSION when none runs.
+kafka_running_version() {
+  local pid version=""
+  if pid=$(pid_of kafka "$KAFKA_MARKER"); then
+    version=$(tr '\0' '\n' <"/proc/$pid/cmdline" | sed -n 's#.*/kafka-\([^/]*\)/libs/\*$#\1#p' | head -n1)
+  fi
+  echo "${version:-$KAFKA_VERSION}"
+}
+
 kafka_up() {
-  if is_running kafka "$KAFKA_MARKER"; then log "kafka already running (pid $(pid_of kafka "$KAFKA_MARKER"))"; return 0; fi
+  if is_running kafka "$KAFKA_MARKER"; then
+    log "kafka $(kafka_running_version) already running (pid $(pid_of kafka "$KAFKA_MARKER"))"
+    [ "$(kafka_running_version)" = "$KAFKA_VERSION" ] \
+      || log "WARNING: KAFKA_VERSION is $KAFKA_VERSION; to switch: hack/stack/down.sh kafka && hack/stack/up.sh kafka"
+    return 0
+  fi
   port_free "$KAFKA_PORT" && port_free "$KAFKA_CONTROLLER_PORT" && port_free "$KAFKA_SASL_PORT" \
     || die "127.0.0.1:$KAFKA_PORT, :$KAFKA_CONTROLLER_PORT or :$KAFKA_SASL_PORT is taken by a process the stack does not own"
   local t0=$SECONDS
@@ -178,7 +196,7 @@ kafka_down() { stop_pid kafka "$KAFKA_MARKER" 30; }
 kafka_status() {
   local pid
   if pid=$(pid_of kafka "$KAFKA_MARKER"); then
-    if kafka_ready >/dev/null 2>&1; then echo "kafka: running (pid $pid), ready on $KAFKA_BOOTSTRAP (SASL $KAFKA_SASL_BOOTSTRAP)"
+    if kafka_ready >/dev/null 2>&1; then echo "kafka: $(kafka_running_version) running (pid $pid), ready on $KAFKA_BOOTSTRAP (SASL $KAFKA_SASL_BOOTSTRAP)"
     else echo "kafka: running (pid $pid), NOT answering on $KAFKA_BOOTSTRAP"; fi
   else echo "kafka: stopped"; fi
 }
