@@ -92,9 +92,9 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
-# group.coordinator.rebalance.protocols is left at its default (classic,consumer on 4.1; every protocol on 4.4,
-# where setting it is deprecated by KIP-1237 and which protocols run is decided by the group.version,
-# streams.version and share.version features the format step finalizes)
+# group.coordinator.rebalance.protocols is left at its default (classic,consumer,streams on 4.1.1 and 4.4.0;
+# setting it is deprecated since 4.3, KIP-1237): which protocols run is decided by the features the format step
+# finalizes (group.version=1 on both; streams.version=1 and share.version=2 only on 4.4)
 # KIP-848 members learn new assignments only from heartbeats: 1 s instead of 5 s, so a member joining a
 # running group gets its partitions after ~2 s instead of ~10 s (revoke on one heartbeat, assign on the next)
 group.consumer.min.heartbeat.interval.ms=1000
