@@ -70,7 +70,9 @@ def test_kafka_version_from_the_environment_reaches_make_recipes_as_on_the_comma
     exported to the recipes (GNU make exports variables that came from the environment with the makefile's value)."""
     probe = tmp_path / "probe.mk"
     probe.write_text("probe:\n\t@echo KAFKA_VERSION=$$KAFKA_VERSION\n")
-    base = {k: v for k, v in os.environ.items() if k not in OVERRIDES}
+    # not the outer make's flags either (`make test KAFKA_VERSION=…` passes its variables on in MAKEFLAGS)
+    outer = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+    base = {k: v for k, v in os.environ.items() if k not in OVERRIDES + outer}
 
     def recipe_sees(*args: str, **env: str) -> str:
         done = subprocess.run(
