@@ -3,7 +3,15 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 # Pinned tool versions (plain NAME=value lines); uv is installed by the project itself (hack/env.sh) and every
 # recipe and script reaches it through hack/bin/, never through a uv someone installed by hand.
+# KAFKA_VERSION from the environment wins over versions.env (`KAFKA_VERSION=4.1.1 make stack-up` runs the broker
+# `make stack-up KAFKA_VERSION=4.1.1` runs): without this the include would export the pinned one to the recipes
+ifeq ($(origin KAFKA_VERSION),environment)
+kafka_version_from_env := $(KAFKA_VERSION)
+endif
 include hack/stack/versions.env
+ifdef kafka_version_from_env
+KAFKA_VERSION := $(kafka_version_from_env)
+endif
 # Every target runs with the PATH a fresh machine has (hack/ci-path.sh: the image's tools and the system
 # directories, no ~/.local/bin or ~/go/bin), so a tool installed by hand earlier can never hide a missing set-up
 # step, here or in CI (docs/ci.md); the project's own tools come from hack/bin and hack/env.sh.

@@ -22,7 +22,7 @@ __all__ = ["KAFKA_STREAMS_VERSION", "TOPOLOGIES", "ensure_kstreams", "kstreams_c
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "bench" / "peers" / "kstreams"
 CACHE = REPO / ".cache"
-KAFKA_STREAMS_VERSION = "4.1.1"
+KAFKA_STREAMS_VERSION = "4.4.0"
 TOPOLOGIES = {"count": "bench.KeyedCount", "windowed": "bench.HourlyWindowedCount", "join": "bench.FlightsWithPlanes"}
 """The benchmark topologies the peer runs, with their main classes."""
 

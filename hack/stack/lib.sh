@@ -2,18 +2,23 @@
 # Shared helpers of the local stack scripts (sourced, never run). Paths:
 #   $ROOT/.cache/<thing>-<version>/  immutable caches keyed by version (jars, binaries)
 #   $RUN = $ROOT/.cache/run/          run state: data dirs, pki, pid files (pids/<name>.pid), logs/<name>.log, env
+# Overrides from the environment (defaults unchanged): STACK_RUN_DIR moves $RUN (a second broker beside a running
+# stack, with KAFKA_PORT & co. of kafka.sh); KAFKA_VERSION runs another Kafka than versions.env pins (e.g. 4.1.1).
 # A component is "running" when its pid file names a live process whose command line still contains the
 # component's marker (guards against pid reuse after a reboot or a crash).
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+kafka_version_override=${KAFKA_VERSION:-}
 # shellcheck source=versions.env
 . "$HERE/versions.env"
 # the project's own tools (uv through hack/bin, $STACK_BIN): hack/env.sh is the one place that knows where they are
 # shellcheck source=../env.sh
 . "$ROOT/hack/env.sh"
+KAFKA_VERSION=${kafka_version_override:-$KAFKA_VERSION}
 CACHE=$ROOT/.cache
-RUN=$CACHE/run
+RUN=${STACK_RUN_DIR:-$CACHE/run}
+mkdir -p "$RUN" && RUN=$(cd "$RUN" && pwd)
 LOGS=$RUN/logs
 PIDS=$RUN/pids
 mkdir -p "$LOGS" "$PIDS"

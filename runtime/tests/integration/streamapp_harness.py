@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -29,6 +30,27 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 HERE = Path(__file__).resolve().parent
 STREAMAPP = Path(sys.executable).parent / "streamapp"
+
+
+STACK_ENV_FILE = HERE.parents[2] / ".cache" / "run" / "env"
+
+
+def stack_env() -> dict[str, str]:
+    """The ``export NAME=value`` lines ``hack/stack/up.sh`` writes into ``.cache/run/env`` (empty when the stack
+    never ran)."""
+    if not STACK_ENV_FILE.exists():
+        return {}
+    lines = (line.strip().removeprefix("export ") for line in STACK_ENV_FILE.read_text().splitlines())
+    return {k: v.strip("'\"") for k, _, v in (line.partition("=") for line in lines if "=" in line)}
+
+
+def broker_version() -> tuple[int, int] | None:
+    """(major, minor) of the stack's Kafka broker: ``KAFKA_BROKER_VERSION`` from the environment (a shell that
+    sourced a broker's env file), else from the stack's env file (``hack/stack/up.sh`` writes it); None when
+    neither names one (a stack started before the variable existed)."""
+    version = os.environ.get("KAFKA_BROKER_VERSION") or stack_env().get("KAFKA_BROKER_VERSION", "")
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def unique(prefix: str) -> str:

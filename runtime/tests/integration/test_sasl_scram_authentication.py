@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 from streamapp_harness import (
+    STACK_ENV_FILE,
     KafkaTestClient,
     StreamAppInstance,
     color_events,
     count_by_color_topology,
     expected_color_counts,
+    stack_env,
     unique,
     wait_for,
 )
@@ -26,26 +28,15 @@ from streamapp_harness import (
 pytestmark = pytest.mark.integration
 
 
-ENV_FILE = Path(__file__).resolve().parents[3] / ".cache" / "run" / "env"
-
-
-def _stack_env_file() -> dict[str, str]:
-    """``export NAME=value`` lines of the stack's env file (empty when the stack never ran)."""
-    if not ENV_FILE.exists():
-        return {}
-    lines = (line.strip().removeprefix("export ") for line in ENV_FILE.read_text().splitlines())
-    return {k: v.strip("'\"") for k, _, v in (line.partition("=") for line in lines if "=" in line)}
-
-
 @pytest.fixture(scope="session")
 def sasl() -> dict[str, str]:
     """librdkafka settings of the SASL listener: the environment's ``KAFKA_SASL_*``, else the stack's env file
     (``make test`` does not source it)."""
     names = ("KAFKA_SASL_BOOTSTRAP", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD")
-    found = {**_stack_env_file(), **{v: os.environ[v] for v in names if os.environ.get(v)}}
+    found = {**stack_env(), **{v: os.environ[v] for v in names if os.environ.get(v)}}
     missing = [v for v in names if not found.get(v)]
     if missing:
-        pytest.fail(f"{', '.join(missing)} not in {ENV_FILE} (hack/stack/up.sh kafka writes them)", pytrace=False)
+        pytest.fail(f"{', '.join(missing)} not in {STACK_ENV_FILE} (hack/stack/up.sh kafka writes them)", pytrace=False)
     settings = {
         "bootstrap.servers": found["KAFKA_SASL_BOOTSTRAP"],
         "security.protocol": "SASL_PLAINTEXT",

@@ -347,7 +347,9 @@ class KafkaConsumer:
         (``CommitRequestManager``: retried with the member's new epoch while it is in the group), the commit is
         retried for up to ``STALE_EPOCH_RETRY_S`` seconds (``stale_epoch_retries`` counts the retries). Treating it
         as a rebalance failure closed every task without commit and, under at-least-once, processed up to a commit
-        interval of records twice. Raises CommitFailedError when the group moved on (also a stale epoch for
+        interval of records twice. Brokers from Kafka 4.3 accept such a commit (KIP-1251: the partition's
+        assignment epoch <= the commit's epoch <= the member's epoch), so there the retry is only met by a
+        partition that really moved. Raises CommitFailedError when the group moved on (also a stale epoch for
         longer than the retry time), KafkaClientError otherwise."""
         if not offsets:
             return
