@@ -183,9 +183,9 @@ class StreamThread:
         self.recording_level = RecordingLevel[config.metrics_recording_level]
         self.sensors = ThreadSensors()
         """Kafka Streams' thread-level sensors (``streamapp.sensors``; INFO, always recorded)."""
-        self.thread_id = f"{instance or config.application_id}-StreamThread-{index + 1}"
-        """Kafka's ``thread-id`` tag: ``<client id>-StreamThread-<n>``, ``n`` from 1 (the pod's name, or the
-        application id without one, is the client id)."""
+        self.thread_id = f"{config.application_id}-{instance or 'local'}-StreamThread-{index + 1}"
+        """Kafka's ``thread-id`` tag, the thread's name in its clients' ids (``streamapp.kafka.clients.client_id``):
+        ``<application.id>-<instance>-StreamThread-<n>``, ``n`` from 1."""
         self._global = build_global_thread(
             description, state_dir, index, store_factory, global_consumer, config.commit_interval_ms
         )

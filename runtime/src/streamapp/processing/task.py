@@ -304,6 +304,7 @@ class StreamTask:
         ``StreamTask.maybePunctuateSystemTime``). Raises ProcessingError when a punctuator fails."""
         if self.state is not TaskState.RUNNING:
             return False
+        self.sensors.now_ms = now_ms
         self.record_context.headers = self.record_context.source = None  # no input record (Kafka's punctuation)
         try:
             return self.processor_hooks.punctuate_wall_clock(now_ms)
