@@ -5,7 +5,8 @@ ones always, DEBUG ones when ``metrics.recording.level`` is DEBUG or TRACE, TRAC
 (``StreamsMetricsImpl``). The same gates decide here what is measured at all, so INFO costs nothing per record
 beyond the source and terminal nodes' end-to-end latency (Kafka's INFO ``record-e2e-latency``):
 
-- ``ThreadSensors`` (INFO; ``ThreadMetrics``): process, poll, commit and punctuate counts and latencies (ms);
+- ``ThreadSensors`` (INFO; ``ThreadMetrics``): process, poll, commit and punctuate counts and latencies (ms),
+  tasks created and closed;
 - ``TaskSensors``: per task, the processor nodes' ``record-e2e-latency`` at source and terminal nodes (INFO,
   ``ProcessorNodeMetrics.e2ELatencySensor``, ms: wall clock minus the record's timestamp), the nodes' process
   counts (DEBUG, ``ProcessorNodeMetrics.processSensor``) and the key-value stores' put and get counts and
@@ -146,6 +147,9 @@ class ThreadSensors:
         self.commit_total = 0
         self.punctuate = WindowedStat()
         self.punctuate_total = 0
+        self.task_created_total = 0
+        self.task_closed_total = 0
+        """Set by the stream thread from its task manager's counts."""
 
     def record_poll(self, latency_ms: float, records: int, now_ms: int) -> None:
         self.poll_total += 1
@@ -173,6 +177,8 @@ class ThreadSensors:
             ("poll-total", self.poll_total),
             ("commit-total", self.commit_total),
             ("punctuate-total", self.punctuate_total),
+            ("task-created-total", self.task_created_total),
+            ("task-closed-total", self.task_closed_total),
             *_avg_max(self.process, "process-latency", now_ms),
             *_avg_max(self.poll, "poll-latency", now_ms),
             *_avg_max(self.poll_records, "poll-records", now_ms),

@@ -56,6 +56,7 @@ def test_info_records_thread_metrics_drops_and_e2e_latency_at_source_and_termina
     assert (NODE_GROUP, "process-total") not in names and (TASK_GROUP, "process-total") not in names
     (processed,) = _values(status, THREAD_GROUP, "process-total").values()
     assert processed == 20 + 10  # the events, then the repartitioned even ones
+    assert list(_values(status, THREAD_GROUP, "task-created-total").values()) == [4]  # 2 sub-topologies x 2 partitions
     e2e_max = _by_node(status, "record-e2e-latency-max")
     assert set(e2e_max) == {"events", "per-color", "out"}  # sources and terminal nodes (a repartition writes and reads)
     assert max(e2e_max["events"]) == NOW_MS - 1_000  # wall clock minus the oldest record's timestamp

@@ -65,6 +65,8 @@ KAFKA_METRICS: Final[tuple[KafkaMetric, ...]] = (
     KafkaMetric(THREAD_GROUP, "poll-total", "INFO", _THREAD, "calls to poll"),
     KafkaMetric(THREAD_GROUP, "commit-total", "INFO", _THREAD, "calls to commit"),
     KafkaMetric(THREAD_GROUP, "punctuate-total", "INFO", _THREAD, "loop iterations that ran wall-clock punctuators"),
+    KafkaMetric(THREAD_GROUP, "task-created-total", "INFO", _THREAD, "active tasks created"),
+    KafkaMetric(THREAD_GROUP, "task-closed-total", "INFO", _THREAD, "active tasks closed"),
     *_avg_max(THREAD_GROUP, "process-latency", "INFO", _THREAD, "latency of processing a record (ms)"),
     *_avg_max(THREAD_GROUP, "poll-latency", "INFO", _THREAD, "poll latency (ms)"),
     *_avg_max(THREAD_GROUP, "poll-records", "INFO", _THREAD, "records a poll returned"),

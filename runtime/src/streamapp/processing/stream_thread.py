@@ -481,6 +481,10 @@ class StreamThread:
             and all(task.state is TaskState.RUNNING for task in self.tasks.tasks.values())
         )
         now_ms = self._clock_ms()
+        self.sensors.task_created_total, self.sensors.task_closed_total = (
+            self.tasks.tasks_created,
+            self.tasks.tasks_closed,
+        )
         kafka_metrics = list(self.sensors.samples(self.thread_id, now_ms))
         for task in self.tasks.tasks.values():
             kafka_metrics += task.sensors.samples(
