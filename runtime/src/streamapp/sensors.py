@@ -40,6 +40,7 @@ __all__ = [
     "MeteredKeyValueStore",
     "NodeSensor",
     "RecordingLevel",
+    "StoreSensor",
     "TaskSensors",
     "ThreadSensors",
     "WindowedStat",
@@ -69,8 +70,7 @@ class RecordingLevel(enum.IntEnum):
     TRACE = 2
 
 
-def _ns() -> int:
-    return time.perf_counter_ns()
+_ns: Final = time.perf_counter_ns
 
 
 class WindowedStat:
@@ -223,9 +223,8 @@ class TaskSensors:
         """Per source and terminal node."""
         self.nodes: dict[str, list[NodeSensor]] = {}
         """Per node (DEBUG): the wrappers counting its records (one per parent entry)."""
-        self.stores: dict[tuple[str, str], dict[str, WindowedStat]] = {}
-        """Per ``(store type, store)`` (DEBUG): latency (ns) per operation; ``record-e2e-latency`` at TRACE."""
-        self.store_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self.stores: dict[tuple[str, str], StoreSensor] = {}
+        """Per ``(store type, store)`` (DEBUG)."""
 
     @property
     def debug(self) -> bool:
@@ -259,12 +258,10 @@ class TaskSensors:
         by a ``MeteredKeyValueStore`` at DEBUG, else ``inner`` itself."""
         if not self.debug:
             return inner
-        key = (store_type, name)
-        stats = self.stores.setdefault(key, {op: WindowedStat() for op in STORE_OPERATIONS})
-        counts = self.store_counts.setdefault(key, dict.fromkeys(STORE_OPERATIONS, 0))
-        if self.level >= RecordingLevel.TRACE:
-            stats.setdefault("record-e2e-latency", WindowedStat())
-        return MeteredKeyValueStore(inner, self, stats, counts)
+        sensor = self.stores.get((store_type, name))
+        if sensor is None:
+            sensor = self.stores[(store_type, name)] = StoreSensor(self.level >= RecordingLevel.TRACE)
+        return MeteredKeyValueStore(inner, self, sensor)
 
     def samples(
         self, thread_id: str, task_id: str, now_ms: int, *, processed: int, dropped: int, lateness: Mapping[str, Any]
@@ -287,74 +284,89 @@ class TaskSensors:
             yield NODE_GROUP, "record-e2e-latency-max", node_tags, stat.maximum(now_ms)
         for node, sensors in self.nodes.items() if self.debug else ():
             yield NODE_GROUP, "process-total", {**tags, "processor-node-id": node}, float(sum(s.count for s in sensors))
-        for (store_type, store), stats in self.stores.items():
+        for (store_type, store), sensor in self.stores.items():
             store_tags = {**tags, f"{store_type}-state-id": store}
-            for op, count in self.store_counts[(store_type, store)].items():
+            for op, count, stat in (("put", sensor.put_count, sensor.put), ("get", sensor.get_count, sensor.get)):
                 yield STATE_GROUP, f"{op}-total", store_tags, float(count)
-                yield STATE_GROUP, f"{op}-latency-avg", store_tags, stats[op].avg(now_ms)
-                yield STATE_GROUP, f"{op}-latency-max", store_tags, stats[op].maximum(now_ms)
-            e2e = stats.get("record-e2e-latency")
+                yield STATE_GROUP, f"{op}-latency-avg", store_tags, stat.avg(now_ms)
+                yield STATE_GROUP, f"{op}-latency-max", store_tags, stat.maximum(now_ms)
+            e2e = sensor.e2e
             if e2e is not None:
                 yield STATE_GROUP, "record-e2e-latency-avg", store_tags, e2e.avg(now_ms)
                 yield STATE_GROUP, "record-e2e-latency-min", store_tags, e2e.minimum(now_ms)
                 yield STATE_GROUP, "record-e2e-latency-max", store_tags, e2e.maximum(now_ms)
 
 
+class StoreSensor:
+    """The DEBUG sensors of one store of a task: put and get counts and latency stats (ns), and at TRACE the
+    end-to-end latency of its puts (ms; ``None`` below TRACE)."""
+
+    __slots__ = ("e2e", "get", "get_count", "put", "put_count")
+
+    def __init__(self, trace: bool) -> None:
+        self.put_count = 0
+        self.get_count = 0
+        self.put = WindowedStat()
+        self.get = WindowedStat()
+        self.e2e = WindowedStat() if trace else None
+
+
 class MeteredKeyValueStore:
     """A typed key-value store (``streamapp.state.stores.TypedKeyValueStore``) measured like Kafka's
     ``MeteredKeyValueStore``: each put (``put``, ``put_raw_key``, ``put_serialized``) and get (``get``,
-    ``get_with_timestamp``, ``get_raw_key``) is counted and timed (ns, ``time.perf_counter_ns``); at TRACE a put
-    also records the record's end-to-end latency (``now_ms`` minus the timestamp of the record being processed).
-    Other attributes pass through to the store."""
+    ``get_with_timestamp``, ``get_raw_key``) that returns is counted and timed (ns, ``time.perf_counter_ns``) into
+    its ``StoreSensor``; at TRACE a put also records the record's end-to-end latency (``now_ms`` minus the
+    timestamp of the record being processed). Other attributes pass through to the store."""
 
-    def __init__(
-        self, inner: Any, sensors: TaskSensors, stats: dict[str, WindowedStat], counts: dict[str, int]
-    ) -> None:
+    def __init__(self, inner: Any, sensors: TaskSensors, sensor: StoreSensor) -> None:
         self._inner = inner
         self._sensors = sensors
-        self._stats = stats
-        self._counts = counts
-        self._e2e = stats.get("record-e2e-latency")
+        self._sensor = sensor
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def _get(self, call: Callable[[Any], Any], key: Any) -> Any:
-        started = _ns()
-        try:
-            return call(key)
-        finally:
-            self._counts["get"] += 1
-            self._stats["get"].record(_ns() - started, self._sensors.now_ms)
-
-    def _put(self, call: Callable[..., None], key: Any, value: Any, timestamp: int | None) -> None:
-        started = _ns()
-        try:
-            if timestamp is None:
-                call(key, value)
-            else:
-                call(key, value, timestamp)
-        finally:
-            sensors = self._sensors
-            self._counts["put"] += 1
-            self._stats["put"].record(_ns() - started, sensors.now_ms)
-        if self._e2e is not None:
-            self._e2e.record(sensors.now_ms - sensors.timestamp(), sensors.now_ms)
-
     def get(self, key: Any) -> Any:
-        return self._get(self._inner.get, key)
+        started = _ns()
+        value = self._inner.get(key)
+        self._got(started)
+        return value
 
     def get_with_timestamp(self, key: Any) -> Any:
-        return self._get(self._inner.get_with_timestamp, key)
+        started = _ns()
+        found = self._inner.get_with_timestamp(key)
+        self._got(started)
+        return found
 
     def get_raw_key(self, raw_key: bytes) -> Any:
-        return self._get(self._inner.get_raw_key, raw_key)
+        started = _ns()
+        found = self._inner.get_raw_key(raw_key)
+        self._got(started)
+        return found
 
-    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
-        self._put(self._inner.put, key, value, timestamp)
+    def put(self, key: Any, value: Any, *timestamp: int) -> None:
+        started = _ns()
+        self._inner.put(key, value, *timestamp)
+        self._put(started)
 
-    def put_raw_key(self, raw_key: bytes, value: Any, timestamp: int | None = None) -> None:
-        self._put(self._inner.put_raw_key, raw_key, value, timestamp)
+    def put_raw_key(self, raw_key: bytes, value: Any, *timestamp: int) -> None:
+        started = _ns()
+        self._inner.put_raw_key(raw_key, value, *timestamp)
+        self._put(started)
 
-    def put_serialized(self, raw_key: bytes, raw_value: bytes | None, timestamp: int | None = None) -> None:
-        self._put(self._inner.put_serialized, raw_key, raw_value, timestamp)
+    def put_serialized(self, raw_key: bytes, raw_value: bytes | None, *timestamp: int) -> None:
+        started = _ns()
+        self._inner.put_serialized(raw_key, raw_value, *timestamp)
+        self._put(started)
+
+    def _got(self, started: int) -> None:
+        sensor = self._sensor
+        sensor.get_count += 1
+        sensor.get.record(_ns() - started, self._sensors.now_ms)
+
+    def _put(self, started: int) -> None:
+        sensor, now = self._sensor, self._sensors.now_ms
+        sensor.put_count += 1
+        sensor.put.record(_ns() - started, now)
+        if sensor.e2e is not None:
+            sensor.e2e.record(now - self._sensors.timestamp(), now)
