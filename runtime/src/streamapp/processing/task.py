@@ -61,7 +61,7 @@ from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 from streamapp.topology.nodes.windowed import WindowedAggregationNode
 from streamapp.topology.stores import cached_stores
 
-__all__ = ["UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
+__all__ = ["STORE_METRICS_SCOPE", "UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,11 @@ def _only_buffered(group: PartitionGroup) -> RecordQueue | None:
                 return None
             found = queue
     return found
+
+
+STORE_METRICS_SCOPE = "rocksdb"
+"""The store type in a key-value store's metric tag (``rocksdb-state-id``): Kafka's
+``RocksDbKeyValueBytesStoreSupplier.metricsScope()``, the stores here being RocksDB ones."""
 
 
 def _wall_clock_ms() -> int:
@@ -475,7 +480,7 @@ class StreamTask:
         context.headers, context.source = record.headers, record
         sensors = self.sensors
         route.e2e.record(sensors.now_ms - timestamp, sensors.now_ms)  # Kafka's StreamTask.doProcess, at the source
-        if sensors.level:
+        if sensors.level:  # DEBUG or TRACE: the source node's process-total
             sensors.count_node(route.node)
         try:
             route.forward(key, value, timestamp)
@@ -630,14 +635,14 @@ class StreamTask:
         ``KStreamKTableJoinProcessor`` with ``KTableValueGetter``: a table update not flushed yet is joined too)."""
         caching = self._caching.get(name)
         if isinstance(caching, CachingKeyValueStore):
-            return cast(TypedKeyValueStore, self.sensors.store("rocksdb", name, caching))
+            return cast(TypedKeyValueStore, self.sensors.store(STORE_METRICS_SCOPE, name, caching))
         table = self._join_tables.get(name)
         if table is not None:
             getter = table_value_getter(self.description, table, self._typed_store, self._functions)
             if getter is not None:
                 return JoinTableView(self.stores[name], *self._serdes(name), getter)
         typed = TypedKeyValueStore(self.stores[name], *self._serdes(name))
-        return cast(TypedKeyValueStore, self.sensors.store("rocksdb", name, typed))
+        return cast(TypedKeyValueStore, self.sensors.store(STORE_METRICS_SCOPE, name, typed))
 
     def _serdes(self, name: str) -> tuple[Serde, Serde]:
         """Key and value serdes of store ``name``, bound to its changelog topic (as Kafka Streams serializes store
