@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,16 @@ def helm_binary() -> Path:
     return binary
 
 
-def render(helm: Path, release: str, namespace: str, *sets: str) -> list[dict[str, Any]]:
-    """``helm template`` output as documents; ``_source`` names the template file of each."""
+def render(
+    helm: Path, release: str, namespace: str, *sets: str, api_versions: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """``helm template`` output as documents; ``_source`` names the template file of each. ``api_versions``: what
+    the cluster is said to serve besides the built-ins (``monitoring.coreos.com/v1/PrometheusRule``)."""
     args = [str(helm), "template", release, str(CHART), "--namespace", namespace]
     for value in sets:
         args += ["--set", value]
+    for api_version in api_versions:
+        args += ["--api-versions", api_version]
     done = subprocess.run(args, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     docs = []

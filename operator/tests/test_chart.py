@@ -153,9 +153,16 @@ def test_image_tag_defaults_to_the_app_version(helm: Path) -> None:
 
 
 def test_each_template_renders_one_kind_of_resource(helm: Path) -> None:
-    rendered = _render(helm, "metrics.serviceMonitor.enabled=true") + _render(
-        helm, "watchNamespaces={a,b}", "replayDriver.create=true"
-    )
+    monitoring = ("monitoring.grafanaDashboard.enabled=true", "monitoring.prometheusRule.enabled=true")
+    rendered = render(
+        helm,
+        "streamapp-operator",
+        NAMESPACE,
+        "metrics.serviceMonitor.enabled=true",
+        *monitoring,
+        "monitoring.podMonitor.enabled=true",
+        api_versions=("monitoring.coreos.com/v1/PrometheusRule", "monitoring.coreos.com/v1/PodMonitor"),
+    ) + _render(helm, "watchNamespaces={a,b}", "replayDriver.create=true")
     for template in sorted((CHART / "templates").glob("*.yaml")):
         kinds = {d["kind"] for d in rendered if d["_source"] == template.name}
         assert len(kinds) == 1, f"{template.name} renders {kinds}"

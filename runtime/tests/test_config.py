@@ -20,6 +20,15 @@ def test_defaults_are_kafka_streams_defaults() -> None:
     assert config.statestore_cache_max_bytes == 10 * 1024 * 1024
     assert config.replication_factor == -1
     assert config.group_protocol == "consumer"
+    assert config.metrics_recording_level == "INFO"
+
+
+def test_metrics_recording_level_takes_only_kafkas_levels() -> None:
+    assert (
+        StreamsConfig.from_mapping({**REQUIRED, "metrics.recording.level": "TRACE"}).metrics_recording_level == "TRACE"
+    )
+    with pytest.raises(ConfigError, match=r"metrics\.recording\.level"):
+        StreamsConfig.from_mapping({**REQUIRED, "metrics.recording.level": "VERBOSE"})
 
 
 def test_file_values_are_overridden_by_set_values(tmp_path: Path) -> None:

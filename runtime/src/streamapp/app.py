@@ -421,6 +421,7 @@ class KafkaStreams:
 def _worker_status(view: WorkerView) -> dict[str, Any]:
     """One entry of ``/status`` ``workers`` (see ``KafkaStreams.status``)."""
     reported = asdict(view.status) if view.status else {}
+    reported.pop("kafka_metrics", None)  # /metrics' kafka_streams_* series, not /status
     failure = view.last_failure
     error = reported.get("error") or (failure.error if failure else None)
     return {

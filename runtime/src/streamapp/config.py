@@ -67,6 +67,10 @@ group.protocol                           consumer            *streamapp*: ``cons
                                                              ``range`` assignor) or ``classic`` (eager
                                                              ``range``); docs/adr/0001-assignment.md
 http.port                                8080                *streamapp*: health, metrics and status port
+metrics.recording.level                  INFO                which Kafka Streams metrics are recorded: ``INFO``,
+                                                             ``DEBUG`` (adds per-node, per-task and state-store
+                                                             metrics) or ``TRACE`` (adds store e2e latency);
+                                                             docs/metrics.md
 rocksdb.block.cache.bytes                67108864            *streamapp*: one block cache per thread shared by
                                                              all its stores; memtables are charged to it
 rocksdb.write.buffer.bytes               16777216            *streamapp*: memtable budget per thread (part of
@@ -178,6 +182,7 @@ class StreamsConfig(BaseModel):
     replication_factor: int = Field(-1, alias="replication.factor")
     group_protocol: Literal["consumer", "classic"] = Field("consumer", alias="group.protocol")
     http_port: int = Field(8080, alias="http.port", ge=0, le=65535)
+    metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = Field("INFO", alias="metrics.recording.level")
     rocksdb_block_cache_bytes: int = Field(64 * 1024 * 1024, alias="rocksdb.block.cache.bytes", ge=1 << 20)
     rocksdb_write_buffer_bytes: int = Field(16 * 1024 * 1024, alias="rocksdb.write.buffer.bytes", ge=1 << 20)
     consumer: dict[str, str] = Field(default_factory=dict)

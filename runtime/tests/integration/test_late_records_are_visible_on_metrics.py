@@ -1,6 +1,7 @@
 """A late record is visible on a real ``streamapp run`` over the broker: ``/metrics`` counts it per task and reason
-(Kafka's task-level dropped-records) with the window processor's record lateness, ``/status`` has it by reason
-for the operator, and the log names its topic, partition, offset, window and stream time."""
+(Kafka's task-level dropped-records) with the window processor's record lateness, also in Kafka Streams' names
+(``kafka_streams_*`` at ``metrics.recording.level: DEBUG``, reported by the worker process), ``/status`` has it by
+reason for the operator, and the log names its topic, partition, offset, window and stream time."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def test_a_late_record_is_counted_per_task_and_reason_with_its_lateness_and_logg
         "bootstrap.servers": kafka.bootstrap,
         "commit.interval.ms": 200,
         "state.dir": str(workdir / "state"),
+        "metrics.recording.level": "DEBUG",
     }
     instance = StreamAppInstance(workdir / "app", late_topology(source, output), config)
     instances.append(instance.start())
@@ -84,8 +86,21 @@ def test_a_late_record_is_counted_per_task_and_reason_with_its_lateness_and_logg
         f"streamapp_record_lateness_avg_ms{{{task}}}": 31666.7,  # (0 + 0 + 95,000) / 3
         f"streamapp_record_lateness_max_ms{{{task}}}": 95000.0,
     }
+    kafka_task = instance.metric_samples("kafka_streams_stream_task_metrics_")
+    (dropped,) = [v for k, v in kafka_task.items() if k.startswith("kafka_streams_stream_task_metrics_dropped_records")]
+    (lateness,) = [
+        v for k, v in kafka_task.items() if k.startswith("kafka_streams_stream_task_metrics_record_lateness_max")
+    ]
+    (processed,) = [v for k, v in kafka_task.items() if k.startswith("kafka_streams_stream_task_metrics_process_total")]
+    assert (dropped, lateness, processed) == (1, 95_000, 3)
+    thread_id = f'thread_id="{app}-'
+    assert all(thread_id in k and 'task_id="0_0"' in k for k in kafka_task)
+    e2e = instance.metric_samples("kafka_streams_stream_processor_node_metrics_record_e2e_latency_max")
+    assert {k.split('processor_node_id="')[1].split('"')[0] for k in e2e} == {"events", "out"}
+    assert instance.metric("kafka_streams_stream_state_metrics_put_total") == 0  # a window store: not metered yet
     (worker,) = instance.status()["workers"]
     assert worker["metrics"]["dropped_records_by_reason"] == {"late": 1}
+    assert "kafka_metrics" not in worker
     assert (
         f"Skipping record for expired window in count: task=[0_0] topic=[{source}] partition=[0] offset=[2] "
         "timestamp=[105000] window=[100000,110000) expiration=[200000] streamTime=[200000]"

@@ -18,6 +18,9 @@ a closed task's metrics): ``task_dropped_records_total`` (by ``reason``, ``strea
 task-level ``dropped-records-total``, its ``-rate`` is ``rate()``), ``record_lateness_avg_ms`` and
 ``record_lateness_max_ms`` (per time-aware ``processor``, since the task started: Kafka's ``record-lateness-avg``
 / ``-max``), ``join_misses_total`` (per stream-table or stream-global-table join ``processor``).
+
+Kafka Streams' own metrics, in Kafka's names and tags as ``metrics.recording.level`` records them, are the
+``kafka_streams_*`` families (``streamapp.monitoring.kafka_metrics``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from streamapp.monitoring.health import WorkerView
+from streamapp.monitoring.kafka_metrics import families
 from streamapp.processing.status import COMMIT_LATENCY_BUCKETS
 
 __all__ = ["WorkerMetricsCollector"]
@@ -169,3 +173,4 @@ class WorkerMetricsCollector(Collector):
         yield from (up, restarts, processed, dropped, restored, remaining, tasks, lag, commit, ready)
         yield from (standby, dead_letters, aborted, reset_skipped, store_remaining, store_restored, store_rate)
         yield from (task_dropped, lateness_avg, lateness_max, join_misses)
+        yield from families((str(w.thread), w.status.kafka_metrics) for w in workers if w.status is not None)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamapp.processors.drops import ProcessorMetrics
+    from streamapp.sensors import KafkaSample
 
 __all__ = [
     "COMMIT_LATENCY_BUCKETS",
@@ -148,6 +149,10 @@ class WorkerStatus:
     error: str | None = None
     global_positions: dict[str, int] = field(default_factory=dict)
     standby_tasks: dict[str, dict[str, int]] = field(default_factory=dict)
+    kafka_metrics: list[KafkaSample] = field(default_factory=list)
+    """Kafka Streams' metrics of the thread and its tasks, ``(group, name, tags, value)`` in Kafka's names
+    (``streamapp.sensors``), as ``metrics.recording.level`` records them: what ``/metrics`` exports as
+    ``kafka_streams_*`` (``streamapp.monitoring.kafka_metrics``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

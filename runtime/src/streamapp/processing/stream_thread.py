@@ -64,6 +64,7 @@ from streamapp.processing.status import (
 from streamapp.processing.streams_producer import StreamsProducer
 from streamapp.processing.task import StreamTask, TaskId, TaskState
 from streamapp.processing.task_manager import TaskManager
+from streamapp.sensors import RecordingLevel, ThreadSensors
 from streamapp.skips import flush_due_skip_logs
 from streamapp.state.directory import StateCleaner, StateDirectory
 from streamapp.state.record_cache import ThreadCache
@@ -179,6 +180,12 @@ class StreamThread:
         self._topics = source_topic_subtopologies(description, config.application_id)
         subtopologies = {sub.id: sub for sub in description.subtopologies()}
         state_dir = Path(config.state_dir) / config.application_id
+        self.recording_level = RecordingLevel[config.metrics_recording_level]
+        self.sensors = ThreadSensors()
+        """Kafka Streams' thread-level sensors (``streamapp.sensors``; INFO, always recorded)."""
+        self.thread_id = f"{config.application_id}-{instance or 'local'}-StreamThread-{index + 1}"
+        """Kafka's ``thread-id`` tag, the thread's name in its clients' ids (``streamapp.kafka.clients.client_id``):
+        ``<application.id>-<instance>-StreamThread-<n>``, ``n`` from 1."""
         self._global = build_global_thread(
             description, state_dir, index, store_factory, global_consumer, config.commit_interval_ms
         )
@@ -204,6 +211,7 @@ class StreamThread:
                 global_tables=global_tables,
                 record_cache=record_cache,
                 state_manager=state,
+                recording_level=self.recording_level,
             )
 
         self._reader = ChangelogReader(restore_consumer)
@@ -308,8 +316,14 @@ class StreamThread:
             self._global.poll(0.0)
         busy = self.tasks.restoring or self.tasks.more_ready
         max_records = self.tasks.poll_size(self._config.max_poll_records)
+        started = time.perf_counter()
         records = self._consumer.poll(max_records, 0.0 if busy else self._poll_timeout_s)
+        polled = time.perf_counter()
         processed = self._process(records)
+        done = time.perf_counter()
+        now_ms = self._clock_ms()
+        self.sensors.record_poll((polled - started) * 1000, len(records), now_ms)
+        self.sensors.record_process((done - polled) * 1000, processed, now_ms)
         self.metrics.records_processed_total += processed
         self.tasks.maintain()
         if self.standbys is not None:
@@ -320,7 +334,10 @@ class StreamThread:
         elif self._reader.updating_standbys:
             self.tasks.restore(0.0)
         self._cleaner.maybe_run()
-        punctuated = self.tasks.punctuate_wall_clock(self._clock_ms())
+        started = time.perf_counter()
+        punctuated = self.tasks.punctuate_wall_clock(now_ms)
+        if punctuated:
+            self.sensors.record_punctuate((time.perf_counter() - started) * 1000, now_ms)
         self._producer.poll()
         committed = self._maybe_commit()
         if processed and (punctuated or committed):  # Kafka's numIterations rule
@@ -362,6 +379,7 @@ class StreamThread:
         else:
             if result.tasks:
                 self.metrics.observe_commit(result.seconds)
+                self.sensors.record_commit(result.seconds * 1000, self._clock_ms())
         self._last_commit = time.monotonic()
 
     def _recover(self, exc: Exception) -> None:
@@ -462,6 +480,21 @@ class StreamThread:
             and joined
             and all(task.state is TaskState.RUNNING for task in self.tasks.tasks.values())
         )
+        now_ms = self._clock_ms()
+        self.sensors.task_created_total, self.sensors.task_closed_total = (
+            self.tasks.tasks_created,
+            self.tasks.tasks_closed,
+        )
+        kafka_metrics = list(self.sensors.samples(self.thread_id, now_ms))
+        for task in self.tasks.tasks.values():
+            kafka_metrics += task.sensors.samples(
+                self.thread_id,
+                str(task.id),
+                now_ms,
+                processed=task.records_processed,
+                dropped=task.metrics.dropped_records,
+                lateness=task.metrics.lateness,
+            )
         self.metrics.dropped_records_total = sum(dropped.values())
         self.metrics.dropped_records_by_reason = dropped
         self.metrics.standby_records_total = self._reader.standby_records
@@ -476,6 +509,7 @@ class StreamThread:
             reported_at=time.time(),
             tasks=tasks,
             metrics=self.metrics,
+            kafka_metrics=kafka_metrics,
             consumer_lag=lags,
             error=error,
             standby_tasks=dict(self.standbys.statuses()) if self.standbys is not None else {},

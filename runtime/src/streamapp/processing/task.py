@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from streamapp.drop_reasons import DESERIALIZATION_ERROR, INVALID_TIMESTAMP, PROCESSING_ERROR
 from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
@@ -38,10 +38,18 @@ from streamapp.processing.state_manager import StateManager, StoreFactory
 from streamapp.processing.table_value_getters import JoinTableView, join_tables, table_value_getter
 from streamapp.processing.task_id import TaskId
 from streamapp.processing.timestamps import InvalidTimestampError, TimestampExtractor, build_extractor
-from streamapp.processors import BuildContext, Processor, ProcessorMetrics, build_task_processors, source_node_names
+from streamapp.processors import (
+    BuildContext,
+    Processor,
+    ProcessorMetrics,
+    build_task_processors,
+    source_node_names,
+    source_node_of_topic,
+)
 from streamapp.processors.base import RecordContext
 from streamapp.processors.io import RecordSerializationError
 from streamapp.processors.process import ProcessorHooks, PunctuationError
+from streamapp.sensors import RecordingLevel, TaskSensors, WindowedStat
 from streamapp.serdes import Serde, serde_for
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
@@ -53,7 +61,7 @@ from streamapp.topology import SourceNode, Subtopology, TopologyDescription
 from streamapp.topology.nodes.windowed import WindowedAggregationNode
 from streamapp.topology.stores import cached_stores
 
-__all__ = ["UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
+__all__ = ["STORE_METRICS_SCOPE", "UNBOUNDED", "ProcessingError", "StoreFactory", "StreamTask", "TaskId", "TaskState"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +110,11 @@ def _only_buffered(group: PartitionGroup) -> RecordQueue | None:
     return found
 
 
+STORE_METRICS_SCOPE = "rocksdb"
+"""The store type in a key-value store's metric tag (``rocksdb-state-id``): Kafka's
+``RocksDbKeyValueBytesStoreSupplier.metricsScope()``, the stores here being RocksDB ones."""
+
+
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -132,9 +145,12 @@ class _Route:
     the node takes the raw bytes), its ``forward`` (or ``process``), the topic's timestamp extractor, and
     whether that extractor is the plain record timestamp (the common case, read without a call)."""
 
-    __slots__ = ("deserialize", "extractor", "forward", "record_time")
+    __slots__ = ("deserialize", "e2e", "extractor", "forward", "node", "record_time")
 
-    def __init__(self, source: Processor, extractor: TimestampExtractor) -> None:
+    def __init__(self, source: Processor, extractor: TimestampExtractor, node: str, e2e: WindowedStat) -> None:
+        self.node = node
+        self.e2e = e2e
+        """The source node's ``record-e2e-latency`` (``streamapp.sensors``)."""
         self.deserialize: Callable[[Any, Any], tuple[Any, Any]] | None = getattr(source, "deserialize", None)
         forward = getattr(source, "forward", None)
         self.forward: Callable[[Any, Any, int], None] = forward if forward is not None else source.process
@@ -162,9 +178,11 @@ class StreamTask:
         global_tables: Callable[[str], TypedKeyValueStore] | None = None,
         record_cache: ThreadCache | None = None,
         state_manager: StateManager | None = None,
+        recording_level: RecordingLevel = RecordingLevel.INFO,
     ) -> None:
         """``state_manager``: the task's state handed over open by this thread's standby of the task (recycled, not
-        reopened); ``None`` creates a closed one that ``initialize`` opens."""
+        reopened); ``None`` creates a closed one that ``initialize`` opens. ``recording_level``:
+        ``metrics.recording.level`` (what ``sensors`` record)."""
         self.id = task_id
         self.record_cache = record_cache
         """The stream thread's record cache (``statestore.cache.max.bytes`` > 0), or ``None``: caching off. Set
@@ -190,6 +208,9 @@ class StreamTask:
         """Typed views of the window / session / suppression stores (rebuilt by ``initialize``)."""
         self.records_processed = 0
         self.metrics = ProcessorMetrics(str(task_id))
+        self.sensors = TaskSensors(recording_level)
+        """Kafka Streams' task, processor-node and state-store sensors (``streamapp.sensors``)."""
+        self.sensors.timestamp = lambda: self._timestamp
         self.consumed_offsets: dict[TopicPartition, int] = {}
         """Next offset to read per input partition (last processed + 1): what a commit commits."""
         self.committed_offsets: dict[TopicPartition, int] = {}
@@ -265,10 +286,15 @@ class StreamTask:
             windowed=self.windowed_state,
             record_context=self.record_context,
             processor_hooks=self.processor_hooks,
+            sensors=self.sensors,
         )
         self._sources = build_task_processors(self.description, self.subtopology, ctx)
         self._extractors = self._build_extractors()
-        self._routes = {topic: _Route(source, self._extractors[topic]) for topic, source in self._sources.items()}
+        nodes = source_node_of_topic(self.description, self.subtopology, ctx)
+        self._routes = {
+            topic: _Route(source, self._extractors[topic], nodes[topic], self.sensors.e2e_of(nodes[topic]))
+            for topic, source in self._sources.items()
+        }
         self.state = TaskState.RESTORING
 
     def mark_running(self) -> None:
@@ -283,6 +309,7 @@ class StreamTask:
         ``StreamTask.maybePunctuateSystemTime``). Raises ProcessingError when a punctuator fails."""
         if self.state is not TaskState.RUNNING:
             return False
+        self.sensors.now_ms = now_ms
         self.record_context.headers = self.record_context.source = None  # no input record (Kafka's punctuation)
         try:
             return self.processor_hooks.punctuate_wall_clock(now_ms)
@@ -355,10 +382,11 @@ class StreamTask:
         """
         group = self.input
         processed = 0
+        now = self._clock_ms() if now_ms is None else now_ms
+        self.sensors.now_ms = now  # Kafka's cached wall clock of the iteration (record-e2e-latency)
         if len(group.queues) == 1:
             (queue,) = group.queues.values()
             return self._drain(queue, max_records)
-        now = self._clock_ms() if now_ms is None else now_ms
         fetched = _FetchedWatermarks(watermarks)
         while processed < max_records:
             enforced = group.enforced_processing
@@ -389,6 +417,7 @@ class StreamTask:
         partitions (a one-record step, e.g. for tests). Raises ProcessingError."""
         tp = partition or record.topic_partition
         self.add_record(record, tp)
+        self.sensors.now_ms = self._clock_ms()
         while (stamped := self.input.next_record()) is not None:
             self._process_stamped(stamped)
 
@@ -449,6 +478,10 @@ class StreamTask:
         self._timestamp = timestamp
         context = self.record_context
         context.headers, context.source = record.headers, record
+        sensors = self.sensors
+        route.e2e.record(sensors.now_ms - timestamp, sensors.now_ms)  # Kafka's StreamTask.doProcess, at the source
+        if sensors.level:  # DEBUG or TRACE: the source node's process-total
+            sensors.count_node(route.node)
         try:
             route.forward(key, value, timestamp)
             hooks = self.processor_hooks
@@ -602,13 +635,14 @@ class StreamTask:
         ``KStreamKTableJoinProcessor`` with ``KTableValueGetter``: a table update not flushed yet is joined too)."""
         caching = self._caching.get(name)
         if isinstance(caching, CachingKeyValueStore):
-            return caching
+            return cast(TypedKeyValueStore, self.sensors.store(STORE_METRICS_SCOPE, name, caching))
         table = self._join_tables.get(name)
         if table is not None:
             getter = table_value_getter(self.description, table, self._typed_store, self._functions)
             if getter is not None:
                 return JoinTableView(self.stores[name], *self._serdes(name), getter)
-        return TypedKeyValueStore(self.stores[name], *self._serdes(name))
+        typed = TypedKeyValueStore(self.stores[name], *self._serdes(name))
+        return cast(TypedKeyValueStore, self.sensors.store(STORE_METRICS_SCOPE, name, typed))
 
     def _serdes(self, name: str) -> tuple[Serde, Serde]:
         """Key and value serdes of store ``name``, bound to its changelog topic (as Kafka Streams serializes store

@@ -110,6 +110,10 @@ class TaskManager:
         self.dropped_records_closed: dict[str, int] = {}
         """Records dropped by tasks closed since the thread started, by reason (keeps the thread's counters
         monotonic)."""
+        self.tasks_created = 0
+        self.tasks_closed = 0
+        """Active tasks created and closed since the thread started (Kafka's ``task-created-total`` and
+        ``task-closed-total``)."""
         self.on_task_created: Callable[[TaskId], StateManager | None] | None = None
         """Called before an active task is created: the open state of the thread's standby of that task, which the
         new task takes over, or ``None``."""
@@ -150,6 +154,7 @@ class TaskManager:
                 task = self._task_factory(task_id, state)
                 self.tasks[task_id] = task
                 self._pending[task_id] = _Pending()
+                self.tasks_created += 1
                 log.info("Created task %s", task_id)
             task.input_partitions.add(tp)
             self._by_partition[tp] = task
@@ -487,6 +492,7 @@ class TaskManager:
         for reason, count in task.metrics.dropped.items():
             self.dropped_records_closed[reason] = self.dropped_records_closed.get(reason, 0) + count
         del self.tasks[task.id]
+        self.tasks_closed += 1
 
     def _recycle(self, task: StreamTask, adopt: Callable[[StateManager], bool]) -> None:
         state = task.close_and_recycle_state()

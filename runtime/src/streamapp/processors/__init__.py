@@ -26,6 +26,7 @@ from streamapp.topology import (
     TopologyDescription,
     TopologyError,
 )
+from streamapp.topology.nodes.stateless import SplitNode
 
 __all__ = [
     "PROCESSOR_BUILDERS",
@@ -36,6 +37,8 @@ __all__ = [
     "RecordSender",
     "build_task_processors",
     "source_node_names",
+    "source_node_of_topic",
+    "terminal_nodes",
 ]
 
 
@@ -95,16 +98,42 @@ def build_task_processors(
                 f"supported types: {', '.join(PROCESSOR_BUILDERS)}"
             )
         writes_repartition = isinstance(node, RepartitionNode) and name not in ctx.source_nodes
-        children = (
-            [] if writes_repartition else [_child(build(c), name) for c in description.children(name) if c in members]
-        )
+        names = [] if writes_repartition else [c for c in description.children(name) if c in members]
+        children = [_child(build(c), name) for c in names]
+        if sensors is not None and not isinstance(node, SplitNode):  # a split calls its branches' predicates
+            children = [
+                sensors.node(c, child, terminal=c in terminal) for c, child in zip(names, children, strict=True)
+            ]
         built[name] = builder(node, children, ctx)
         return built[name]
 
-    sources: dict[str, Processor] = {}
+    sensors = ctx.sensors
+    terminal = terminal_nodes(description, subtopology, ctx.source_nodes)
+    return {topic: build(name) for topic, name in source_node_of_topic(description, subtopology, ctx).items()}
+
+
+def terminal_nodes(description: TopologyDescription, subtopology: Subtopology, sources: set[str]) -> frozenset[str]:
+    """The nodes of ``subtopology`` that forward to no node of it (sinks, repartition writers, ``foreach``):
+    Kafka's ``ProcessorNode.isTerminalNode``, where ``record-e2e-latency`` is recorded besides the sources."""
+    members = set(subtopology.nodes)
+    return frozenset(
+        name
+        for name in subtopology.nodes
+        if name not in sources
+        and (
+            isinstance(description.node(name), RepartitionNode)
+            or not any(c in members for c in description.children(name))
+        )
+    )
+
+
+def source_node_of_topic(
+    description: TopologyDescription, subtopology: Subtopology, ctx: BuildContext
+) -> dict[str, str]:
+    """The source node (a source or a repartition node the sub-topology reads) of each topic the task reads."""
+    nodes: dict[str, str] = {}
     for name in sorted(ctx.source_nodes, key=subtopology.nodes.index):
         node = description.node(name)
-        topics = node.topics if isinstance(node, SourceNode) else [ctx.topic_of(name)]
-        for topic in topics:
-            sources[topic] = build(name)
-    return sources
+        for topic in node.topics if isinstance(node, SourceNode) else [ctx.topic_of(name)]:
+            nodes[topic] = name
+    return nodes

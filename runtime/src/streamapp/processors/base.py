@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from streamapp.kafka.types import ConsumerRecord, Headers
 from streamapp.processors.drops import ProcessorMetrics
+from streamapp.sensors import TaskSensors
 from streamapp.serdes import Serde
 from streamapp.state.caching_session_store import CachingSessionStore
 from streamapp.state.caching_window_store import CachingWindowStore
@@ -170,6 +171,9 @@ class BuildContext:
     processor_hooks: ProcessorHooks | None = None
     """The task's Processor API state (``streamapp.processors.process``): process nodes register there so their
     ``init`` runs when the task starts running; ``None``: a bare graph, process nodes initialize at once."""
+    sensors: TaskSensors | None = None
+    """The task's Kafka Streams sensors (``streamapp.sensors``): the graph builder puts a node's ``NodeSensor``
+    between it and its parents where ``metrics.recording.level`` asks for one; ``None``: none (a bare graph)."""
 
     def function(self, node: str, parameter: str) -> Callable[..., Any]:
         """The resolved user function of ``node``'s ``parameter``; KeyError if it was not resolved."""
