@@ -1,7 +1,8 @@
-"""The instance's HTTP endpoints on one port: /healthz (= /livez), /readyz, /metrics, /status.
+"""The instance's HTTP endpoints on one port: /healthz (= /livez), /readyz, /metrics, /status, and the
+interactive-query routes (``/query``, ``/metadata``: ``streamapp.query.http``) when ``extra_routes`` is given.
 
 The server runs in a daemon thread of the supervisor and only reads: every answer is computed from
-callables the supervisor provides.
+callables the supervisor provides. A request body (``POST``) is at most ``MAX_BODY_BYTES`` (else 413).
 
 Robust to idle and broken clients (a probe must never be starved by them):
 
@@ -25,11 +26,16 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["MAX_CONNECTIONS", "SOCKET_TIMEOUT_S", "MonitoringServer"]
+__all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "SOCKET_TIMEOUT_S", "ExtraRoutes", "MonitoringServer"]
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[], tuple[bool, str]]
+ExtraRoutes = Callable[[str, str, str, bytes], "tuple[int, str, bytes] | None"]
+"""``routes(method, path, query string, body)``: an answer ``(status, content type, body)``, or ``None`` (404)."""
+
+MAX_BODY_BYTES = 1 << 20
+"""The largest request body the server reads (a query is small)."""
 
 SOCKET_TIMEOUT_S = 5.0
 """Longest a connection may stay silent (per read or write) before the server closes it."""
@@ -51,6 +57,7 @@ class MonitoringServer:
         *,
         timeout_s: float = SOCKET_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        extra_routes: ExtraRoutes | None = None,
     ) -> None:
         routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {
             "/healthz": lambda: _check(liveness),
@@ -64,15 +71,30 @@ class MonitoringServer:
             timeout = timeout_s  # StreamRequestHandler.setup: socket timeout of every read and write
 
             def do_GET(self) -> None:
-                route = routes.get(self.path.split("?", 1)[0])
-                if route is None:
-                    code, content_type, body = 404, "text/plain", b"not found\n"
-                else:
-                    try:
+                self._answer("GET", b"")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    self._send(413, "text/plain", f"request body over {MAX_BODY_BYTES} bytes\n".encode())
+                    return
+                self._answer("POST", self.rfile.read(length))
+
+            def _answer(self, method: str, request_body: bytes) -> None:
+                path, _, query_string = self.path.partition("?")
+                route = routes.get(path) if method == "GET" else None
+                try:
+                    if route is not None:
                         code, content_type, body = route()
-                    except Exception as exc:
-                        log.exception("HTTP %s failed", self.path)
-                        code, content_type, body = 500, "text/plain", f"{exc}\n".encode()
+                    else:
+                        extra = extra_routes(method, path, query_string, request_body) if extra_routes else None
+                        code, content_type, body = extra or (404, "text/plain", b"not found\n")
+                except Exception as exc:
+                    log.exception("HTTP %s failed", self.path)
+                    code, content_type, body = 500, "text/plain", f"{exc}\n".encode()
+                self._send(code, content_type, body)
+
+            def _send(self, code: int, content_type: str, body: bytes) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
