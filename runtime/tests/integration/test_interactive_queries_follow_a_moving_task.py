@@ -24,6 +24,7 @@ from streamapp_harness import (
     color_events,
     count_by_color_topology,
     expected_color_counts,
+    two_instances,
     unique,
     wait_for,
 )
@@ -45,26 +46,6 @@ def _query(instance: StreamAppInstance, body: dict[str, Any], local: bool = Fals
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-def _instance(
-    kafka: KafkaTestClient, workdir: Path, app: str, name: str, topology: dict[str, Any]
-) -> StreamAppInstance:
-    config = {
-        "application.id": app,
-        "bootstrap.servers": kafka.bootstrap,
-        "num.standby.replicas": 1,
-        "commit.interval.ms": 200,
-        "group.protocol": "classic",
-        "consumer.session.timeout.ms": 6000,
-        "consumer.heartbeat.interval.ms": 1000,
-        "state.dir": str(workdir / f"{name}-state"),
-    }
-    instance = StreamAppInstance(workdir / name, topology, config, f"{app}-{name}")
-    instance.config_file.write_text(
-        instance.config_file.read_text() + f"application.server: 127.0.0.1:{instance.port}\n"
-    )
-    return instance
 
 
 def _check(answer: dict[str, Any], expected: dict[str, int], seen: dict[str, int]) -> None:
@@ -90,8 +71,7 @@ def test_queries_to_either_instance_stay_correct_and_labelled_while_a_task_moves
     app, source, output = unique("iq"), unique("events"), unique("counts")
     kafka.create_topics({source: PARTITIONS, output: PARTITIONS})
     topology = count_by_color_topology([source], output)
-    a = _instance(kafka, workdir, app, "a", topology)
-    b = _instance(kafka, workdir, app, "b", topology)
+    a, b = two_instances(kafka, workdir, app, topology, advertise=True)
     instances.append(a.start())
     a.wait_ready()
     events = color_events(0, 6000, colors=40)

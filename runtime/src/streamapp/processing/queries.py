@@ -10,7 +10,7 @@ holds:
   store via ``StreamTask.read_store``, a window store via its caching view), as Kafka's ``CachingKeyValueStore``
   serves IQ reads; position = the last processed offset of each input partition;
 - an active task still restoring (``source="restoring"``) or a standby task (``source="standby"``): the persistent
-  store as far as the changelog was applied; position = the last applied changelog offset per store changelog.
+  store as far as the changelog was applied; position = the last changelog offset applied to the queried store.
 
 Partitions this thread does not hold are left out (the router asks the other threads and instances).
 """
@@ -71,11 +71,11 @@ def answer(
         elif task is not None and task.state is TaskState.RESTORING:
             stores = task.stores
             rows = _run(request.query, *_persistent_views(description, stores, request.store))
-            results.append(QueryResult(partition, "restoring", rows, _changelog_position(stores)))
+            results.append(QueryResult(partition, "restoring", rows, _changelog_position(stores[request.store])))
         elif task_id in standbys:
             stores = standbys[task_id].stores
             rows = _run(request.query, *_persistent_views(description, stores, request.store))
-            results.append(QueryResult(partition, "standby", rows, _changelog_position(stores)))
+            results.append(QueryResult(partition, "standby", rows, _changelog_position(stores[request.store])))
     return results
 
 
@@ -139,9 +139,10 @@ def _input_position(consumed: Mapping[TopicPartition, int]) -> Position:
     return _position((tp, offset - 1) for tp, offset in consumed.items() if offset > 0)
 
 
-def _changelog_position(stores: Mapping[str, ChangeLoggingKeyValueStore]) -> Position:
-    offsets = ((store.changelog, store.changelog_offset()) for store in stores.values())
-    return _position((tp, offset) for tp, offset in offsets if offset is not None)
+def _changelog_position(store: ChangeLoggingKeyValueStore) -> Position:
+    """The offset of the last changelog record applied to ``store`` (Kafka's position of one store)."""
+    offset = store.changelog_offset()
+    return {} if offset is None else _position([(store.changelog, offset)])
 
 
 def _position(offsets: Iterable[tuple[TopicPartition, int]]) -> Position:
