@@ -131,8 +131,9 @@ def run(topology_ref: str, config_file: Path, overrides: tuple[str, ...]) -> Non
 
 def _with_a_free_http_port(config: Any) -> Any:
     """``config``, or, when it leaves ``http.port`` at its default and another process (a second local app)
-    serves that port, ``config`` with port 0: the server takes a free port and logs which."""
-    if "http_port" in config.model_fields_set:
+    serves that port, ``config`` with port 0: the server takes a free port and logs which. Not with
+    ``application.server`` set: the port it advertises to the other instances would be wrong."""
+    if "http_port" in config.model_fields_set or config.application_server:
         return config
     host = os.environ.get("STREAMAPP_HTTP_HOST") or "0.0.0.0"
     with socket.socket() as probe:
