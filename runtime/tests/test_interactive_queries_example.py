@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from streamapp.processing.queries import LocalQuery, answer
-from streamapp.query import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
+from streamapp.query.requests import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
 from streamapp.testing import TopologyTestDriver
 
 EXAMPLE_SRC = Path(__file__).resolve().parents[2] / "examples" / "interactive_queries" / "src"

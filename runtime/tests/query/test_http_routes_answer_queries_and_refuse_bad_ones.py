@@ -1,6 +1,6 @@
 """The instance server's query routes (``streamapp.query.http`` on a real ``MonitoringServer``) and the
 ``streamapp query`` command against them: answers as JSON with their labels, bad requests as 4xx with a message,
-503 before the instance runs; the command names stale partitions on stderr."""
+503 before the instance runs (``KafkaStreams.query`` too); the command names stale partitions on stderr."""
 
 from __future__ import annotations
 
@@ -8,16 +8,20 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from prometheus_client import CollectorRegistry
-from query_fakes import FakeInstances, FakeThread, key_on, member, router
+from query_fakes import FakeInstances, FakeThread, counts_builder, key_on, member, router
+from streamapp.app import KafkaStreams
 from streamapp.cli import main
 from streamapp.commands.query import query_body
+from streamapp.config import StreamsConfig
 from streamapp.monitoring.server import MonitoringServer
 from streamapp.query.http import QueryRoutes
+from streamapp.query.requests import KeyQuery, QueryError, StateQueryRequest
 from streamapp.query.router import InteractiveQueries
 
 RUNNING: dict[str, InteractiveQueries | None] = {"queries": None}
@@ -107,3 +111,11 @@ def test_the_query_command_prints_the_answer_and_names_stale_partitions(server: 
 )  # fmt: skip
 def test_the_command_picks_the_query_kind_from_its_options(options: dict[str, Any], body: dict[str, Any]) -> None:
     assert query_body("s", **options) == body
+
+
+def test_the_python_api_refuses_queries_before_the_instance_runs(tmp_path: Path) -> None:
+    config = StreamsConfig.from_mapping({"application.id": "a", "bootstrap.servers": "x:1", "state.dir": str(tmp_path)})
+    streams = KafkaStreams(counts_builder().build(config.to_mapping()), config)
+    with pytest.raises(QueryError, match="not running yet") as info:
+        streams.query(StateQueryRequest("counts", KeyQuery("a")))
+    assert info.value.status == 503

@@ -10,31 +10,3 @@
 
 See docs/interactive-queries.md and docs/adr/0012-query-endpoints.md.
 """
-
-from streamapp.query.requests import (
-    FailureReason,
-    KeyQuery,
-    PositionBound,
-    Query,
-    QueryError,
-    QueryResult,
-    RangeQuery,
-    StateQueryRequest,
-    StateQueryResult,
-    WindowKeyQuery,
-    WindowRangeQuery,
-)
-
-__all__ = [
-    "FailureReason",
-    "KeyQuery",
-    "PositionBound",
-    "Query",
-    "QueryError",
-    "QueryResult",
-    "RangeQuery",
-    "StateQueryRequest",
-    "StateQueryResult",
-    "WindowKeyQuery",
-    "WindowRangeQuery",
-]
