@@ -49,6 +49,7 @@ DERIVED_CONFIG_KEYS = {
     "processing.guarantee": "spec.processingGuarantee",
     "state.dir": "(fixed by the operator)",
     "http.port": "(fixed by the operator)",
+    "application.server": "each pod's IP and http port (STREAMAPP_APPLICATION_SERVER)",
 }
 
 
