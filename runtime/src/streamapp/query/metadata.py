@@ -127,6 +127,7 @@ def assignment_of(
             subtopology = topic_subtopologies.get(tp.topic)
             if subtopology is not None:
                 owners[TaskId(subtopology, tp.partition)] = ref
-    stateful_tasks = [task for task in owners if task.subtopology in stateful]
-    standbys = plan_standbys(owners, members, stateful_tasks, replicas) if replicas > 0 else {}
+    stateful_owners = {task: owner for task, owner in owners.items() if task.subtopology in stateful}
+    # the very inputs the stream threads' StandbyManager gives plan_standbys, so both place the same standbys
+    standbys = plan_standbys(stateful_owners, members, stateful_owners, replicas) if replicas > 0 else {}
     return Assignment(owners, standbys, endpoints)

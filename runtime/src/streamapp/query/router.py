@@ -244,7 +244,9 @@ class InteractiveQueries:
             for p, results in found.items():
                 answers[p].extend(results)
 
-    def _ask_local(self, store: _Store, request: StateQueryRequest, partitions: Iterable[int]) -> dict[int, list]:
+    def _ask_local(
+        self, store: _Store, request: StateQueryRequest, partitions: Iterable[int]
+    ) -> dict[int, list[QueryResult]]:
         local = LocalQuery(store.name, store.subtopology, request.query, tuple(partitions))
         found: dict[int, list[QueryResult]] = {}
         for channel in self._channels():
