@@ -5,7 +5,7 @@ task's, never ahead of the truth), and a query sent to either instance is answer
 
 Instance ``a`` counts colours alone; ``b`` joins (``num.standby.replicas: 1``, the classic protocol with short
 session timeouts so the group settles fast) and takes some count tasks, which it restores from the changelog;
-meanwhile both instances are queried in a loop.
+meanwhile both instances are queried in a loop. Then ``streamapp query`` asks one of them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from streamapp.cli import main
 from streamapp_harness import (
     KafkaTestClient,
     StreamAppInstance,
@@ -133,6 +135,10 @@ def test_queries_to_either_instance_stay_correct_and_labelled_while_a_task_moves
             assert code == 200, answer
             (part,) = answer["partitions"]
             assert (part["source"], part["result"]) == ("active", expected[color]), part
+
+    cli = CliRunner().invoke(main, ["query", "counts", "--url", f"http://127.0.0.1:{b.port}", "--key", "c2"])
+    assert cli.exit_code == 0, cli.output
+    assert json.loads(cli.stdout)["partitions"][0]["result"] == expected["c2"]
 
     code, message = _query(a, {"store": "counts", "type": "window_key", "key": "c1", "time_from": 0, "time_to": 1})
     assert code == 400 and "key_value store" in message
