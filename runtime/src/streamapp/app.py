@@ -58,7 +58,7 @@ from streamapp.monitoring.health import (
     restart_allowed,
 )
 from streamapp.monitoring.metrics import WorkerMetricsCollector
-from streamapp.monitoring.server import MonitoringServer
+from streamapp.monitoring.server import MonitoringServer, loopback_also
 from streamapp.processing.status import Failure, ThreadFailed, WorkerStatus, bounded_text
 from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.processing.worker import EXIT_WAITING, WorkerSpec, run_worker
@@ -282,10 +282,11 @@ class KafkaStreams:
             registry,
             self.status,
             extra_routes=QueryRoutes(lambda: self._queries),
+            also_on=loopback_also(self.http_host),  # kubectl port-forward's address in a pod
         )
         server.start()
         self.http_port = server.port
-        log.info("Serving health, metrics and status on %s:%d", self.http_host, server.port)
+        log.info("Serving health, metrics and status on %s", ", ".join(server.addresses))
         return server
 
     def _prepare_topics(self) -> bool:

@@ -4,6 +4,10 @@ interactive-query routes (``/query``, ``/metadata``: ``streamapp.query.http``) w
 The server runs in a daemon thread of the supervisor and only reads: every answer is computed from
 callables the supervisor provides. A request body (``POST``) is at most ``MAX_BODY_BYTES`` (else 413).
 
+``also_on``: more addresses to serve the same routes on (``loopback_also``: 127.0.0.1 beside a pod IP, where
+``kubectl port-forward`` connects; kubernetes/kubernetes#72488). Taking one of them is best effort: a failure is
+logged and the server runs on its main address.
+
 Robust to idle and broken clients (a probe must never be starved by them):
 
 - every socket read and write times out after ``timeout_s`` (default ``SOCKET_TIMEOUT_S``, 5 s): an idle
@@ -15,18 +19,26 @@ Robust to idle and broken clients (a probe must never be starved by them):
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["MAX_BODY_BYTES", "MAX_CONNECTIONS", "SOCKET_TIMEOUT_S", "ExtraRoutes", "MonitoringServer"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_CONNECTIONS",
+    "SOCKET_TIMEOUT_S",
+    "ExtraRoutes",
+    "MonitoringServer",
+    "loopback_also",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +70,7 @@ class MonitoringServer:
         timeout_s: float = SOCKET_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
         extra_routes: ExtraRoutes | None = None,
+        also_on: Sequence[str] = (),
     ) -> None:
         routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {
             "/healthz": lambda: _check(liveness),
@@ -105,19 +118,48 @@ class MonitoringServer:
                 log.debug("HTTP " + format, *args)
 
         self._server = _BoundedHTTPServer((host, port), Handler, max_connections)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="http", daemon=True)
+        self._servers = [self._server]
+        for other in also_on:
+            try:
+                self._servers.append(_BoundedHTTPServer((other, self.port), Handler, max_connections))
+            except OSError as exc:
+                log.warning("Cannot also serve HTTP on %s:%d: %s", other, self.port, exc)
+        self._threads = [
+            threading.Thread(target=server.serve_forever, name="http", daemon=True) for server in self._servers
+        ]
 
     @property
     def port(self) -> int:
         """The bound port (useful with port 0)."""
         return int(self._server.server_address[1])
 
+    @property
+    def addresses(self) -> list[str]:
+        """Every ``host:port`` served."""
+        return [f"{server.server_address[0]!s}:{server.server_address[1]}" for server in self._servers]
+
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+
+
+def loopback_also(host: str) -> list[str]:
+    """``["127.0.0.1"]`` when ``host`` is a specific address that is not a loopback one (a pod IP): ``kubectl
+    port-forward`` connects to 127.0.0.1 inside the pod's network namespace, where a server on the pod IP alone
+    refuses it. Nothing for a wildcard (it covers loopback already), a loopback address (the e2e node agent's pod
+    IPs share one ``lo``: docs/adr/0003-pod-network.md) or a host name."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return []
+    if address.is_unspecified or address.is_loopback:
+        return []
+    return ["127.0.0.1"] if address.version == 4 else ["::1"]
 
 
 class _BoundedHTTPServer(ThreadingHTTPServer):
