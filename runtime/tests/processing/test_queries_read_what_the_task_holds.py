@@ -87,6 +87,8 @@ def test_a_restoring_task_answers_labelled_stale_with_its_changelog_position(dri
     assert (key.source, key.stale, key.result) == ("restoring", True, 3)
     changelog = task.stores["counts"].changelog
     assert key.position == {changelog.topic: {changelog.partition: task.stores["counts"].changelog_offset()}}
+    (windows,) = _ask(driver, "wins", WindowKeyQuery("a", 0, 100))
+    assert (windows.source, windows.result) == ("restoring", [["a", 0, 10, 2], ["a", 10, 20, 1]])
 
 
 def test_a_standby_answers_labelled_stale_and_unheld_partitions_are_left_out(driver: TopologyTestDriver) -> None:

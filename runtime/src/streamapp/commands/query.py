@@ -87,7 +87,12 @@ def _json_arg(text: str | None) -> Any:
 
 @click.command()
 @click.argument("store")
-@click.option("--url", default=lambda: os.environ.get("STREAMAPP_QUERY_URL", DEFAULT_URL), show_default=DEFAULT_URL)
+@click.option(
+    "--url",
+    default=lambda: os.environ.get("STREAMAPP_QUERY_URL", DEFAULT_URL),
+    show_default=DEFAULT_URL,
+    help="Any instance's HTTP server (default $STREAMAPP_QUERY_URL).",
+)
 @click.option("--key", "key_text", help="The key (JSON, or a bare word for a string).")
 @click.option("--from", "lower_text", help="Range lower bound (inclusive, JSON).")
 @click.option("--to", "upper_text", help="Range upper bound (inclusive, JSON).")
