@@ -8,6 +8,7 @@ Worker processes are replaced by a hand-written fake; the clock is a fake too, s
 from __future__ import annotations
 
 import json
+import multiprocessing
 import queue
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ class FakeProcess:
 
 class FakeContext:
     Process = FakeProcess
+    Pipe = staticmethod(multiprocessing.Pipe)  # the worker's query pipe (a real one, unused here)
 
 
 @pytest.fixture

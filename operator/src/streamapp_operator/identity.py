@@ -150,10 +150,13 @@ def foreign_claims(
 
 def foreign_members(application_id: str, client_ids: Sequence[str], stateful_set: str) -> list[Problem]:
     """Members of the app's consumer group that are not stream threads of its own pods (client id
-    ``<application.id>-<stateful_set>-<ordinal>-StreamThread-<n>-consumer``; any ordinal, so that a member of
-    a pod just scaled away, which the broker keeps until its session times out, is still ours): joining
-    would split the partitions with them."""
-    pattern = re.compile(rf"{re.escape(application_id)}-{re.escape(stateful_set)}-\d+-StreamThread-\d+-consumer")
+    ``<application.id>-<stateful_set>-<ordinal>-StreamThread-<n>-consumer``, with the pod's advertised
+    ``@<application.server>`` for interactive queries or without; any ordinal, so that a member of a pod just
+    scaled away, which the broker keeps until its session times out, is still ours): joining would split the
+    partitions with them."""
+    pattern = re.compile(
+        rf"{re.escape(application_id)}-{re.escape(stateful_set)}-\d+-StreamThread-\d+-consumer(?:@[^@\s]+)?"
+    )
     strangers = sorted({c for c in client_ids if not pattern.fullmatch(c)})
     if not strangers:
         return []

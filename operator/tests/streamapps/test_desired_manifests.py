@@ -63,8 +63,18 @@ def test_container_runs_the_runtime_with_the_mounted_topology_and_config() -> No
 
 
 def test_pod_identity_and_bind_address_come_from_the_downward_api() -> None:
-    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in _container(_stateful_set())["env"]}
+    fields = [e for e in _container(_stateful_set())["env"] if "valueFrom" in e]
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in fields}
     assert env == {"STREAMAPP_INSTANCE_ID": "metadata.name", "STREAMAPP_HTTP_HOST": "status.podIP"}
+
+
+def test_each_pod_advertises_its_own_ip_and_http_port_for_interactive_queries() -> None:
+    env = _container(_stateful_set())["env"]
+    names = [e["name"] for e in env]
+    server = next(e for e in env if e["name"] == "STREAMAPP_APPLICATION_SERVER")
+    assert server == {"name": "STREAMAPP_APPLICATION_SERVER", "value": "$(STREAMAPP_HTTP_HOST):8080"}
+    # Kubernetes expands $(VAR) only from variables defined earlier in the list
+    assert names.index("STREAMAPP_HTTP_HOST") < names.index("STREAMAPP_APPLICATION_SERVER")
 
 
 def test_readiness_and_liveness_probe_the_runtime_http_port() -> None:

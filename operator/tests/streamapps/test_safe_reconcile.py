@@ -156,6 +156,8 @@ def test_a_consumer_group_with_members_that_are_not_the_apps_pods_is_reported_no
     kafka.members = [
         GroupMember("victim-victim-1-StreamThread-2-consumer", "victim-1-1", "/127.0.0.1"),
         GroupMember("victim-victim-7-StreamThread-1-consumer", "victim-7-0", "/127.0.0.1"),  # a pod scaled away
+        # a pod advertising its application.server for interactive queries (docs/adr/0012-query-endpoints.md)
+        GroupMember("victim-victim-0-StreamThread-1-consumer@10.0.0.7:8080", "victim-0-0", "/127.0.0.1"),
     ]
     assert _degraded(_run(cluster, kafka))["status"] == "False"
     kafka.members = [GroupMember("victim-victimized-0-StreamThread-1-consumer", None, "/127.0.0.1")]

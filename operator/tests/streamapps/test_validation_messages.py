@@ -59,6 +59,14 @@ def test_config_must_not_override_fields_the_operator_derives() -> None:
     ]
 
 
+def test_config_must_not_set_the_query_endpoint_each_pod_advertises_itself() -> None:
+    _, problems = parse_spec(flights_spec(config={"application.server": "10.0.0.1:8080"}))
+    assert [p.message for p in problems] == [
+        "spec.config['application.server'] is set by the operator from each pod's IP and http port "
+        "(STREAMAPP_APPLICATION_SERVER)"
+    ]
+
+
 def test_replication_factor_must_be_a_kafka_replication_factor() -> None:
     _, problems = parse_spec(flights_spec(config={"replication.factor": "zero"}))
     assert problems[0].message == "spec.config['replication.factor'] must be -1 or a positive integer, got 'zero'"

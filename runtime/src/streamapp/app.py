@@ -3,7 +3,9 @@
 ``run()``:
 
 1. serves ``/healthz``, ``/readyz``, ``/metrics`` and ``/status`` on ``http.port`` (bind address from
-   ``STREAMAPP_HTTP_HOST``, default 0.0.0.0);
+   ``STREAMAPP_HTTP_HOST``, default 0.0.0.0), and the interactive queries' ``/query`` and ``/metadata`` once the
+   stream threads run (``streamapp.query.http``; ``query``, ``query_metadata_for_key`` and
+   ``metadata_for_all_clients`` here, docs/interactive-queries.md);
 2. checks the topology can run here and imports its user functions, and that librdkafka accepts every client
    setting (``streamapp.kafka.config_check``; else ``run`` returns 1, with every refused key), then prepares the
    topics: waits until the source and sink topics exist, then creates the internal topics
@@ -56,10 +58,16 @@ from streamapp.monitoring.health import (
     restart_allowed,
 )
 from streamapp.monitoring.metrics import WorkerMetricsCollector
-from streamapp.monitoring.server import MonitoringServer
+from streamapp.monitoring.server import MonitoringServer, loopback_also
 from streamapp.processing.status import Failure, ThreadFailed, WorkerStatus, bounded_text
 from streamapp.processing.stream_thread import source_topic_subtopologies
 from streamapp.processing.worker import EXIT_WAITING, WorkerSpec, run_worker
+from streamapp.query.channel import QueryChannel
+from streamapp.query.http import QueryRoutes
+from streamapp.query.metadata import KeyQueryMetadata, StreamsMetadata
+from streamapp.query.requests import QueryError, StateQueryRequest, StateQueryResult
+from streamapp.query.router import InteractiveQueries
+from streamapp.state.directory import StateDirectory
 from streamapp.topology import TopologyDescription, TopologyError
 from streamapp.topology.references import check_references
 
@@ -94,6 +102,8 @@ class _Worker:
     """The worker process that reported ``last_failure`` (a process that died without a report gets one made up)."""
     failures: list[float] = field(default_factory=list)
     """Epoch seconds of the thread's failures within the restart window (``restart_allowed``)."""
+    queries: QueryChannel | None = None
+    """The supervisor's end of the worker's query pipe (a new one per worker process)."""
 
     @property
     def alive(self) -> bool:
@@ -134,6 +144,8 @@ class KafkaStreams:
         self._mp = multiprocessing.get_context("spawn")
         self._status_queue: Any = self._mp.Queue(maxsize=10_000)
         self._worker_stop: Any = self._mp.Event()
+        self._queries: InteractiveQueries | None = None
+        """The interactive-query entry point, once the stream threads run (``streamapp.query.router``)."""
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -170,6 +182,7 @@ class KafkaStreams:
             self._phase = "running"
             for worker in self._workers:
                 self._start_worker(worker)
+            self._queries = self._query_router()
             while not self._stop.is_set() and self._failure is None:
                 self._supervise()
                 self._stop.wait(0.2)
@@ -180,6 +193,7 @@ class KafkaStreams:
             return 0
         finally:
             self._phase = "stopped"
+            self._queries = None
             server.stop()
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
@@ -187,6 +201,26 @@ class KafkaStreams:
     def close(self) -> None:
         """Ask ``run()`` to stop gracefully (thread-safe)."""
         self._stop.set()
+
+    def query(self, request: StateQueryRequest) -> StateQueryResult:
+        """``KafkaStreams#query`` (IQv2, KIP-796): ``request`` answered for the whole application, each partition
+        labelled active / standby / restoring (``streamapp.query.router``). Thread-safe while ``run()`` runs.
+        Raises QueryError (``status`` 400 / 404; 503 before the stream threads run)."""
+        return self._query_entry().query(request)
+
+    def query_metadata_for_key(self, store: str, key: Any) -> KeyQueryMetadata:
+        """``KafkaStreams#queryMetadataForKey``: the key's partition and the instances holding its task."""
+        return self._query_entry().query_metadata_for_key(store, key)
+
+    def metadata_for_all_clients(self) -> list[StreamsMetadata]:
+        """``KafkaStreams#metadataForAllStreamsClients``: every instance and the store partitions it holds."""
+        return self._query_entry().metadata_for_all_clients()
+
+    def _query_entry(self) -> InteractiveQueries:
+        queries = self._queries
+        if queries is None:
+            raise QueryError("the instance is not running yet (or any more)", status=503)
+        return queries
 
     # -- views (used by the HTTP server) -----------------------------------------------------------
 
@@ -241,11 +275,18 @@ class KafkaStreams:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(WorkerMetricsCollector(self.worker_views, lambda: self.readiness()[0]))
         server = MonitoringServer(
-            self.http_host, self.config.http_port, self.liveness, self.readiness, registry, self.status
+            self.http_host,
+            self.config.http_port,
+            self.liveness,
+            self.readiness,
+            registry,
+            self.status,
+            extra_routes=QueryRoutes(lambda: self._queries),
+            also_on=loopback_also(self.http_host),  # kubectl port-forward's address in a pod
         )
         server.start()
         self.http_port = server.port
-        log.info("Serving health, metrics and status on %s:%d", self.http_host, server.port)
+        log.info("Serving health, metrics and status on %s", ", ".join(server.addresses))
         return server
 
     def _prepare_topics(self) -> bool:
@@ -300,19 +341,44 @@ class KafkaStreams:
             instance_id=self.instance_id,
             log_level=logging.getLogger().getEffectiveLevel(),
         )
+        supervisor_end, worker_end = self._mp.Pipe()
         process = self._mp.Process(
             target=run_worker,
-            args=(spec, self._status_queue, self._worker_stop),
+            args=(spec, self._status_queue, self._worker_stop, worker_end),
             name=f"StreamThread-{worker.index}",
         )
         process.start()
+        worker_end.close()  # the worker holds its own copy: the pipe closes when the worker ends
         with self._lock:
+            if worker.queries is not None:
+                worker.queries.close()
+            worker.queries = QueryChannel(supervisor_end)
             worker.process = process
             worker.started_at = time.time()
             worker.restart_at = None
             worker.exit_code = None
             worker.status = None
         log.info("Started stream thread %d (pid %s)", worker.index, process.pid)
+
+    def _query_router(self) -> InteractiveQueries:
+        """The instance's ``InteractiveQueries``: its stream threads' query pipes and an admin client of its own
+        to describe the group (``application.server`` endpoints, docs/adr/0012-query-endpoints.md)."""
+        admin = TopicAdmin(admin_config(self.config), timeout_s=5.0)
+        instance = self.instance_id or StateDirectory(self.config.application_state_dir).process_id()
+
+        def channels() -> list[QueryChannel]:
+            with self._lock:
+                return [w.queries for w in self._workers if w.queries is not None and w.alive]
+
+        return InteractiveQueries(
+            self.topology,
+            self.config,
+            instance,
+            channels=channels,
+            describe_group=lambda: admin.describe_group(self.config.application_id),
+            partition_counts=admin.partition_counts,
+            running=lambda: self._phase == "running",
+        )
 
     def _supervise(self) -> None:
         self._heartbeat = time.time()

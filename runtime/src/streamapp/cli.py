@@ -27,6 +27,10 @@
 - ``streamapp image build PACKAGE --tag TAG [--base IMAGE] [--find-links DIR ...]``: build the app image of a
   wheel or a project folder ``FROM`` the StreamApp image with podman, its requirements checked against the base
   image's first (``streamapp.commands.image``).
+- ``streamapp query STORE [--url URL] (--key K | --from A --to B) [--time-from MS --time-to MS] [--partitions
+  0,1] [--require-active] [--position-bound JSON] [--metadata]``: an interactive query (IQv2) against a running
+  application's HTTP server, answered for the whole application (``streamapp.commands.query``,
+  docs/interactive-queries.md).
 - ``streamapp replay run --plan FILE [--master local[2]] [--driver-memory 1g]``: run a replay plan as a Spark
   batch job (extra ``streamapp-runtime[replay]``, docs/replay.md), report its progress on stderr and print what
   it read and wrote as JSON.
@@ -50,6 +54,7 @@ import yaml
 
 from streamapp.commands.image import image
 from streamapp.commands.manifest import manifest
+from streamapp.commands.query import query
 from streamapp.commands.topics import topics
 from streamapp.commands.topologies import export_description, load_description, load_topology, pairs
 from streamapp.kafka.reset_plan import ResetError, ResetTarget, ToEarliest, parse_datetime, parse_offsets, plan_reset
@@ -126,8 +131,9 @@ def run(topology_ref: str, config_file: Path, overrides: tuple[str, ...]) -> Non
 
 def _with_a_free_http_port(config: Any) -> Any:
     """``config``, or, when it leaves ``http.port`` at its default and another process (a second local app)
-    serves that port, ``config`` with port 0: the server takes a free port and logs which."""
-    if "http_port" in config.model_fields_set:
+    serves that port, ``config`` with port 0: the server takes a free port and logs which. Not with
+    ``application.server`` set: the port it advertises to the other instances would be wrong."""
+    if "http_port" in config.model_fields_set or config.application_server:
         return config
     host = os.environ.get("STREAMAPP_HTTP_HOST") or "0.0.0.0"
     with socket.socket() as probe:
@@ -317,3 +323,4 @@ def _positive_int(topic: str, text: str) -> int:
 main.add_command(manifest)
 main.add_command(topics)
 main.add_command(image)
+main.add_command(query)

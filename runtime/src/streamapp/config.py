@@ -66,7 +66,11 @@ replication.factor                       -1                  internal topics; -1
 group.protocol                           consumer            *streamapp*: ``consumer`` (KIP-848, broker-side
                                                              ``range`` assignor) or ``classic`` (eager
                                                              ``range``); docs/adr/0001-assignment.md
-http.port                                8080                *streamapp*: health, metrics and status port
+http.port                                8080                *streamapp*: health, metrics, status and query port
+application.server                       none                ``host:port`` where other instances reach this
+                                                             one's HTTP server for interactive queries; also
+                                                             ``STREAMAPP_APPLICATION_SERVER`` (docs/interactive-
+                                                             queries.md, docs/adr/0012-query-endpoints.md)
 metrics.recording.level                  INFO                which Kafka Streams metrics are recorded: ``INFO``,
                                                              ``DEBUG`` (adds per-node, per-task and state-store
                                                              metrics) or ``TRACE`` (adds store e2e latency);
@@ -103,6 +107,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from streamapp.serdes import SERDE_NAMES, is_serde_name, registry_serde_name
 
 __all__ = [
+    "APPLICATION_SERVER_ENV",
     "AT_LEAST_ONCE",
     "DEFAULT_SERDE",
     "EXACTLY_ONCE_V2",
@@ -128,6 +133,9 @@ _SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 """librdkafka's security keys: at the top level they go to every Kafka client."""
 SECRET_KEYS: Final = ("sasl.username", "sasl.password", "ssl.key.password")
 """Security keys that may also come from a file named by ``STREAMAPP_KAFKA_<KEY>_FILE``."""
+APPLICATION_SERVER_ENV: Final = "STREAMAPP_APPLICATION_SERVER"
+"""The environment variable ``StreamsConfig.load`` reads ``application.server`` from (over the file)."""
+
 SECURITY_ENV: Final[Mapping[str, str]] = {
     f"STREAMAPP_KAFKA_{key.upper().replace('.', '_')}": key
     for key in (
@@ -183,6 +191,7 @@ class StreamsConfig(BaseModel):
     group_protocol: Literal["consumer", "classic"] = Field("consumer", alias="group.protocol")
     http_port: int = Field(8080, alias="http.port", ge=0, le=65535)
     metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = Field("INFO", alias="metrics.recording.level")
+    application_server: str | None = Field(None, alias="application.server", pattern=r"^[^\s@:]+:\d{1,5}$")
     rocksdb_block_cache_bytes: int = Field(64 * 1024 * 1024, alias="rocksdb.block.cache.bytes", ge=1 << 20)
     rocksdb_write_buffer_bytes: int = Field(16 * 1024 * 1024, alias="rocksdb.write.buffer.bytes", ge=1 << 20)
     consumer: dict[str, str] = Field(default_factory=dict)
@@ -278,7 +287,8 @@ class StreamsConfig(BaseModel):
         environ: Mapping[str, str] | None = None,
     ) -> StreamsConfig:
         """Read a YAML config file (or none), apply ``--set key=value`` overrides on top, then the security
-        settings of ``environ`` (default ``os.environ``; ``SECURITY_ENV``, module docstring).
+        settings of ``environ`` (default ``os.environ``; ``SECURITY_ENV``, module docstring) and its
+        ``STREAMAPP_APPLICATION_SERVER`` (``application.server``).
 
         Raises ConfigError when the file is missing, is not a YAML map, has invalid keys, or a ``*_FILE``
         variable names a file that cannot be read.
@@ -297,7 +307,10 @@ class StreamsConfig(BaseModel):
                 raise ConfigError(f"config file {path} must be a YAML map of keys to values")
             values.update(loaded)
         values.update(overrides or {})
-        values.update(security_from_environment(os.environ if environ is None else environ))
+        environ = os.environ if environ is None else environ
+        values.update(security_from_environment(environ))
+        if environ.get(APPLICATION_SERVER_ENV):  # each pod's own address (the operator sets it from its pod IP)
+            values["application.server"] = environ[APPLICATION_SERVER_ENV]
         return cls.from_mapping(values)
 
     @property

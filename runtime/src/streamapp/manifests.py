@@ -37,7 +37,7 @@ SPEC_KEYS: Final[Mapping[str, str]] = {
     "processing.guarantee": "processingGuarantee",
 }
 """Streams config keys a StreamApp sets through a spec field (the operator refuses them in ``spec.config``)."""
-_OPERATOR_KEYS = ("state.dir", "http.port")
+_OPERATOR_KEYS = ("state.dir", "http.port", "application.server")
 _SECURITY_PREFIXES = ("security.", "sasl.", "ssl.")
 
 
@@ -63,7 +63,8 @@ class AppSettings:
 
 def split_config(values: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     """A flat streams config as ``(spec fields by SPEC_KEYS key, spec.config)``, both with string values
-    (``true``/``false`` for booleans). ``state.dir`` and ``http.port`` are left out (the operator sets them).
+    (``true``/``false`` for booleans). ``state.dir``, ``http.port`` and ``application.server`` are left out (the
+    operator sets them; every pod advertises its own address).
 
     Raises ManifestError naming every connection-security key (``security.*``, ``sasl.*``, ``ssl.*``, also
     under ``consumer.`` / ``producer.``): a StreamApp takes them from ``spec.kafka.authentication`` and

@@ -55,6 +55,7 @@ def test_config_keys_become_spec_fields_and_the_rest_spec_config_as_strings(tmp_
     config.write_text(
         "application.id: flights-v1\nbootstrap.servers: kafka:9092\nnum.stream.threads: 3\n"
         "processing.guarantee: exactly_once_v2\nstate.dir: .state\nhttp.port: 8081\n"
+        "application.server: localhost:8081\n"
         "commit.interval.ms: 500\nconsumer.fetch.max.bytes: 1048576\n"
     )
 
@@ -67,7 +68,8 @@ def test_config_keys_become_spec_fields_and_the_rest_spec_config_as_strings(tmp_
     assert (spec["applicationId"], spec["threads"]) == ("flights-v1", 4)
     assert spec["kafka"] == {"bootstrapServers": "kafka:9092"}
     assert (spec["replicas"], spec["processingGuarantee"]) == (1, "exactly_once_v2")
-    assert spec["config"] == {"commit.interval.ms": "500", "consumer.fetch.max.bytes": "1048576"}  # no state.dir
+    # no state.dir, http.port nor application.server: the operator sets them
+    assert spec["config"] == {"commit.interval.ms": "500", "consumer.fetch.max.bytes": "1048576"}
     assert TopologyDescription.from_dict(spec["topology"]).node("departed").functions() == {
         "predicate": "flights_app.logic:is_departed"
     }

@@ -216,14 +216,19 @@ class StreamAppInstance:
         topology: dict[str, Any],
         config: dict[str, Any],
         instance_id: str | None = None,
+        *,
+        advertise: bool = False,
     ) -> None:
+        """``advertise``: set ``application.server`` to the instance's own address, so that other instances
+        forward interactive queries to it (docs/interactive-queries.md)."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.port = free_port()
         self.topology_file = workdir / "topology.yaml"
         self.config_file = workdir / "streams.yaml"
         self.topology_file.write_text(yaml.safe_dump(topology))
-        self.config_file.write_text(yaml.safe_dump({**config, "http.port": self.port}))
+        endpoint = {"application.server": f"127.0.0.1:{self.port}"} if advertise else {}
+        self.config_file.write_text(yaml.safe_dump({**config, "http.port": self.port, **endpoint}))
         self.instance_id = instance_id
         self.log_file = workdir / f"streamapp-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -306,6 +311,29 @@ class StreamAppInstance:
 
     def log_tail(self, lines: int = 60) -> str:
         return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+
+def two_instances(
+    kafka: KafkaTestClient, workdir: Path, app: str, topology: dict[str, Any], *, advertise: bool = False
+) -> tuple[StreamAppInstance, StreamAppInstance]:
+    """Instances ``a`` and ``b`` of ``app`` (not started), one stream thread each, ``num.standby.replicas`` 1, the
+    classic protocol with a 6 s session timeout (a dead instance's partitions move quickly); ``advertise``: each
+    sets its ``application.server``."""
+    config: dict[str, Any] = {
+        "application.id": app,
+        "bootstrap.servers": kafka.bootstrap,
+        "num.standby.replicas": 1,
+        "commit.interval.ms": 200,
+        "group.protocol": "classic",
+        "consumer.session.timeout.ms": 6000,
+        "consumer.heartbeat.interval.ms": 1000,
+    }
+
+    def instance(name: str) -> StreamAppInstance:
+        state = {**config, "state.dir": str(workdir / f"{name}-state")}
+        return StreamAppInstance(workdir / name, topology, state, f"{app}-{name}", advertise=advertise)
+
+    return instance("a"), instance("b")
 
 
 def count_by_color_topology(sources: list[str], output: str) -> dict[str, Any]:

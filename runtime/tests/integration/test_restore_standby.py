@@ -17,6 +17,7 @@ from streamapp_harness import (
     color_events,
     count_by_color_topology,
     expected_color_counts,
+    two_instances,
     unique,
     wait_for,
 )
@@ -37,27 +38,6 @@ def _standbys(instance: StreamAppInstance) -> dict[str, dict[str, int]]:
     for worker in instance.status()["workers"]:
         standbys.update(worker.get("standby_tasks") or {})
     return standbys
-
-
-def two_instances(
-    kafka: KafkaTestClient, workdir: Path, app: str, topology: dict[str, Any]
-) -> tuple[StreamAppInstance, StreamAppInstance]:
-    """Instances ``a`` and ``b`` of ``app`` (not started), one stream thread each, ``num.standby.replicas`` 1."""
-    config: dict[str, Any] = {
-        "application.id": app,
-        "bootstrap.servers": kafka.bootstrap,
-        "num.standby.replicas": 1,
-        "commit.interval.ms": 200,
-        "group.protocol": "classic",
-        "consumer.session.timeout.ms": 6000,
-        "consumer.heartbeat.interval.ms": 1000,
-    }
-
-    def instance(name: str) -> StreamAppInstance:
-        state = {**config, "state.dir": str(workdir / f"{name}-state")}
-        return StreamAppInstance(workdir / name, topology, state, f"{app}-{name}")
-
-    return instance("a"), instance("b")
 
 
 def test_restore_after_failover_to_a_standby_replays_only_the_tail(

@@ -49,6 +49,7 @@ DERIVED_CONFIG_KEYS = {
     "processing.guarantee": "spec.processingGuarantee",
     "state.dir": "(fixed by the operator)",
     "http.port": "(fixed by the operator)",
+    "application.server": "each pod's IP and http port (STREAMAPP_APPLICATION_SERVER)",
 }
 
 
@@ -118,7 +119,10 @@ def _digest(data: Any) -> str:
 
 
 def service(owner: Owner) -> dict[str, Any]:
-    """Headless Service ``<name>``: stable DNS names for the pods (``<pod>.<name>``)."""
+    """Headless Service ``<name>``: stable DNS names for the pods (``<pod>.<name>``). Its ``http`` port also serves
+    the interactive queries (``POST /query``, ``GET /metadata``): any pod answers for the whole application,
+    forwarding to the pod that owns a key's task (``kubectl port-forward svc/<name> 8080``, then ``streamapp query``;
+    docs/interactive-queries.md)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -321,6 +325,9 @@ def _pod_spec(owner: Owner, spec: StreamAppSpec) -> dict[str, Any]:
         "env": [
             {"name": "STREAMAPP_INSTANCE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "STREAMAPP_HTTP_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            # the pod's address for interactive queries (application.server), advertised in its client ids so any
+            # pod forwards a query to the owner of the key's task (docs/adr/0012-query-endpoints.md)
+            {"name": "STREAMAPP_APPLICATION_SERVER", "value": f"$(STREAMAPP_HTTP_HOST):{HTTP_PORT}"},
             *credentials_env(spec.kafka),
         ],
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],

@@ -112,16 +112,18 @@ def consumer_config(
     is given (static membership), none otherwise. ``group.protocol`` ``consumer`` selects KIP-848 with the
     broker's ``range`` assignor, ``classic`` the eager ``range`` assignor: both give a task partition p of
     every co-partitioned topic (docs/adr/0001-assignment.md). The client id names the instance
-    (``instance_id``, else ``process_id``): other members read it from the group description to place
-    standby tasks. Under ``exactly_once_v2`` the consumer reads ``read_committed`` (it never sees aborted
-    records or open transactions, e.g. of a repartition topic; a ``committed()`` call then also waits for
-    pending transactional offsets: KIP-447's require_stable). Prefetch is bounded by
-    ``CONSUMER_MEMORY_DEFAULTS``. ``consumer.*`` keys override everything.
+    (``instance_id``, else ``process_id``), and ends in ``@<application.server>`` when that is set: other
+    members read both from the group description to place standby tasks and to route interactive queries
+    (``streamapp.kafka.types.parse_member_endpoint``, docs/adr/0012-query-endpoints.md). Under ``exactly_once_v2``
+    the consumer reads ``read_committed`` (it never sees aborted records or open transactions, e.g. of a
+    repartition topic; a ``committed()`` call then also waits for pending transactional offsets: KIP-447's
+    require_stable). Prefetch is bounded by ``CONSUMER_MEMORY_DEFAULTS``. ``consumer.*`` keys override everything.
     """
     settings: dict[str, Any] = {
         "bootstrap.servers": config.bootstrap_servers,
         "group.id": config.application_id,
-        "client.id": client_id(config, thread_index, "consumer", instance_id or process_id),
+        "client.id": client_id(config, thread_index, "consumer", instance_id or process_id)
+        + (f"@{config.application_server}" if config.application_server else ""),
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",

@@ -34,6 +34,7 @@ __all__ = [
     "TransactionalProducerClient",
     "UnreleasedInstanceIdError",
     "parse_client_id",
+    "parse_member_endpoint",
 ]
 
 OFFSET_BEGINNING = -2
@@ -273,8 +274,18 @@ class GroupDescription:
 
 def parse_client_id(application_id: str, value: str) -> tuple[str, int] | None:
     """``(instance, thread index)`` of a group consumer's client id made by ``streamapp.kafka.clients.client_id``
-    (``<application.id>-<instance>-StreamThread-<n>-consumer``); ``None`` for another shape (a foreign member)."""
-    match = re.fullmatch(rf"{re.escape(application_id)}-(.+)-StreamThread-(\d+)-consumer", value)
+    (``<application.id>-<instance>-StreamThread-<n>-consumer``, optionally ``@<application.server>``); ``None``
+    for another shape (a foreign member)."""
+    parsed = parse_member_endpoint(application_id, value)
+    return None if parsed is None else (parsed[0], parsed[1])
+
+
+def parse_member_endpoint(application_id: str, value: str) -> tuple[str, int, str | None] | None:
+    """``(instance, thread index, application.server or None)`` of a group consumer's client id (see
+    ``parse_client_id``): the endpoint an instance advertises for interactive queries (Kafka Streams carries
+    ``application.server`` in its subscription's user data; librdkafka has no assignor hook, so it rides in the
+    client id: docs/adr/0012-query-endpoints.md)."""
+    match = re.fullmatch(rf"{re.escape(application_id)}-(.+)-StreamThread-(\d+)-consumer(?:@([^@\s]+))?", value)
     if match is None:
         return None
-    return match.group(1), int(match.group(2)) - 1
+    return match.group(1), int(match.group(2)) - 1, match.group(3)

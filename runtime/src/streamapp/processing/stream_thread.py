@@ -161,6 +161,7 @@ class StreamThread:
         ``repartition.purge.interval.ms`` of ``clock_ms``; without it repartition topics are never purged.
         ``metrics``: the thread's counters when its clients count into them too (the consumer's offset resets)."""
         self.index = index
+        self.description = description
         self._config = config
         self._consumer = consumer
         self._clock_ms = clock_ms
@@ -255,8 +256,10 @@ class StreamThread:
         self.num_iterations = 1
         """Records each running task may process per loop iteration (Kafka's ``numIterations``)."""
 
-    def run(self, stopping: Callable[[], bool]) -> None:
+    def run(self, stopping: Callable[[], bool], between_iterations: Callable[[], object] | None = None) -> None:
         """Subscribe and loop until ``stopping()``; then commit and close the tasks and the clients.
+        ``between_iterations`` runs after every loop iteration (the worker answers interactive queries there,
+        ``streamapp.query.channel``).
 
         An exception (a processing error, lost deliveries) closes the tasks without commit, leaves the
         group and propagates: the supervisor restarts the worker, which resumes from the last commit.
@@ -267,6 +270,8 @@ class StreamThread:
         try:
             while not stopping():
                 self.run_once()
+                if between_iterations is not None:
+                    between_iterations()
         except BaseException as exc:
             self.state = "failed"
             self._report_status(force=True, error=f"{type(exc).__name__}: {exc}")

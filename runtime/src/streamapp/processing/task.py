@@ -629,6 +629,12 @@ class StreamTask:
     def _set_punctuation_timestamp(self, timestamp: int) -> None:
         self._timestamp = timestamp
 
+    def read_store(self, name: str) -> TypedKeyValueStore:
+        """Key-value store ``name`` as the task's processors read it, the record cache included: what an
+        interactive query reads (Kafka's IQv2 reads through the caching layer). KeyError for a store of another
+        task."""
+        return self._typed_store(name)
+
     def _typed_store(self, name: str) -> TypedKeyValueStore:
         """Store ``name`` as the task's processors read and write it: behind the record cache when it is cached; the
         store of a stream-table join whose table is cached reads that table's value getter (Kafka's

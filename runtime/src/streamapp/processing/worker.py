@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from streamapp.config import StreamsConfig
@@ -52,13 +53,23 @@ from streamapp.kafka.schema_registry import configure_registry_serdes
 from streamapp.kafka.types import UnreleasedInstanceIdError
 from streamapp.processing.errors import failure_of
 from streamapp.processing.global_thread import global_store_specs
+from streamapp.processing.queries import LocalQuery, answer
 from streamapp.processing.status import ThreadFailed, ThreadMetrics, WorkerStatus
 from streamapp.processing.stream_thread import StreamThread
+from streamapp.query.channel import serve_queries
+from streamapp.query.requests import QueryResult
 from streamapp.state.directory import StateDirectory
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 from streamapp.topology import TopologyDescription
 
-__all__ = ["EXIT_WAITING", "MALLOC_ARENA_MAX_DEFAULT", "WorkerSpec", "limit_malloc_arenas", "run_worker"]
+__all__ = [
+    "EXIT_WAITING",
+    "MALLOC_ARENA_MAX_DEFAULT",
+    "WorkerSpec",
+    "answer_query",
+    "limit_malloc_arenas",
+    "run_worker",
+]
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +92,9 @@ class WorkerSpec:
     log_level: int = logging.INFO
 
 
-def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
-    """Process entry point: run one stream thread until ``stop_event`` is set; exits with a code."""
+def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any, queries: Any = None) -> None:
+    """Process entry point: run one stream thread until ``stop_event`` is set; exits with a code. ``queries``: the
+    worker's end of its query pipe (``streamapp.query.channel``), answered between loop iterations."""
     arenas = limit_malloc_arenas(os.environ)
     logging.basicConfig(
         level=spec.log_level,
@@ -107,7 +119,7 @@ def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
         # the interpreter's, the libraries' and the topology's objects live as long as the process: out of the
         # collector's sight, a full collection no longer walks them (half the worker's GC time on the windowed count)
         gc.freeze()
-        thread.run(stopping)
+        thread.run(stopping, None if queries is None else lambda: serve_queries(queries, partial(answer_query, thread)))
     except UnreleasedInstanceIdError as exc:
         log.warning("Stream thread %d cannot join yet: %s", spec.thread_index, exc)
         sys.exit(EXIT_WAITING)
@@ -117,6 +129,13 @@ def run_worker(spec: WorkerSpec, status_queue: Any, stop_event: Any) -> None:
             report(ThreadFailed(spec.thread_index, os.getpid(), failure_of(exc, time.time())))
         sys.exit(1)  # the queue's feeder thread flushes the report before the process ends
     log.info("Stream thread %d stopped", spec.thread_index)
+
+
+def answer_query(thread: StreamThread, request: LocalQuery) -> list[QueryResult]:
+    """``thread``'s answers to an interactive query from the tasks and standbys it holds
+    (``streamapp.processing.queries``)."""
+    standbys = thread.standbys.tasks if thread.standbys is not None else {}
+    return answer(request, thread.description, thread.tasks.tasks, standbys)
 
 
 def limit_malloc_arenas(environ: Mapping[str, str]) -> int | None:

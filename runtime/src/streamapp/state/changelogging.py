@@ -100,6 +100,10 @@ class ChangeLoggingKeyValueStore:
     def has_pending(self) -> bool:
         return bool(self._pending)
 
+    def pending_keys(self) -> list[bytes]:
+        """The keys of the buffered writes (not yet applied to the persistent store)."""
+        return list(self._pending)
+
     def send_changelog(self, producer: ProducerClient) -> None:
         """Queue one changelog record per buffered key (latest value; ``None`` = tombstone).
 

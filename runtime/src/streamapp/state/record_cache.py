@@ -342,6 +342,11 @@ class CachedStore:
         """Write down and forward every dirty entry (commit)."""
         self._cache.flush()
 
+    def dirty_keys(self) -> list[bytes]:
+        """The keys of the entries waiting to be flushed: the only ones whose value can differ from the store
+        below (what an interactive range query merges over the store's range)."""
+        return list(self._cache.dirty_keys())
+
     def discard(self) -> None:
         """Drop the cached entries unflushed (the task's uncommitted work is discarded)."""
         self._cache.clear()

@@ -167,6 +167,10 @@ class TypedKeyValueStore:
             raise ValueError(f"store '{self.name}': keys must not be null")
         return raw_key
 
+    def key_of(self, raw_key: bytes) -> Any:
+        """The key a serialized ``raw_key`` stands for (the key serde's ``deserialize``)."""
+        return self._key_serde.deserialize(raw_key)
+
     def get_raw_key(self, raw_key: bytes) -> tuple[Any, int] | None:
         """``get_with_timestamp`` of a key serialized by ``raw_key``."""
         raw = self._inner.get(raw_key)

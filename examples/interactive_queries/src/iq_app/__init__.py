@@ -1,0 +1,1 @@
+"""The interactive-queries example (docs/interactive-queries.md)."""
