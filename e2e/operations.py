@@ -126,6 +126,16 @@ def pod_status(pod: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
 
+def pod_http(pod: dict[str, Any], path: str, body: dict[str, Any] | None = None) -> Any:
+    """The JSON answer of the pod's HTTP server (port 8080) to ``GET path``, or ``POST path`` with ``body``; raises
+    OSError (``urllib.error.HTTPError`` naming the status) when it does not answer 200."""
+    ip = pod["status"]["podIP"]
+    data = None if body is None else json.dumps(body).encode()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(urllib.request.Request(f"http://{ip}:8080{path}", data=data), timeout=10) as response:
+        return json.loads(response.read())
+
+
 def restored_records(document: dict[str, Any]) -> int:
     """Changelog records the pod restored since its process started (``restore_records_total`` of its threads)."""
     workers = document.get("workers") or []

@@ -10,7 +10,11 @@ subresource) to 3 pods and back to 1:
   have released them;
 - the removed pods' claims are kept, marked with the time (``status.retainedVolumes``), then deleted after the
   short ``spec.state.retainAfterScaleDown``; pod 0's claim stays;
-- the output is exact: the latest count per key equals the records produced per key.
+- the output is exact: the latest count per key equals the records produced per key;
+- interactive queries (docs/interactive-queries.md) through the pods' HTTP servers: with 3 pods every pod lists
+  the 3 instances at the endpoints the operator made them advertise (``$(POD_IP):8080``), and a key query sent
+  to any pod is answered by the same instance, the key's owner (forwarded); back at 1 pod, a range query over
+  the store answers exactly the records produced per key, from the running task (not stale).
 """
 
 from __future__ import annotations
@@ -54,6 +58,25 @@ def _marked(namespace: str, name: str) -> set[str]:
     return {n for n, c in _claims(namespace, name).items() if MARK in (c["metadata"].get("annotations") or {})}
 
 
+def _queries_answer_for_the_whole_app(namespace: str, name: str) -> bool:
+    """Every pod lists the app's 3 instances at the pods' ``IP:8080`` (``GET /metadata``), and a key query sent to
+    each pod is answered (``POST /query``) by one instance, the same for every pod: the key's owner."""
+    pods = operations.pods(namespace, name)
+    endpoints = {f"{p['status'].get('podIP')}:8080" for p in pods}
+    owners = set()
+    try:
+        for pod in pods:
+            if {m["endpoint"] for m in operations.pod_http(pod, "/metadata")} != endpoints or len(endpoints) != 3:
+                return False
+            [part] = operations.pod_http(pod, "/query", {"store": "counts", "type": "key", "key": "k1"})["partitions"]
+            if part["failure"] is not None:
+                return False
+            owners.add(part["instance"])
+    except OSError:
+        return False
+    return len(owners) == 1
+
+
 def _scale(namespace: str, name: str, replicas: int) -> None:
     cluster.kubectl("scale", "streamapp", name, "-n", namespace, f"--replicas={replicas}")
 
@@ -76,6 +99,8 @@ def test_scaling_out_and_in_under_load_loses_nothing_and_cleans_up_state_volumes
             limited = cluster.condition(name, namespace, "ScalingLimited")
             assert (limited["status"], limited["reason"]) == ("False", "WithinTaskCount"), limited
             cluster.wait_until(lambda: _members(name) == {f"{name}-{i}-0" for i in range(3)}, 60, "3 members")
+            cluster.wait_until(functools.partial(_queries_answer_for_the_whole_app, namespace, name), 60,
+                               "every pod to list the 3 instances and forward a key query to its owner", 1)  # fmt: skip
             _scale(namespace, name, 1)
             removed = {f"state-{name}-1", f"state-{name}-2"}
             cluster.wait_until(lambda: _marked(namespace, name) == removed, 30, "the scaled-away claims marked", 1)
@@ -91,5 +116,10 @@ def test_scaling_out_and_in_under_load_loses_nothing_and_cleans_up_state_volumes
                            "the scaled-away claims deleted after retainAfterScaleDown", 2)  # fmt: skip
         assert "StateVolumeDeleted" in [e["reason"] for e in cluster.events(name, namespace)]
         assert operations.latest_counts(f"{name}-out", load.sent) == dict(load.sent)
+        [pod] = operations.pods(namespace, name)
+        answer = operations.pod_http(pod, "/query", {"store": "counts", "type": "range"})
+        assert not answer["stale"], answer
+        rows = [row for part in answer["partitions"] for row in part["result"]]
+        assert dict(rows) == dict(load.sent), answer
     finally:
         cluster.delete_topics(name)
