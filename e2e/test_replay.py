@@ -3,7 +3,8 @@ Spark, Java, in the replay image) and the app's pods, the operator installed by 
 
 Guarantees protected:
 - ``mode: backfill`` writes exactly pandas' counts of the replayed range (flights per carrier and origin) to the
-  replay topology's output, and leaves the running app alone;
+  replay topology's output, and leaves the running app alone (on two executor pods: ``spark.mode: kubernetes``;
+  the handover and the failed job run Spark in the Job's pod, ``local``);
 - ``mode: handover``: the old version keeps processing until the switch (its own output, read while it still
   runs, is pandas' counts over every flight produced, those after the replay's end offsets included); the new
   version (a new ``application.id``) starts from the replay's end offsets with the state the replay wrote and
@@ -13,7 +14,8 @@ Guarantees protected:
 - an operator restart in the middle of the handover (the operator's pod deleted while ``status.handover`` shows
   the old version not yet removed) resumes it: the steps, each recorded before it acts, never go back, and the
   new operator finishes the last one;
-- ``spark.mode: kubernetes``: the Job's pod is the Spark driver and two executor pods do the work, exactly;
+- ``spark.mode: kubernetes``: the Job's pod is the Spark driver and two executor pods do the work, exactly (the
+  backfill);
 - a failed Spark job fails the replay with the Job's reason in the ``Failed`` condition, creates no new version and
   leaves the running app as it was.
 """
@@ -74,32 +76,6 @@ def running_app(operator_installed: None) -> Iterator[tuple[str, str]]:
         cluster.delete_topics(prefix)
 
 
-def test_backfill_writes_exact_counts_and_leaves_the_app_alone(running_app: tuple[str, str]) -> None:
-    namespace, prefix = running_app
-    bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
-    sink = f"{prefix}-backfill"
-    topology = replay.counting_topology(f"{prefix}-flights", sink, PER_CARRIER_ORIGIN, "by-carrier-origin")
-    cluster.apply(replay.streamreplay("backfill", "flights", "backfill", topology), namespace)
-    # a second backfill of the app while the first runs is refused by name (it would write every record twice)
-    cluster.apply(replay.streamreplay("backfill-again", "flights", "backfill", topology), namespace)
-    cluster.wait_until(lambda: replay.replay_status("backfill-again", namespace).get("phase") == "Failed", 60,
-                       "the second backfill to be refused")  # fmt: skip
-    refused = {c["type"]: c for c in replay.replay_status("backfill-again", namespace)["conditions"]}["Failed"]
-    assert refused["reason"] == "ReplayInProgress", refused
-    assert refused["message"].startswith(f"StreamReplay {namespace}/backfill ("), refused["message"]
-    assert "job" not in replay.replay_status("backfill-again", namespace)
-    status = replay.wait_phase("backfill", namespace, ("Succeeded",), show=print)
-    ends = status["resolvedOffsets"]["to"][f"{prefix}-flights"]
-    assert sum(ends.values()) == BATCH_1 and status["recordsRead"] == BATCH_1
-    assert status["recordsWritten"] > 0 and status["job"] == "backfill-replay"
-    expected = replay.expected_counts([flights.load_flights().iloc[:BATCH_1]], PER_CARRIER_ORIGIN)
-    assert_counts(bootstrap, sink, expected)
-    columns = cluster.kubectl("get", "streamreplays", "-n", namespace).splitlines()[0].split()
-    assert columns == ["NAME", "APP", "MODE", "PHASE", "PROGRESS", "AGE"]
-    app = cluster.get_json("streamapp", "flights", namespace)
-    assert app["metadata"]["generation"] == 1 and cluster.streamapp_settled("flights", 1, namespace)
-
-
 def spark_driver_account(namespace: str) -> str:
     """A ServiceAccount allowed what Spark's driver does with executors (docs/replay.md): pods and configmaps."""
     for manifest in (
@@ -115,27 +91,43 @@ def spark_driver_account(namespace: str) -> str:
     return "spark"
 
 
-def test_backfill_on_two_executor_pods_writes_exact_counts(running_app: tuple[str, str]) -> None:
+def test_backfill_on_two_executor_pods_writes_exact_counts_and_leaves_the_app_alone(
+    running_app: tuple[str, str],
+) -> None:
     namespace, prefix = running_app
     bootstrap = cluster.stack_env()["KAFKA_BOOTSTRAP"]
-    sink = f"{prefix}-on-executors"
+    sink = f"{prefix}-backfill"
     topology = replay.counting_topology(f"{prefix}-flights", sink, PER_CARRIER_ORIGIN, "by-carrier-origin")
     spark = {"mode": "kubernetes", "serviceAccountName": spark_driver_account(namespace),
              "executor": {"instances": 2, "cores": 1, "memory": "512m"}}  # fmt: skip
-    cluster.apply(replay.streamreplay("executors", "flights", "backfill", topology, spark=spark), namespace)
+    cluster.apply(replay.streamreplay("backfill", "flights", "backfill", topology, spark=spark), namespace)
+    # a second backfill of the app while the first runs is refused by name (it would write every record twice)
+    cluster.apply(replay.streamreplay("backfill-again", "flights", "backfill", topology), namespace)
+    cluster.wait_until(lambda: replay.replay_status("backfill-again", namespace).get("phase") == "Failed", 60,
+                       "the second backfill to be refused")  # fmt: skip
+    refused = {c["type"]: c for c in replay.replay_status("backfill-again", namespace)["conditions"]}["Failed"]
+    assert refused["reason"] == "ReplayInProgress", refused
+    assert refused["message"].startswith(f"StreamReplay {namespace}/backfill ("), refused["message"]
+    assert "job" not in replay.replay_status("backfill-again", namespace)
     executors: set[str] = set()
 
     def done() -> bool:
         listed = cluster.kubectl("get", "pods", "-n", namespace, "-l", "spark-role=executor", "-o", "name")
         executors.update(listed.split())
-        return replay.replay_status("executors", namespace).get("phase") in ("Succeeded", "Failed")
+        return replay.replay_status("backfill", namespace).get("phase") in ("Succeeded", "Failed")
 
     cluster.wait_until(done, 600, "the replay on executor pods", interval_s=1)
-    status = replay.wait_phase("executors", namespace, ("Succeeded",), show=print)
+    status = replay.wait_phase("backfill", namespace, ("Succeeded",), show=print)
     assert len(executors) == 2, executors
-    assert status["recordsRead"] == BATCH_1
+    ends = status["resolvedOffsets"]["to"][f"{prefix}-flights"]
+    assert sum(ends.values()) == BATCH_1 and status["recordsRead"] == BATCH_1
+    assert status["recordsWritten"] > 0 and status["job"] == "backfill-replay"
     expected = replay.expected_counts([flights.load_flights().iloc[:BATCH_1]], PER_CARRIER_ORIGIN)
     assert_counts(bootstrap, sink, expected)
+    columns = cluster.kubectl("get", "streamreplays", "-n", namespace).splitlines()[0].split()
+    assert columns == ["NAME", "APP", "MODE", "PHASE", "PROGRESS", "AGE"]
+    app = cluster.get_json("streamapp", "flights", namespace)
+    assert app["metadata"]["generation"] == 1 and cluster.streamapp_settled("flights", 1, namespace)
 
 
 def test_a_failed_spark_job_fails_the_replay_with_a_reason_and_leaves_the_app_running(
