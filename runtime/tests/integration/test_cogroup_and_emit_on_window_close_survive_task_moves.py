@@ -10,10 +10,12 @@ partitions, in two branches of one sub-topology:
   windows with a small grace, ``aggregate`` into ``{"clicks", "views"}`` per user and window, every update (behind
   the cache) to ``activity-updates``;
 - ``clicks.merge(views).group_by_key()`` with the same windows and ``emit_strategy(on_window_close())``, one
-  aggregator for both kinds, each window's final aggregate to ``final-activity``.
+  aggregator for both kinds, each window's final aggregate to ``final-activity`` (a windowed cogroup offers no emit
+  strategy, as Kafka's ``TimeWindowedCogroupedKStream`` does not: docs/topology.md, "Cogroup").
 
-The input comes in waves, one event-time window per wave, so a window closes in every wave while a second ``streamapp
-run`` instance (2 threads) joins the group and leaves it; a last record per partition closes the last windows. Both
+The input comes in waves, half an event-time window each, so a window closes in every other wave, and a second
+``streamapp run`` instance (2 threads) joins the group and leaves it in the middle of a window (the tasks it takes and
+gives back go on from a restored store); a last record per partition closes the last windows. Both
 branches must end with the aggregate computed here from the produced records, in their output and in their stores'
 changelogs (what a restore rebuilds a store from). The final results are checked against what docs/topology.md
 ("Emit strategy") promises: each window emitted with its final aggregate, and a task started over a restored store
@@ -44,13 +46,19 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 4
 USERS_PER_PARTITION = 2
 WINDOW_MS, GRACE_MS = 10_000, 2_000
-WAVES = 7
-"""One event-time window each: the first records of a wave past its start + grace close the previous wave's."""
-RECORDS_PER_USER_AND_WAVE = 6
+WAVE_MS = WINDOW_MS // 2
+"""Event time per wave: a window spans two waves, so a move between them finds a window half aggregated (only its
+restored store holds the first half), and the first records of every other wave close the window before."""
+WAVES = 8
+END = WAVES * WAVE_MS
+"""Event time (after ``BASE``) past the waves' windows: a last record per partition at ``END + GRACE_MS`` closes
+them."""
+RECORDS_PER_USER_AND_WAVE = 4
 WAVE_INTERVAL_S = 1.0
 COMMIT_INTERVAL_MS = 1000
 """Longer than a wave: the cache merges a window's updates, and a move finds emissions of open transactions."""
-SECOND_JOINS_AT_WAVE, SECOND_LEAVES_AT_WAVE = 2, 4
+SECOND_JOINS_AT_WAVE, SECOND_LEAVES_AT_WAVE = 3, 5
+"""Both in the middle of a window."""
 BASE = recent_window_start(WINDOW_MS, seconds_ago=3600)
 """Event times start an hour back (output records carry them; the broker keeps them for 7 days)."""
 
@@ -70,7 +78,7 @@ def activity_topology(clicks: str, views: str, updates: str, finals: str) -> dic
     click = builder.stream(clicks, name="clicks", timestamp_extractor=event_time, **serdes)
     view = builder.stream(views, name="views", timestamp_extractor=event_time, **serdes)
     windows = TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS)
-    retention = (WAVES + 2) * WINDOW_MS + GRACE_MS
+    retention = END + 2 * WINDOW_MS + GRACE_MS
     (
         click.group_by_key()
         .cogroup(f"{functions}:add_click")
@@ -114,14 +122,14 @@ def _users() -> dict[int, list[str]]:
 
 def _wave(wave: int, users: list[str]) -> tuple[list[Event], list[Event]]:
     """The clicks and the views of ``wave``: per user ``RECORDS_PER_USER_AND_WAVE`` records, a user-and-wave
-    dependent share of them clicks, in event-time order across the window ``BASE + wave * WINDOW_MS``."""
+    dependent share of them clicks, in event-time order across ``WAVE_MS`` from ``BASE + wave * WAVE_MS``."""
     clicks: list[Event] = []
     views: list[Event] = []
     records = [(user, i) for i in range(RECORDS_PER_USER_AND_WAVE) for user in users]
-    step = WINDOW_MS // len(records)
+    step = WAVE_MS // len(records)
     for n, (user, i) in enumerate(records):
         is_click = i <= (wave + users.index(user)) % RECORDS_PER_USER_AND_WAVE
-        value = {"n": n, "kind": "click" if is_click else "view", "ts": BASE + wave * WINDOW_MS + n * step}
+        value = {"n": n, "kind": "click" if is_click else "view", "ts": BASE + wave * WAVE_MS + n * step}
         (clicks if is_click else views).append((user, value))
     return clicks, views
 
@@ -168,8 +176,7 @@ def _produce_waves(
         kafka.produce(views, wave_views)
         _add(expected, wave_clicks + wave_views)
         time.sleep(WAVE_INTERVAL_S)
-    closing = BASE + WAVES * WINDOW_MS + GRACE_MS  # closes [.., BASE + WAVES * WINDOW_MS) in every partition
-    last = [(found[0], {"n": -1, "kind": "click", "ts": closing}) for found in users.values()]
+    last = [(found[0], {"n": -1, "kind": "click", "ts": BASE + END + GRACE_MS}) for found in users.values()]
     kafka.produce(clicks, last)
     _add(expected, last)
     events.append(f"input produced at {time.monotonic() - started:.1f}s")
@@ -262,7 +269,7 @@ def test_cogroup_and_final_window_results_are_exact_under_exactly_once_while_ins
     first.assert_running()
     assert first.stop() == 0, first.log_tail()
 
-    closed = {(user, start): agg for (user, start), agg in expected.items() if start < BASE + WAVES * WINDOW_MS}
+    closed = {(user, start): agg for (user, start), agg in expected.items() if start < BASE + END}
     emitted = _outputs(kafka, finals)
     repeats = _repeats(emitted)
     run = f"{len(expected)} windows, {len(repeats)} emitted again; {'; '.join(events)}; logs {workdir}"
