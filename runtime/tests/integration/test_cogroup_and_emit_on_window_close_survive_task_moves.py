@@ -56,7 +56,7 @@ them."""
 RECORDS_PER_USER_AND_WAVE = 4
 WAVE_INTERVAL_S = 1.0
 COMMIT_INTERVAL_MS = 1000
-"""Longer than a wave: the cache merges a window's updates, and a move finds emissions of open transactions."""
+"""As long as a wave: the cache merges a window's updates, and a move finds emissions of open transactions."""
 SECOND_JOINS_AT_WAVE, SECOND_LEAVES_AT_WAVE = 3, 5
 """Both in the middle of a window."""
 BASE = recent_window_start(WINDOW_MS, seconds_ago=3600)
@@ -242,7 +242,7 @@ def _relative(windows: dict[Window, Any]) -> dict[str, Any]:
     return {f"{user}@{start - BASE}": value for (user, start), value in sorted(windows.items())}
 
 
-def test_cogroup_and_final_window_results_are_exact_under_exactly_once_while_instances_join_and_leave(
+def test_cogroup_and_final_window_results_are_exact_and_never_go_back_under_exactly_once_while_instances_join_and_leave(
     kafka: KafkaTestClient, workdir: Path, instances: list[StreamAppInstance]
 ) -> None:
     app = unique("cogroup-moves")
