@@ -11,7 +11,7 @@ from conformance.test_global_table import orders_with_users
 from streamapp import StreamsBuilder
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay import ReplayPlan
-from streamapp.replay.plan import stage_order
+from streamapp.replay.stages import replay_stages
 from streamapp.replay.tasks import merge_by_head_timestamp, run_task
 from streamapp.serdes import serde_for
 from streamapp.testing import TopologyTestDriver
@@ -100,10 +100,10 @@ def test_a_plan_with_bad_offsets_or_counts_is_refused(changes: dict[str, Any], m
 
 
 def test_stages_run_after_the_stages_whose_repartition_topics_they_read() -> None:
-    order = stage_order(parity_sums().build(), "app")
+    order = replay_stages(parity_sums().build(), "app")
 
-    assert [sub.id for sub in order] == [0, 1]
-    assert [ref.name for ref in order[1].source_topics] == ["by-parity-repartition"]
+    assert [(stage.id, stage.resumes) for stage in order] == [(0, False), (1, False)]
+    assert [ref.name for ref in order[1].sources] == ["by-parity-repartition"]
 
 
 def record(topic: str, offset: int, timestamp: int) -> ConsumerRecord:
@@ -123,7 +123,7 @@ def test_a_task_run_by_the_replay_writes_what_the_driver_writes() -> None:
     description = parity_sums().build()
     key, value = serde_for(S, "numbers", is_key=True), serde_for(L, "numbers")
     inputs = [ConsumerRecord("numbers", 0, i, key.serialize(f"k{i}"), value.serialize(i), 1_000 + i) for i in range(8)]
-    subs = stage_order(description, "app")
+    subs = [stage.subtopology for stage in replay_stages(description, "app")]
     counts = {"app-by-parity-repartition": 1, "app-parity-sums-changelog": 1, "parity-sums": 1}
 
     upstream = run_task(description, subs[0], 0, {"numbers": inputs}, counts, {"application.id": "app"})

@@ -10,10 +10,11 @@ results (docs/replay.md). The only package of ``streamapp`` that imports pyspark
 
 Only the ``spark`` folder imports pyspark, pyarrow and numpy (import-linter contract ``pyspark-fenced``): the stage
 order (``spark.engine``), each stage kind and family (``spark.native_stage``, ``spark.task_stage``,
-``spark.count``, ``spark.windowed_count``), the session, the reads, the native counts' classifiers and folds, and the write; this
-package imports them on first use of their names. The plan and its checks (``check_topology``), the shapes, the
-task runner (``tasks``), the transactional writer (``output``) and the node-type tables (``translate`` and the
-family modules, ADR 0005) are plain Python: the operator uses them without the replay extra.
+``spark.count``, ``spark.windowed_count``), the session, the reads, the native counts' classifiers and folds, and the
+write; this package imports them on first use of their names. The plan and its checks (``check_topology``), the
+stages (``stages``: which sub-topology runs when, a foreign-key join's left one twice), the shapes, the task runner
+(``tasks``), the transactional writer (``output``) and the node-type tables (``translate`` and the family modules,
+ADR 0005) are plain Python: the operator uses them without the replay extra.
 """
 
 from __future__ import annotations
