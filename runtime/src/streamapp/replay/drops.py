@@ -12,8 +12,8 @@ How each stage counts them:
   (``DropCounts``), kept only when the native stage is (a stage that falls back to the task path counts there);
 - the native windowed count: a (record, window) pair behind the close time is dropped as ``late`` in Spark SQL;
   its classifier counts every pair of the counted records into the same accumulator, and the late ones are those
-  the stage's changelog does not count (``spark.native_stage.window_counts_sum``: each window's final count), so no second pass
-  over the input is needed. (A Spark task retried after it ran counts its accumulator updates again: rare.)
+  the stage's changelog does not count (``spark.native_stage.window_counts_sum``: each window's final count), so no
+  second pass over the input is needed. (A Spark task retried after it ran counts its accumulator updates again: rare.)
 
 Plain Python: pyspark is imported by ``streamapp.replay.spark``'s modules only (the import fence), so the
 frame-reading halves (``summarize``, ``window_counts_sum``) live in ``streamapp.replay.spark``.
