@@ -55,3 +55,14 @@ def test_a_node_that_needs_stream_time_downstream_of_the_responses_is_refused_na
 
     with pytest.raises(UnsupportedTopologyError, match=r"node 'per-second' .*needs the task's stream time"):
         check_topology(builder.build())
+
+
+def test_a_foreign_key_join_of_another_ones_result_is_refused_as_a_cycle() -> None:
+    """The second join's subscriptions come from the first join's responses, so the left sub-topology's second run
+    would write a topic the right one already read: more rounds than the replay's two runs."""
+    builder, joined = orders_with_customers()
+    customers = builder.table("regions", key_serde=S, value_serde=J, name="regions")
+    joined.join(customers, pair, foreign_key_extractor=customer_of, name="again").to_stream().to("out", name="out")
+
+    with pytest.raises(UnsupportedTopologyError, match=r"sub-topologies \[0, 2\] form a cycle .*'app-again-"):
+        replay_stages(builder.build(), "app")

@@ -124,11 +124,23 @@ def _ordered(stages: list[Stage], application_id: str) -> list[Stage]:
         needs = {w for ref in stage.sources for w in writers.get(ref.resolve(application_id), set())}
         if stage.resumes:  # its stores are the first run's
             needs |= {i for i, s in enumerate(stages) if s.id == stage.id and not s.resumes}
-        upstream[index] = needs - {index}
+        upstream[index] = needs
     ordered: list[int] = []
     while len(ordered) < len(stages):
         ready = [i for i in range(len(stages)) if i not in ordered and upstream[i] <= set(ordered)]
         if not ready:
-            raise UnsupportedTopologyError("sub-topologies form a cycle through repartition topics")
+            raise _cycle([stages[i] for i in range(len(stages)) if i not in ordered], application_id)
         ordered.extend(ready)
     return [stages[i] for i in ordered]
+
+
+def _cycle(stages: list[Stage], application_id: str) -> UnsupportedTopologyError:
+    """The error for ``stages`` (those left) in a cycle, naming their sub-topologies and the topics they read."""
+    subs = sorted({stage.id for stage in stages})
+    topics = sorted({ref.resolve(application_id) for stage in stages for ref in stage.sources if ref.internal})
+    return UnsupportedTopologyError(
+        f"sub-topologies {subs} form a cycle through repartition topics {topics}; the replay runs a foreign-key "
+        "join's left sub-topology twice (its updates, then the responses), so the records downstream of the "
+        "responses may not reach a topic an earlier run reads (e.g. a foreign-key join of another one's result in "
+        "the same sub-topology)"
+    )
