@@ -25,3 +25,10 @@ def order_with_user(order: Any, user: Any) -> dict[str, Any]:
 def customer_of(order: Any) -> Any:
     """The foreign-key extractor of the foreign-key join tests: an order's customer id (``None``: none)."""
     return order.get("customer")
+
+
+def customer_name_of(key: Any, joined: list[Any]) -> tuple[str, Any]:
+    """``(customer name, order id)``: a foreign-key join's ``[order, customer]`` row re-keyed by the customer's name
+    (``"nobody"`` without a customer)."""
+    customer = joined[1]
+    return ("nobody" if customer is None else customer["name"]), key

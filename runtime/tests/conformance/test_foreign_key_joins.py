@@ -4,8 +4,9 @@
 Expected results follow Kafka Streams' processors of ``org.apache.kafka.streams.kstream.internals.foreignkeyjoin``:
 ``SubscriptionSendProcessorSupplier`` (which subscriptions a left update sends), ``SubscriptionJoinProcessorSupplier``
 and ``ForeignTableJoinProcessorSupplier`` (which responses the right side sends, at which timestamp) and
-``ResponseJoinProcessorSupplier`` (the hash check and the inner/left results). The replay refuses the join (its two
-sub-topologies feed each other: ``spark_unsupported``).
+``ResponseJoinProcessorSupplier`` (the hash check and the inner/left results). The replay gives the final joined
+table (its two sub-topologies feed each other, so it processes every response after the left table's last update:
+fewer intermediate results, ``spark_unsupported``; docs/replay.md, "Foreign-key joins").
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from conformance.test_global_table import orders_with_users
 from streamapp import StreamsBuilder
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay import ReplayPlan
-from streamapp.replay.plan import stage_order
-from streamapp.replay.tasks import merge_by_head_timestamp, run_task
+from streamapp.replay.stages import replay_stages
+from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp, run_task
 from streamapp.serdes import serde_for
 from streamapp.testing import TopologyTestDriver
 
@@ -100,10 +100,10 @@ def test_a_plan_with_bad_offsets_or_counts_is_refused(changes: dict[str, Any], m
 
 
 def test_stages_run_after_the_stages_whose_repartition_topics_they_read() -> None:
-    order = stage_order(parity_sums().build(), "app")
+    order = replay_stages(parity_sums().build(), "app")
 
-    assert [sub.id for sub in order] == [0, 1]
-    assert [ref.name for ref in order[1].source_topics] == ["by-parity-repartition"]
+    assert [(stage.id, stage.resumes) for stage in order] == [(0, False), (1, False)]
+    assert [ref.name for ref in order[1].sources] == ["by-parity-repartition"]
 
 
 def record(topic: str, offset: int, timestamp: int) -> ConsumerRecord:
@@ -123,7 +123,7 @@ def test_a_task_run_by_the_replay_writes_what_the_driver_writes() -> None:
     description = parity_sums().build()
     key, value = serde_for(S, "numbers", is_key=True), serde_for(L, "numbers")
     inputs = [ConsumerRecord("numbers", 0, i, key.serialize(f"k{i}"), value.serialize(i), 1_000 + i) for i in range(8)]
-    subs = stage_order(description, "app")
+    subs = [stage.subtopology for stage in replay_stages(description, "app")]
     counts = {"app-by-parity-repartition": 1, "app-parity-sums-changelog": 1, "parity-sums": 1}
 
     upstream = run_task(description, subs[0], 0, {"numbers": inputs}, counts, {"application.id": "app"})
@@ -153,3 +153,30 @@ def test_a_task_run_by_the_replay_writes_what_the_driver_writes() -> None:
         if r.topic == "app-parity-sums-changelog"
     }
     assert changelog == {"even": 12, "odd": 16}
+
+
+def test_a_task_restored_from_its_changelog_goes_on_from_its_state_and_logs_only_its_own_writes() -> None:
+    """``ReplayTask(restored=...)``, how a foreign-key join's left sub-topology resumes: the runtime's restore puts
+    the first run's changelog records into the stores, so the second run's sums go on from them, and its changelog
+    holds the keys it wrote, to follow the first run's records."""
+    description = parity_sums().build()
+    sums = [stage.subtopology for stage in replay_stages(description, "app")][1]
+    key, value = serde_for(S, "app-by-parity-repartition", is_key=True), serde_for(L, "app-by-parity-repartition")
+    counts = {"app-parity-sums-changelog": 1, "parity-sums": 1}
+    config = {"application.id": "app"}
+
+    def repartitioned(parity: str, numbers: range) -> list[ConsumerRecord]:
+        topic = "app-by-parity-repartition"
+        return [ConsumerRecord(topic, 0, n, key.serialize(parity), value.serialize(n), 1_000 + n) for n in numbers]
+
+    first_input = repartitioned("even", range(0, 6, 2)) + repartitioned("odd", range(1, 2))
+    first = run_task(description, sums, 0, {"app-by-parity-repartition": first_input}, counts, config)
+    restored = [r for r in first.records if r.topic == "app-parity-sums-changelog"]
+    with ReplayTask(description, sums, 0, counts, config, restored=restored) as second:
+        second.add("app-by-parity-repartition", repartitioned("even", range(6, 10, 2)))
+        written = second.process() + second.finish()
+
+    out_value = serde_for(L, "parity-sums")
+    assert [out_value.deserialize(r.value) for r in written if r.topic == "parity-sums"] == [12, 20]  # 0 + 2 + 4 = 6
+    changelog = [r for r in written if r.topic == "app-parity-sums-changelog"]
+    assert [(key.deserialize(r.key), out_value.deserialize(r.value)) for r in changelog] == [("even", 20)]  # not odd

@@ -1,22 +1,19 @@
 """A node type the replay cannot run is refused naming the node and the reason its family table gives, by the
 plan's check, before any Spark job: ``streamapp.replay.translate.check_supported`` (ADR 0005).
 
-The foreign-key join's node types are refused (``streamapp.replay.joins.FK_JOIN_REASON``); for the rest a family
-table that refuses one is made here with ``FamilyTranslations.unsupported``, as a family module would write it."""
+No family table refuses a node type today, so one that does is made here with ``FamilyTranslations.unsupported``, as
+a family module would write it. (The foreign-key join's limit, a node needing stream time downstream of its
+responses, is ``streamapp.replay.stages``': ``test_foreign_key_join_stages.py``.)"""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from conformance import dsl_functions as fn
-from conformance.join_functions import customer_of, pair
 from streamapp import StreamsBuilder
 from streamapp.replay import ReplayPlan, UnsupportedTopologyError, translate
 from streamapp.replay.base import FamilyTranslations
-from streamapp.replay.joins import FK_JOIN_REASON
-from streamapp.replay.plan import check_topology
 from streamapp.topology.nodes.stateless import FilterNode
 
 S, L = "string", "long"
@@ -76,19 +73,3 @@ def test_a_node_type_without_a_translation_is_refused_naming_the_node(monkeypatc
     monkeypatch.delitem(translate.TRANSLATIONS, "filter")
     with pytest.raises(UnsupportedTopologyError, match=r"node 'evens'.*'filter': the replay has no translation for it"):
         translate.check_supported(_plan().description)
-
-
-def test_a_foreign_key_join_is_refused_naming_its_first_node_before_the_replay_job() -> None:
-    """Its sub-topologies feed each other (subscription and response topics), which the stage order cannot run;
-    ``check_topology`` is what the operator calls before it launches a replay Job."""
-    builder = StreamsBuilder()
-    orders = builder.table("orders", key_serde=S, value_serde="json", name="orders")
-    customers = builder.table("customers", key_serde=S, value_serde="json", name="customers")
-    orders.join(customers, pair, foreign_key_extractor=customer_of, name="enrich").to_stream().to("out", name="out")
-
-    message = (
-        "node 'enrich-subscription-registration-processor': the replay does not support node type "
-        f"'fk_subscription_send': {FK_JOIN_REASON}"
-    )
-    with pytest.raises(UnsupportedTopologyError, match=re.escape(message)):
-        check_topology(builder.build())

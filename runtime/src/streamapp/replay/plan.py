@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamapp.replay.stages import replay_stages
 from streamapp.replay.translate import UnsupportedTopologyError, check_supported
-from streamapp.topology import SinkNode, Subtopology, TopologyDescription
+from streamapp.topology import SinkNode, TopologyDescription
 
-__all__ = ["EMIT_EVERY_UPDATE", "EMIT_FINAL", "ReplayPlan", "stage_order"]
+__all__ = ["EMIT_EVERY_UPDATE", "EMIT_FINAL", "ReplayPlan"]
 
 EMIT_EVERY_UPDATE = "every_update"
 """Every update of every aggregation reaches its sink: a streaming run with the record cache off (the default)."""
@@ -145,9 +146,11 @@ class ReplayPlan:
 def check_topology(description: TopologyDescription) -> None:
     """Raise UnsupportedTopologyError naming the node or topic when the replay cannot run this topology, whatever
     the offsets: an unsupported node type, a sink whose topic is picked per record, a topic the topology both
-    writes and reads. Plain Python (no pyspark): the operator calls it before it launches a replay Job."""
+    writes and reads, a cycle between sub-topologies other than a foreign-key join's (``streamapp.replay.stages``).
+    Plain Python (no pyspark): the operator calls it before it launches a replay Job."""
     check_supported(description)
     check_sinks(description)
+    replay_stages(description, "check")  # the application id only names the internal topics
     read = set(description.external_source_topics())
     for topic in description.sink_topics():
         if topic in read:
@@ -165,27 +168,6 @@ def check_sinks(description: TopologyDescription) -> None:
                 f"node '{node.name}': the replay does not support a sink whose topic a topicExtractor picks per "
                 "record (its topics and their partition counts are not known before the job)"
             )
-
-
-def stage_order(description: TopologyDescription, application_id: str) -> list[Subtopology]:
-    """Sub-topologies in dependency order: each after every sub-topology that writes a topic it reads."""
-    subs = description.subtopologies()
-    writers = {ref.resolve(application_id): sub.id for sub in subs for ref in sub.sink_topics if ref.internal}
-    upstream = {
-        sub.id: {writers[t] for t in (ref.resolve(application_id) for ref in sub.source_topics) if t in writers}
-        for sub in subs
-    }
-    ordered: list[Subtopology] = []
-    done: set[int] = set()
-    by_id = {sub.id: sub for sub in subs}
-    while len(ordered) < len(subs):
-        ready = [i for i in sorted(by_id) if i not in done and upstream[i] <= done]
-        if not ready:
-            raise UnsupportedTopologyError("sub-topologies form a cycle through repartition topics")
-        for i in ready:
-            ordered.append(by_id[i])
-            done.add(i)
-    return ordered
 
 
 def _offsets(raw: Mapping[str, Mapping[Any, Any]]) -> Offsets:

@@ -37,12 +37,14 @@ from streamapp.processing.errors import ExceptionHandlers
 from streamapp.processing.global_thread import global_store_specs
 from streamapp.processing.partition_group import MAX_TASK_IDLE_DISABLED
 from streamapp.processing.task import StreamTask, TaskId
+from streamapp.state.changelogging import ChangeLoggingKeyValueStore
 from streamapp.state.global_store import GlobalStateManager
 from streamapp.state.memory import InMemoryKeyValueStore
 from streamapp.state.record_cache import ThreadCache
+from streamapp.state.versioned import VersionedChangeLoggingStore
 from streamapp.topology import Subtopology, TopologyDescription
 
-__all__ = ["ReplayTask", "TaskOutput", "iter_merged", "merge_by_head_timestamp", "run_task"]
+__all__ = ["ReplayTask", "TaskOutput", "iter_merged", "merge_by_head_timestamp", "restore_changelog", "run_task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,9 @@ class ReplayTask:
     required; the exception handlers apply as in the runtime). ``functions``: the resolved user functions
     (default: ``TopologyDescription.resolve_functions``). ``wall_clock_ms``: what the task's clock reads.
     ``global_records``: the records of the global tables' topics (offset order per partition), applied to the
-    global stores before the task's first record.
+    global stores before the task's first record. ``restored``: changelog records of the task's stores (offset
+    order per changelog partition) that the stores restore from before the first record, through the runtime's
+    restore (``restore_changelog``): a foreign-key join's left sub-topology resumes so (``streamapp.replay.stages``).
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class ReplayTask:
         wall_clock_ms: int = 0,
         global_records: Iterable[ConsumerRecord] = (),
         final: bool = False,
+        restored: Iterable[ConsumerRecord] = (),
     ) -> None:
         # the record cache off (one update per record, the output the parity tests define), or with ``final`` a
         # cache no record evicts, flushed once by ``finish``: what a streaming run whose cache flushes at the end
@@ -161,6 +166,7 @@ class ReplayTask:
             record_cache=ThreadCache(FINAL_CACHE_BYTES) if final else None,
         )
         self._task.initialize()
+        restore_changelog(self._task.stores.values(), restored)  # the runtime's order: initialize, restore, run
         self._task.mark_running()
         for ref in subtopology.source_topics:  # queues in source order: PartitionGroup's tie-break
             self._task.input_queue(TopicPartition(ref.resolve(self.application_id), partition))
@@ -248,6 +254,27 @@ def run_task(
         return TaskOutput(
             written, task.changelog_topics, task.records_processed, task.dropped_records, task.dropped_by_reason
         )
+
+
+def restore_changelog(stores: Iterable[ChangeLoggingKeyValueStore], records: Iterable[ConsumerRecord]) -> None:
+    """Apply changelog ``records`` (offset order per partition) to the ``stores`` they log, as the runtime's
+    changelog reader does (``streamapp.state.restore.ChangelogReader.restore``: the latest record per key, every
+    record for a versioned store); the restored data is applied, not pending, so the stores log only later writes.
+    Raises ValueError for a record of a changelog partition none of ``stores`` logs."""
+    by_changelog = {store.changelog: store for store in stores}
+    batches: dict[TopicPartition, list[ConsumerRecord]] = {}
+    for record in records:
+        if record.key is not None:
+            batches.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+    for tp, batch in batches.items():
+        store = by_changelog.get(tp)
+        if store is None:
+            raise ValueError(f"no store of the task logs to {tp.topic}[{tp.partition}]")
+        last = batch[-1].offset
+        if isinstance(store, VersionedChangeLoggingStore):
+            store.restore_records([(r.key, r.value, r.timestamp) for r in batch if r.key is not None], last)
+        else:
+            store.restore({r.key: (r.value, r.timestamp) for r in batch if r.key is not None}, last)
 
 
 def _bootstrap_global_stores(

@@ -1,6 +1,7 @@
 """The replay on Spark: a topology's sub-topologies as stages of one batch job over bounded offset ranges.
 
-For each sub-topology in dependency order (``plan.stage_order``):
+For each stage in dependency order (``streamapp.replay.stages``: each sub-topology once, a foreign-key join's left
+sub-topology twice):
 
 1. its input is the union of the Kafka reads of its external source topics (``spark.source``: offset ranges read
    by Spark's Python workers with the runtime's client, ``read_committed``) and the repartition records upstream stages
@@ -38,7 +39,7 @@ from pyspark.sql import functions as F
 
 from streamapp.replay.drops import DROPPED_KIND, add_counts
 from streamapp.replay.output import WriteResult
-from streamapp.replay.plan import EMIT_FINAL, ReplayPlan, stage_order
+from streamapp.replay.plan import EMIT_FINAL, ReplayPlan
 from streamapp.replay.progress import ReplayProgress, log_progress
 from streamapp.replay.security import client_settings
 from streamapp.replay.shapes import PATH_TASK
@@ -47,9 +48,10 @@ from streamapp.replay.spark.progress_tracker import ProgressTracker
 from streamapp.replay.spark.records import RECORD_SCHEMA
 from streamapp.replay.spark.source import splits
 from streamapp.replay.spark.summary import StageSummary, summarize, window_retentions, without_expired_windows
-from streamapp.replay.spark.task_stage import StageFunction
+from streamapp.replay.spark.task_stage import CHANGELOG_KIND, StageFunction
 from streamapp.replay.spark.topic_reads import global_records, read_topic
 from streamapp.replay.spark.write import write_outputs
+from streamapp.replay.stages import replay_stages
 
 __all__ = ["JOB_DESCRIPTION_PREFIX", "RECORD_SCHEMA", "ReplayResult", "replay_parallelism", "run_replay"]
 
@@ -196,16 +198,20 @@ def _run_stages(
     global_table_records = global_records(spark, plan, settings)
     written_kinds = _written_kinds(plan)
     targets: set[tuple[str, int]] = set()
-    for sub in stage_order(plan.description, application_id):
+    first_runs: dict[int, DataFrame] = {}
+    for replay_stage in replay_stages(plan.description, application_id):
+        sub = replay_stage.subtopology
         # Spark's jobs say what they run (event log, status tracker): "streamapp-replay stage <id>" / "... write"
         spark.sparkContext.setJobDescription(f"{JOB_DESCRIPTION_PREFIX} stage {sub.id}")
         parts: list[DataFrame] = []
-        for ref in sub.source_topics:
+        for ref in replay_stage.sources:
             topic = ref.resolve(application_id)
             if ref.internal:
                 parts.append(repartitioned[topic])
             else:
                 parts.append(read_topic(spark, plan, topic, settings, min_partitions=cores))
+        if replay_stage.resumes:  # the first run's changelog records: the tasks restore their stores from them
+            parts.append(first_runs[sub.id].where(F.col("kind") == CHANGELOG_KIND))
         stage_input = parts[0]
         for part in parts[1:]:
             stage_input = stage_input.unionByName(part)
@@ -238,6 +244,7 @@ def _run_stages(
                 tracker.records,
                 global_table_records,
                 final=final,
+                resumes=replay_stage.resumes,
             )
             stage = (
                 # one Spark partition per task (the task's partition number is the Spark partition's id): hashing
@@ -251,15 +258,16 @@ def _run_stages(
         assert summary is not None
         cached.append(stage)
         stage = stage.where(F.col("kind") != DROPPED_KIND)
+        if not replay_stage.resumes:
+            first_runs[sub.id] = stage
         add_counts(result.dropped_records, summary.dropped)
-        result.records_written_by_stage[sub.id] = summary.records
+        result.records_written_by_stage[sub.id] = result.records_written_by_stage.get(sub.id, 0) + summary.records
         targets.update(t for kind, t in summary.partitions if kind in written_kinds)
         tracker.stages_done += 1
         outputs.append(without_expired_windows(stage, summary.window_horizons))
-        for ref in sub.sink_topics:
-            if ref.internal:
-                topic = ref.resolve(application_id)
-                repartitioned[topic] = stage.where(F.col("topic") == topic)
+        for topic in replay_stage.writes:
+            written = stage.where(F.col("topic") == topic)
+            repartitioned[topic] = repartitioned[topic].unionByName(written) if topic in repartitioned else written
     for ref_topic in plan.description.external_source_topics():
         ranges = zip(plan.start_offsets[ref_topic].items(), plan.end_offsets[ref_topic].values(), strict=True)
         result.records_read[ref_topic] = sum(end - start for (_, start), end in ranges)

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from streamapp.replay.plan import ReplayPlan
 from streamapp.replay.progress import ReplayProgress
+from streamapp.replay.stages import replay_stages
 
 __all__ = ["ProgressTracker"]
 
@@ -31,7 +32,7 @@ class ProgressTracker:
         self._spark = spark
         self._on_progress = on_progress
         self._interval_s = interval_s
-        self._stages_total = len(plan.description.subtopologies())
+        self._stages_total = len(replay_stages(plan.description, plan.application_id))
         self._total = sum(
             end - plan.start_offsets[topic][p] for topic, ends in plan.end_offsets.items() for p, end in ends.items()
         )

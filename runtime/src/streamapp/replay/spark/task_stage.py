@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamapp.kafka.types import ConsumerRecord
 from streamapp.replay.drops import DROPPED_KIND
@@ -16,7 +17,13 @@ from streamapp.replay.spark.topic_reads import GlobalRecord
 from streamapp.replay.tasks import ReplayTask, merge_by_head_timestamp
 from streamapp.topology import TopologyDescription
 
-__all__ = ["StageFunction"]
+__all__ = ["CHANGELOG_KIND", "RESUMED_OFFSET", "StageFunction"]
+
+CHANGELOG_KIND = "changelog"
+"""``kind`` of a changelog record in the stages' records (``records.RECORD_SCHEMA``)."""
+RESUMED_OFFSET = 1 << 40
+"""Where a resumed stage's records start in their producer's sequence: after anything the producer's first run
+wrote (a task writes fewer than 2^40 records), so the final write and the next stages order them after it."""
 
 _WORKER_CACHE: dict[str, tuple[TopologyDescription, dict[str, dict[str, Callable[..., Any]]]]] = {}
 """Per Python worker: the parsed description and its imported user functions, by document."""
@@ -49,6 +56,7 @@ class StageFunction:
         global_records: list[GlobalRecord] | None = None,
         *,
         final: bool = False,
+        resumes: bool = False,
     ) -> None:
         self.document = document
         self.global_records = global_records or []
@@ -60,57 +68,84 @@ class StageFunction:
         self.wall_clock_ms = wall_clock_ms
         self.records = records
         """Spark accumulator of the input records the stage read (progress), or None."""
+        self.resumes = resumes
+        """A resumed stage (``streamapp.replay.stages``): its input holds, besides the records to process, the
+        ``changelog`` records the first run of the sub-topology wrote, which the tasks restore their stores from;
+        what it writes follows the first run's records in each producer's sequence (offsets from
+        ``RESUMED_OFFSET``)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         description, functions = _worker_topology(self.document)
         sub = next(s for s in description.subtopologies() if s.id == self.sub_id)
         application_id = str(self.config["application.id"])
         sources = [ref.resolve(application_id) for ref in sub.source_topics]
-        streamed = len(sources) == 1 and not sub.source_topics[0].internal
+        streamed = len(sources) == 1 and not sub.source_topics[0].internal and not self.resumes
         repartition = frozenset(ref.resolve(application_id) for ref in sub.sink_topics if ref.internal)
+
+        def new_task(partition: int, restored: list[ConsumerRecord]) -> ReplayTask:
+            return ReplayTask(
+                description,
+                sub,
+                partition,
+                self.counts,
+                self.config,
+                functions=functions,
+                wall_clock_ms=self.wall_clock_ms,
+                global_records=(ConsumerRecord(*record) for record in self.global_records),
+                final=self.final,
+                restored=restored,
+            )
+
         task: ReplayTask | None = None
+        current: int | None = None
         buffered: list[dict[str, Any]] = []
         for batch in batches:
             if self.records is not None:
-                self.records.add(batch.num_rows)
+                self.records.add(batch.num_rows - _changelog_rows(batch))
             records = list(_records_of(batch)) if streamed else []
             for partition, start, end in _runs_by_partition(batch.column("partition").to_pylist()):
-                if task is not None and task.partition != partition:
-                    yield self._batch(self._finish(task, buffered, streamed), task, repartition)
-                    yield self._dropped(task)
+                if current is not None and current != partition:
+                    yield from self._finish(task, current, buffered, new_task, repartition)
                     task, buffered = None, []
-                if task is None:
-                    task = ReplayTask(
-                        description,
-                        sub,
-                        partition,
-                        self.counts,
-                        self.config,
-                        functions=functions,
-                        wall_clock_ms=self.wall_clock_ms,
-                        global_records=(ConsumerRecord(*record) for record in self.global_records),
-                        final=self.final,
-                    )
+                current = partition
                 if streamed:
+                    task = task or new_task(partition, [])
                     task.add(sources[0], records[start:end])
                     yield self._batch(task.process(), task, repartition)
                 else:
                     buffered.extend(batch.slice(start, end - start).to_pylist())
-        if task is not None:
-            yield self._batch(self._finish(task, buffered, streamed), task, repartition)
-            yield self._dropped(task)
+        if current is not None:
+            yield from self._finish(task, current, buffered, new_task, repartition)
 
-    @staticmethod
-    def _finish(task: ReplayTask, buffered: list[dict[str, Any]], streamed: bool) -> list[ConsumerRecord]:
+    def _finish(
+        self,
+        task: ReplayTask | None,
+        partition: int,
+        buffered: list[dict[str, Any]],
+        new_task: Callable[[int, list[ConsumerRecord]], ReplayTask],
+        repartition: frozenset[str],
+    ) -> Iterator[pa.RecordBatch]:
+        """End task ``partition``: a streamed ``task`` has processed its input; a buffered one is created now, its
+        stores restored from the ``changelog`` rows among ``buffered`` (a resumed stage), and fed the rest."""
+        written: list[ConsumerRecord] = []
+        if task is None:
+            restored = [_record(row) for row in buffered if row["kind"] == CHANGELOG_KIND]
+            task = new_task(partition, restored)
         try:
-            written: list[ConsumerRecord] = []
-            if not streamed:
-                for topic, records in _ordered_inputs(buffered).items():
+            if buffered:
+                inputs = [row for row in buffered if row["kind"] != CHANGELOG_KIND]
+                for topic, records in _ordered_inputs(inputs).items():
                     task.add(topic, records)
                 written = task.process()
-            return written + task.finish()
+            written += task.finish()
         finally:
             task.close()
+        yield self._batch(written, task, repartition)
+        yield self._dropped(task)
+
+    @property
+    def _offset_base(self) -> int:
+        return RESUMED_OFFSET if self.resumes else 0
 
     def _dropped(self, task: ReplayTask) -> pa.RecordBatch:
         """The finished ``task``'s drop rows: one per reason it dropped records for (``streamapp.replay.drops``)."""
@@ -135,18 +170,24 @@ class StageFunction:
             len(records),
             topic=[r.topic for r in records],
             partition=[r.partition for r in records],
-            offset=[r.offset for r in records],
+            offset=[r.offset + self._offset_base for r in records],
             key=[r.key for r in records],
             value=[r.value for r in records],
             timestamp=[r.timestamp for r in records],
             producer_sub=self.sub_id,
             producer_part=task.partition,
             kind=[
-                "changelog" if r.topic in changelog else "repartition" if r.topic in repartition else "sink"
+                CHANGELOG_KIND if r.topic in changelog else "repartition" if r.topic in repartition else "sink"
                 for r in records
             ],
             headers=[[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in records],
         )
+
+
+def _changelog_rows(batch: pa.RecordBatch) -> int:
+    """The rows of ``batch`` of kind ``changelog`` (a resumed stage's restore records: not input records)."""
+    kinds = batch.column("kind")
+    return int(pc.sum(pc.equal(kinds, CHANGELOG_KIND)).as_py() or 0)
 
 
 def _runs_by_partition(partitions: list[int]) -> Iterator[tuple[int, int, int]]:
