@@ -16,6 +16,7 @@ from streamapp.kafka.types import (
     CommitFailedError,
     ConsumerRecord,
     DeliveryError,
+    OffsetAndMetadata,
     RebalanceListener,
     TopicPartition,
 )
@@ -26,6 +27,7 @@ from streamapp.partitioner import partition_for_key
 class FakeCluster:
     topics: dict[str, list[list[ConsumerRecord]]] = field(default_factory=dict)
     committed: dict[TopicPartition, int] = field(default_factory=dict)
+    committed_metadata: dict[TopicPartition, str] = field(default_factory=dict)
 
     def create_topic(self, name: str, partitions: int) -> None:
         self.topics.setdefault(name, [[] for _ in range(partitions)])
@@ -150,15 +152,29 @@ class FakeConsumer:
             self.positions[tp] = position + len(batch)
         return out
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None = None
+    ) -> None:
         if self.fail_next_commit:
             self.fail_next_commit = False
             raise CommitFailedError("group rebalanced (fake)")
         self.commits.append(dict(offsets))
         self.cluster.committed.update(offsets)
+        self.cluster.committed_metadata.update({tp: (metadata or {}).get(tp, "") for tp in offsets})
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {tp: self.cluster.committed.get(tp) for tp in partitions}
+
+    def committed_with_metadata(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        committed = self.cluster.committed
+        return {
+            tp: OffsetAndMetadata(committed[tp], self.cluster.committed_metadata.get(tp, ""))
+            if tp in committed
+            else None
+            for tp in partitions
+        }
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         self.paused.update(partitions)

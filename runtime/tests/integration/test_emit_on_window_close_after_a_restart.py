@@ -1,7 +1,8 @@
 """On the real broker, a window aggregation with ``EmitStrategy.on_window_close()`` (KIP-825) emits each window's final
-result once across a restart that rebuilds its window store from the changelog: the restarted task derives the last
-emission's close time from the restored store's stream time (Kafka keeps it in the committed offsets' metadata,
-``AbstractKStreamTimeWindowAggregateProcessor``), so it emits the window that closes next, not the closed ones again.
+result once across a restart that rebuilds its window store from the changelog: the restarted task resumes from the
+last emission's close time committed in the offsets' metadata (as Kafka's
+``AbstractKStreamTimeWindowAggregateProcessor`` keeps it; the store-derived fallback of older commits gives the same
+result here), so it emits the window that closes next, not the closed ones again.
 """
 
 from __future__ import annotations

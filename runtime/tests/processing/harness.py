@@ -13,12 +13,13 @@ from typing import Any
 
 from kafka_fakes import FakeCluster, FakeConsumer, FakeProducer, FakeRestoreConsumer
 from streamapp.config import StreamsConfig
-from streamapp.kafka.types import TopicPartition
+from streamapp.kafka.types import ProducerClient, TopicPartition
 from streamapp.processing.state_manager import StoreFactory
 from streamapp.processing.status import WorkerStatus
 from streamapp.processing.stream_thread import StreamThread
 from streamapp.serdes import serde_for
 from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
+from streamapp.testing.cluster import InMemoryCluster, InMemoryConsumer, InMemoryRestoreConsumer
 from streamapp.topology import TopologyDescription
 
 APP = "app"
@@ -116,3 +117,28 @@ class ThreadHarness:
             self.thread.run_once()
             if until is not None and until():
                 return
+
+
+def in_memory_thread(
+    cluster: InMemoryCluster,
+    config: StreamsConfig,
+    description: TopologyDescription,
+    producer_factory: Callable[[], ProducerClient],
+) -> StreamThread:
+    """A started stream thread of ``description`` over the in-memory Kafka of ``streamapp.testing`` (the single member
+    of group ``application.id``) with RocksDB stores; ``producer_factory`` makes its producer, again after fencing."""
+    memory = RocksDBMemory(8 << 20, 2 << 20)
+    thread = StreamThread(
+        index=0,
+        config=config,
+        description=description,
+        functions=description.resolve_functions(),
+        consumer=InMemoryConsumer(cluster, group_id=config.application_id),
+        producer=producer_factory(),
+        restore_consumer=InMemoryRestoreConsumer(cluster),
+        store_factory=lambda name, path: RocksDBStore(name, path, memory),
+        report=lambda status: None,
+        producer_factory=producer_factory,
+    )
+    assert thread.start(lambda: False)
+    return thread

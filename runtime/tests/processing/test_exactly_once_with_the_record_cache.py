@@ -31,6 +31,7 @@ from harness import (
     OUTPUT,
     PARTITIONS,
     REPARTITION,
+    in_memory_thread,
     latest_counts,
     produce_events,
 )
@@ -39,9 +40,8 @@ from streamapp.kafka.types import TransactionAbortedError
 from streamapp.processing.stream_thread import StreamThread
 from streamapp.processing.task import TaskId
 from streamapp.serdes import serde_for
-from streamapp.state.rocksdb import RocksDBMemory, RocksDBStore
 from streamapp.state.stores import decode_timestamped
-from streamapp.testing.cluster import InMemoryCluster, InMemoryConsumer, InMemoryProducer, InMemoryRestoreConsumer
+from streamapp.testing.cluster import InMemoryCluster, InMemoryProducer
 from streamapp.topology import TopologyDescription
 
 TRANSACTIONAL_ID = f"{APP}-eos-cache-0"
@@ -101,21 +101,7 @@ def eos_thread(cluster: InMemoryCluster, state_dir: Path, faults: Faults, cache_
         settings["statestore.cache.max.bytes"] = cache_max_bytes
     config = StreamsConfig.from_mapping(settings)
     description = TopologyDescription.from_dict(COUNT_TOPOLOGY)
-    memory = RocksDBMemory(8 << 20, 2 << 20)
-    thread = StreamThread(
-        index=0,
-        config=config,
-        description=description,
-        functions=description.resolve_functions(),
-        consumer=InMemoryConsumer(cluster, group_id=APP),
-        producer=FaultyTransactionalProducer(cluster, faults),
-        restore_consumer=InMemoryRestoreConsumer(cluster),
-        store_factory=lambda name, path: RocksDBStore(name, path, memory),
-        report=lambda status: None,
-        producer_factory=lambda: FaultyTransactionalProducer(cluster, faults),
-    )
-    assert thread.start(lambda: False)
-    return thread
+    return in_memory_thread(cluster, config, description, lambda: FaultyTransactionalProducer(cluster, faults))
 
 
 def run(thread: StreamThread, iterations: int = 10) -> None:

@@ -26,12 +26,13 @@ import tenacity
 from confluent_kafka import KafkaError, KafkaException
 
 from streamapp.config import StreamsConfig
-from streamapp.kafka.producer import KafkaProducer
+from streamapp.kafka.producer import KafkaProducer, committable
 from streamapp.kafka.types import (
     CommitFailedError,
     ConsumerRecord,
     KafkaAuthenticationError,
     KafkaClientError,
+    OffsetAndMetadata,
     RebalanceListener,
     TopicPartition,
     UnreleasedInstanceIdError,
@@ -340,8 +341,10 @@ class KafkaConsumer:
                 self._check_gap(tp, offset)
         return records
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit ``offsets`` synchronously.
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None = None
+    ) -> None:
+        """Commit ``offsets`` synchronously, with ``metadata`` (``ConsumerClient.commit``).
 
         Under ``group.protocol=consumer`` (KIP-848) a commit sent while the coordinator moves the member to a new
         epoch (any member joining or leaving bumps it) is rejected with ``STALE_MEMBER_EPOCH`` although the member
@@ -355,7 +358,7 @@ class KafkaConsumer:
         longer than the retry time), KafkaClientError otherwise."""
         if not offsets:
             return
-        partitions = [confluent_kafka.TopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        partitions = committable(offsets, metadata)
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_StaleMemberEpoch),
             stop=tenacity.stop_after_delay(STALE_EPOCH_RETRY_S),
@@ -391,14 +394,25 @@ class KafkaConsumer:
         log.info("Offset commit retried: the member epoch was stale (attempt %d)", state.attempt_number)
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        found = self.committed_with_metadata(partitions)
+        return {tp: (committed.offset if committed is not None else None) for tp, committed in found.items()}
+
+    def committed_with_metadata(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
         try:
             result = self._consumer.committed(parts, timeout=30)
         except KafkaException as exc:
             raise KafkaClientError(f"cannot read committed offsets: {exc.args[0].str()}") from exc
-        offsets = {TopicPartition(p.topic, p.partition): (p.offset if p.offset >= 0 else None) for p in result}
-        for tp, offset in offsets.items():
-            self._check_gap(tp, offset if offset is not None else 0)
+        offsets = {
+            TopicPartition(p.topic, p.partition): (
+                OffsetAndMetadata(p.offset, p.metadata or "") if p.offset >= 0 else None
+            )
+            for p in result
+        }
+        for tp, committed in offsets.items():
+            self._check_gap(tp, committed.offset if committed is not None else 0)
         return offsets
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:

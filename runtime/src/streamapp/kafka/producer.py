@@ -34,7 +34,7 @@ from streamapp.kafka.types import (
     TransactionAbortedError,
 )
 
-__all__ = ["DeliveryErrorHandler", "KafkaProducer"]
+__all__ = ["DeliveryErrorHandler", "KafkaProducer", "committable"]
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,23 @@ _GROUP_MOVED_CODES = {
     KafkaError.FENCED_MEMBER_EPOCH,
 }
 _RETRY_LIMIT_S = 60.0
+
 _ANY_PARTITION = -1
 """librdkafka's ``RD_KAFKA_PARTITION_UA``: the partitioner chooses."""
+
+
+def committable(
+    offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None
+) -> list[confluent_kafka.TopicPartition]:
+    """``offsets`` as confluent-kafka's partitions to commit (consumer or transaction), each with its ``metadata``
+    string where it has one (librdkafka sends it as the offset's metadata; none: ``""``)."""
+    found = metadata or {}
+    return [
+        confluent_kafka.TopicPartition(tp.topic, tp.partition, off, metadata=found.get(tp))
+        if tp in found
+        else confluent_kafka.TopicPartition(tp.topic, tp.partition, off)
+        for tp, off in offsets.items()
+    ]
 
 
 def transaction_error(error: KafkaError, what: str) -> KafkaClientError:
@@ -159,9 +174,13 @@ class KafkaProducer:
             raise transaction_error(exc.args[0], "begin_transaction") from exc
 
     def send_offsets_to_transaction(
-        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: object,
+        timeout_s: float,
+        metadata: Mapping[TopicPartition, str] | None = None,
     ) -> None:
-        partitions = [confluent_kafka.TopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        partitions = committable(offsets, metadata)
         self._call_retrying(
             "send_offsets_to_transaction",
             lambda t: self._producer.send_offsets_to_transaction(partitions, group_metadata, t),

@@ -25,6 +25,7 @@ __all__ = [
     "Headers",
     "KafkaAuthenticationError",
     "KafkaClientError",
+    "OffsetAndMetadata",
     "ProducerClient",
     "ProducerFencedError",
     "RebalanceListener",
@@ -52,6 +53,14 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset (the next offset to read) and the metadata string committed with it (Kafka's
+    ``OffsetAndMetadata``; ``""`` when the commit carried none)."""
+
+    offset: int
+    metadata: str = ""
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -135,12 +144,22 @@ class ConsumerClient(Protocol):
         """Up to ``max_records`` records; rebalance callbacks run inside this call."""
         ...
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit synchronously. Raises CommitFailedError (group rebalanced) or KafkaClientError."""
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None = None
+    ) -> None:
+        """Commit synchronously, each partition with its ``metadata`` string (none: ``""``; the broker bounds its
+        length by ``offset.metadata.max.bytes``, 4096 by default). Raises CommitFailedError (group rebalanced) or
+        KafkaClientError."""
         ...
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (``None`` where nothing was committed), asked of the broker."""
+        ...
+
+    def committed_with_metadata(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """``committed``, each offset with the metadata committed with it (one request)."""
         ...
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
@@ -221,9 +240,14 @@ class TransactionalProducerClient(ProducerClient, Protocol):
     def begin_transaction(self) -> None: ...
 
     def send_offsets_to_transaction(
-        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: object,
+        timeout_s: float,
+        metadata: Mapping[TopicPartition, str] | None = None,
     ) -> None:
-        """Add consumer offsets (next offset to read) to the transaction; they commit with it."""
+        """Add consumer offsets (next offset to read), each with its ``metadata`` string, to the transaction; they
+        commit with it."""
         ...
 
     def commit_transaction(self, timeout_s: float) -> None:

@@ -7,7 +7,9 @@ Order, and why:
    under ``exactly_once_v2`` they are part of the transaction (Kafka's ``StreamTask.prepareCommit``);
 1. every task queues its buffered store writes to its changelog partitions;
 2. the producer is flushed: sink, repartition and changelog records are all acknowledged (their offsets known);
-3. the consumed offsets are committed: synchronously with the consumer under at-least-once; under
+3. the consumed offsets are committed, each task's with its commit metadata (the close times of its
+   emit-on-close aggregations' last final results, ``streamapp.processing.commit_metadata``; Kafka's
+   ``StreamTask.committableOffsetsAndMetadata``): synchronously with the consumer under at-least-once; under
    ``exactly_once_v2`` they are added to the thread's transaction, which is then committed, so the output,
    the changelog records and the input offsets become visible together or not at all;
 4. only then each task applies its store batch to RocksDB atomically with the offset of its last changelog
@@ -85,9 +87,14 @@ def commit_tasks(
             task.send_changelog()
         producer.flush(flush_timeout_s)
         offsets: dict[TopicPartition, int] = {}
+        metadata: dict[TopicPartition, str] = {}
         for task in dirty:
-            offsets.update(task.offsets_to_commit())
-        producer.commit(offsets, consumer)
+            task_offsets = task.offsets_to_commit()
+            offsets.update(task_offsets)
+            task_metadata = task.commit_metadata()
+            if task_metadata is not None:
+                metadata.update(dict.fromkeys(task_offsets, task_metadata))
+        producer.commit(offsets, consumer, metadata)
     except CommitFailedError:
         _discard(dirty)
         raise

@@ -4,14 +4,16 @@
 It implements ``ProducerClient``, so tasks and stores send through it unchanged. Under exactly-once:
 
 - the transaction begins lazily, right before the first record after a commit (``maybeBeginTransaction``);
-- ``commit(offsets, consumer)`` adds the consumed offsets with the consumer's group metadata and commits the
-  transaction (the broker rejects the offsets of a member the group has moved past: zombie fencing);
+- ``commit(offsets, consumer, metadata)`` adds the consumed offsets (each with its commit metadata,
+  ``streamapp.processing.commit_metadata``) with the consumer's group metadata and commits the transaction
+  (the broker rejects the offsets of a member the group has moved past: zombie fencing);
 - any failure inside an open transaction aborts it: the caller closes its tasks without commit and revives
   them from their stores and committed offsets (``TransactionAbortedError``, ``CommitFailedError``);
 - ``ProducerFencedError`` means another producer took over this ``transactional.id`` (or the epoch is stale):
   ``reset()`` replaces the client by a fresh one (Kafka's ``resetProducer``) after the tasks were closed dirty.
 
-Under at-least-once ``commit`` just commits the offsets with the consumer (after the caller flushed).
+Under at-least-once ``commit`` just commits the offsets and their metadata with the consumer (after the caller
+flushed).
 """
 
 from __future__ import annotations
@@ -99,12 +101,18 @@ class StreamsProducer:
 
     # -- commit / abort ----------------------------------------------------------------------------
 
-    def commit(self, offsets: Mapping[TopicPartition, int], consumer: ConsumerClient) -> None:
-        """Commit ``offsets`` (next offsets to read): in the transaction under exactly-once, else with the
-        consumer. Call after ``flush``. Raises CommitFailedError when the group moved on,
-        TransactionAbortedError / ProducerFencedError under exactly-once (the transaction was aborted)."""
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        consumer: ConsumerClient,
+        metadata: Mapping[TopicPartition, str] | None = None,
+    ) -> None:
+        """Commit ``offsets`` (next offsets to read), each with its ``metadata`` string where it has one: in the
+        transaction under exactly-once, else with the consumer. Call after ``flush``. Raises CommitFailedError when
+        the group moved on, TransactionAbortedError / ProducerFencedError under exactly-once (the transaction was
+        aborted)."""
         if not self.exactly_once:
-            consumer.commit(offsets)
+            consumer.commit(offsets, metadata)
             return
         if not offsets and not self.transaction_in_flight:
             return
@@ -113,7 +121,7 @@ class StreamsProducer:
             if not self.transaction_in_flight:
                 self._begin()
             if offsets:
-                txn.send_offsets_to_transaction(offsets, consumer.group_metadata(), self._timeout_s)
+                txn.send_offsets_to_transaction(offsets, consumer.group_metadata(), self._timeout_s, metadata)
             txn.commit_transaction(self._timeout_s)
         except ProducerFencedError:
             self.transaction_in_flight = False

@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from streamapp.drop_reasons import DESERIALIZATION_ERROR, INVALID_TIMESTAMP, PROCESSING_ERROR
-from streamapp.kafka.types import ConsumerRecord, DeliveryError, KafkaClientError, ProducerClient, TopicPartition
+from streamapp.kafka.types import (
+    ConsumerRecord,
+    DeliveryError,
+    KafkaClientError,
+    OffsetAndMetadata,
+    ProducerClient,
+    TopicPartition,
+)
+from streamapp.processing.commit_metadata import encode_emitted, merge_emitted
 from streamapp.processing.errors import ExceptionHandlers, ProcessingError
 from streamapp.processing.partition_group import PartitionGroup, RecordQueue, StampedRecord
 from streamapp.processing.state_manager import StateManager, StoreFactory
@@ -46,7 +54,7 @@ from streamapp.processors import (
     source_node_names,
     source_node_of_topic,
 )
-from streamapp.processors.base import RecordContext
+from streamapp.processors.base import EmitProgress, RecordContext
 from streamapp.processors.io import RecordSerializationError
 from streamapp.processors.process import ProcessorHooks, PunctuationError
 from streamapp.sensors import RecordingLevel, TaskSensors, WindowedStat
@@ -234,6 +242,9 @@ class StreamTask:
         self.record_context = RecordContext()
         """The headers of the record being processed, which every record forwarded for it carries (Kafka's
         ``ProcessorRecordContext``); ``None`` during punctuations."""
+        self._final_results: dict[str, EmitProgress] = {}
+        """Store -> final results of each emit-on-close aggregation (built by ``initialize``): what the task's
+        commit metadata carries."""
 
     def __repr__(self) -> str:
         return f"StreamTask({self.id}, {self.state.value})"
@@ -289,6 +300,7 @@ class StreamTask:
             sensors=self.sensors,
         )
         self._sources = build_task_processors(self.description, self.subtopology, ctx)
+        self._final_results = ctx.final_results
         self._extractors = self._build_extractors()
         nodes = source_node_of_topic(self.description, self.subtopology, ctx)
         self._routes = {
@@ -328,6 +340,22 @@ class StreamTask:
             queue = self._queue(tp)
             if queue.fetch_position is None and offset is not None:
                 queue.fetch_position = offset
+
+    def restore_commit_metadata(self, committed: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
+        """Before the first record: resume every emit-on-close aggregation from the close time the task's input
+        partitions' committed metadata holds (``committed``: the group's committed offsets with their metadata;
+        ``streamapp.processing.commit_metadata``), -1 for a store it does not name (nothing emitted as of that
+        commit). Kafka's ``StreamTask.initializeTaskTimeAndProcessorMetadata``. Without metadata of the runtime
+        (no commit yet, an older runtime's commit) they derive it from their restored stores at their first record
+        (``FinalResults.resume``)."""
+        if not self._final_results:
+            return
+        emitted = merge_emitted(found.metadata for found in committed.values() if found is not None)
+        if emitted is None:
+            return
+        for store, final in self._final_results.items():
+            final.restore_committed(emitted.get(store, -1))
+        log.info("Task %s resumes its final results from the committed close times %s", self.id, emitted)
 
     def close(self, clean: bool) -> None:
         """Close the stores. ``clean``: the task was just committed, so its checkpoint is written; otherwise
@@ -604,6 +632,17 @@ class StreamTask:
     def offsets_to_commit(self) -> dict[TopicPartition, int]:
         """Commit step 2: the consumed offsets not committed yet."""
         return {tp: off for tp, off in self.consumed_offsets.items() if self.committed_offsets.get(tp) != off}
+
+    def commit_metadata(self) -> str | None:
+        """Commit step 2: the metadata committed with each of ``offsets_to_commit`` (Kafka's
+        ``StreamTask.committableOffsetsAndMetadata``): the close times of the emit-on-close aggregations' last
+        emissions (``streamapp.processing.commit_metadata``). ``None`` (commit no metadata) for a task without such
+        aggregations, or while one has not resumed yet (skipped records moved the offsets before its first record:
+        committing -1 would make the next owner emit every closed window again)."""
+        finals = self._final_results
+        if not finals or not all(final.resumed for final in finals.values()):
+            return None
+        return encode_emitted({store: final.last_close_time for store, final in finals.items()})
 
     def complete_commit(self) -> None:
         """Commit step 3, after the offsets were committed: apply store batches, write the checkpoint."""

@@ -205,7 +205,9 @@ class TaskManager:
                     log.info("Task %s waits for its state to be released: %s", task_id, exc)
                 continue
             try:
-                task.set_input_positions(self._consumer.committed(sorted(task.input_partitions)))
+                committed = self._consumer.committed_with_metadata(sorted(task.input_partitions))
+                task.set_input_positions({tp: found.offset if found else None for tp, found in committed.items()})
+                task.restore_commit_metadata(committed)
             except KafkaClientError as exc:
                 # e.g. a previous owner's transaction still pending on these offsets: try again soon
                 task.close(clean=False)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BuildContext",
     "Change",
+    "EmitProgress",
     "FamilyBuilders",
     "ForwardProcessor",
     "Processor",
@@ -142,6 +143,17 @@ class RecordContext:
         self.source: ConsumerRecord | None = None
 
 
+class EmitProgress(Protocol):
+    """What a task commits and restores of an ``EmitStrategy.on_window_close()`` aggregation's final results
+    (``streamapp.processors.windowed.base.FinalResults``): the close time (ms) of its last emission, -1 before the
+    first, and whether it was resumed (from commit metadata, or from its restored store at the first record)."""
+
+    last_close_time: int
+    resumed: bool
+
+    def restore_committed(self, close_time: int) -> None: ...
+
+
 @dataclass
 class BuildContext:
     """What the task offers its processors at build time.
@@ -174,6 +186,9 @@ class BuildContext:
     sensors: TaskSensors | None = None
     """The task's Kafka Streams sensors (``streamapp.sensors``): the graph builder puts a node's ``NodeSensor``
     between it and its parents where ``metrics.recording.level`` asks for one; ``None``: none (a bare graph)."""
+    final_results: dict[str, EmitProgress] = field(default_factory=dict)
+    """Store name -> the final results of the emit-on-close aggregation writing it: registered by the windowed
+    aggregation builder, committed and restored by the task (``streamapp.processing.commit_metadata``)."""
 
     def function(self, node: str, parameter: str) -> Callable[..., Any]:
         """The resolved user function of ``node``'s ``parameter``; KeyError if it was not resolved."""

@@ -36,6 +36,7 @@ from streamapp.kafka.types import (
     ConsumerRecord,
     Headers,
     KafkaClientError,
+    OffsetAndMetadata,
     ProducerFencedError,
     RebalanceListener,
     TopicPartition,
@@ -86,6 +87,8 @@ class InMemoryCluster:
             raise ValueError(f"default_partitions must be at least 1, got {default_partitions}")
         self.default_partitions = default_partitions
         self.committed: dict[TopicPartition, int] = {}
+        self.committed_metadata: dict[TopicPartition, str] = {}
+        """The metadata committed with each offset of ``committed`` (``""``: none)."""
         self._topics: dict[str, list[_Partition]] = {}
         self._visible: dict[str, list[ConsumerRecord]] = {}
         """Per topic, the records a ``read_committed`` reader can see, in the order they became visible."""
@@ -229,6 +232,17 @@ class InMemoryCluster:
         if self._producer_epochs.get(transactional_id) != epoch:
             raise ProducerFencedError(f"producer '{transactional_id}' (epoch {epoch}) was fenced by a newer one")
 
+    def commit_offsets(self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str]) -> None:
+        """Commit the group's ``offsets``, each with its ``metadata`` (``""`` where it has none, as the broker
+        keeps a commit without metadata)."""
+        self.committed.update(offsets)
+        self.committed_metadata.update({tp: metadata.get(tp, "") for tp in offsets})
+
+    def offset_and_metadata(self, partition: TopicPartition) -> OffsetAndMetadata | None:
+        """The group's committed offset of ``partition`` with its metadata; ``None`` when none was committed."""
+        offset = self.committed.get(partition)
+        return None if offset is None else OffsetAndMetadata(offset, self.committed_metadata.get(partition, ""))
+
     def begin_transaction(self, transactional_id: str) -> int:
         transaction = next(self._transaction_ids)
         self._open[transaction] = set()
@@ -267,6 +281,7 @@ class InMemoryProducer:
         self._epoch: int | None = None
         self._transaction: int | None = None
         self._offsets: dict[TopicPartition, int] = {}
+        self._metadata: dict[TopicPartition, str] = {}
         self._unacknowledged: list[tuple[Callable[[TopicPartition, int], None], TopicPartition, int]] = []
         self._round_robin: dict[str, int] = {}
 
@@ -330,12 +345,17 @@ class InMemoryProducer:
         self._offsets = {}
 
     def send_offsets_to_transaction(
-        self, offsets: Mapping[TopicPartition, int], group_metadata: object, timeout_s: float
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: object,
+        timeout_s: float,
+        metadata: Mapping[TopicPartition, str] | None = None,
     ) -> None:
         self._check()
         if self._transaction is None:
             raise KafkaClientError("send_offsets_to_transaction outside a transaction")
         self._offsets.update(offsets)
+        self._metadata.update({tp: (metadata or {}).get(tp, "") for tp in offsets})
 
     def commit_transaction(self, timeout_s: float) -> None:
         self._check()
@@ -343,8 +363,8 @@ class InMemoryProducer:
             raise KafkaClientError("commit_transaction without a transaction")
         self._acknowledge()
         self.cluster.end_transaction(self._transaction, commit=True)
-        self.cluster.committed.update(self._offsets)
-        self._transaction, self._offsets = None, {}
+        self.cluster.commit_offsets(self._offsets, self._metadata)
+        self._transaction, self._offsets, self._metadata = None, {}, {}
 
     def abort_transaction(self, timeout_s: float) -> None:
         self._check()
@@ -352,7 +372,7 @@ class InMemoryProducer:
             return
         self._acknowledge()
         self.cluster.end_transaction(self._transaction, commit=False)
-        self._transaction, self._offsets = None, {}
+        self._transaction, self._offsets, self._metadata = None, {}, {}
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -409,11 +429,18 @@ class InMemoryConsumer:
         """True when ``poll`` would return a record (an assignment still due counts as work too)."""
         return self._assignment_due or self._next() is not None
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self.cluster.committed.update(offsets)
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], metadata: Mapping[TopicPartition, str] | None = None
+    ) -> None:
+        self.cluster.commit_offsets(offsets, metadata or {})
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {tp: self.cluster.committed.get(tp) for tp in partitions}
+
+    def committed_with_metadata(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return {tp: self.cluster.offset_and_metadata(tp) for tp in partitions}
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         self._paused.update(partitions)

@@ -65,6 +65,15 @@ def build_windowed_aggregation(
     node: WindowedAggregationNode, children: Sequence[Processor], ctx: BuildContext
 ) -> Processor:
     """The processor of a ``windowed_count`` / ``windowed_reduce`` / ``windowed_aggregate`` node."""
+    processor = _build(node, children, ctx)
+    if processor.final_results is not None:
+        ctx.final_results[node.store] = processor.final_results
+    return processor
+
+
+def _build(
+    node: WindowedAggregationNode, children: Sequence[Processor], ctx: BuildContext
+) -> SessionWindowAggregateProcessor | SlidingWindowAggregateProcessor | TimeWindowAggregateProcessor:
     initializer, aggregator, merger = _functions(node, ctx)
     windows = node.windows
     if windows.type == "session":

@@ -21,6 +21,7 @@ __all__ = [
     "Merger",
     "WindowAggregateBase",
     "closed_windows",
+    "derived_close_time",
 ]
 
 Initializer = Callable[[], Any]
@@ -93,13 +94,13 @@ class FinalResults:
     of its window kind, and every window ``fetch`` finds in them goes to ``forward`` as ``Change(aggregate, None)``
     at its timestamp (Kafka reads them from its time-ordered store: by window start, or session end, then key).
 
-    Kafka keeps ``last_close_time`` in the committed offsets' metadata across a restart; the runtime commits none,
-    so before a task's first record ``resume(lag, upper_of)`` derives it from the restored store: its stream time
-    (``stream_time()``: the largest window start or session end written, kept by the segmented store) minus ``lag``
-    (what separates that time from the close time of the record that wrote it: grace; plus 1 for sliding windows,
-    whose records write starts up to ``t + 1``; plus the gap for sessions). Every window that record closed was
-    emitted before the commit that made its write durable; only windows closed after it are emitted again. When
-    ``upper_of(close time)`` < 0 nothing could have been emitted yet, and it stays -1, as Kafka without metadata.
+    ``last_close_time`` survives a restart or a move in the committed offsets' metadata, as Kafka keeps it
+    (``addProcessorMetadataKeyValue(storeName, windowCloseTime)``; ``streamapp.processing.commit_metadata``): the
+    task commits it with its input offsets (in the same transaction under exactly-once) and, before its first
+    record, ``restore_committed`` sets the committed value, so no final result is emitted twice by a task that
+    committed it. Without metadata (a commit of an older runtime) the first record's ``resume(lag, upper_of)``
+    falls back to ``derived_close_time``: from the restored store, which emits again at most the windows closed
+    after the last committed store write.
     """
 
     def __init__(self, stream_time: Callable[[], int], fetch: ClosedWindows, forward: Any) -> None:
@@ -109,11 +110,15 @@ class FinalResults:
         self.last_close_time = -1
         self.resumed = False
 
-    def resume(self, lag: int, upper_of: Callable[[int], int]) -> None:
+    def restore_committed(self, close_time: int) -> None:
+        """Resume from the close time the task's last commit carried (-1: nothing emitted as of that commit)."""
+        self.last_close_time = close_time
         self.resumed = True
-        close_time = self._stream_time() - lag
-        if upper_of(close_time) >= 0:
-            self.last_close_time = close_time
+
+    def resume(self, lag: int, upper_of: Callable[[int], int]) -> None:
+        """Resume without committed metadata, before the first record: ``derived_close_time``."""
+        self.resumed = True
+        self.last_close_time = derived_close_time(self._stream_time(), lag, upper_of)
 
     def emit(self, lower: int, upper: int, close_time: int) -> None:
         """Forward the windows ``fetch`` finds in ``[lower, upper]`` (ms) and remember ``close_time``."""
@@ -121,6 +126,18 @@ class FinalResults:
         for windowed, aggregate, timestamp in self._fetch(lower, upper):
             forward(windowed, Change(aggregate, None), timestamp)
         self.last_close_time = close_time
+
+
+def derived_close_time(stream_time: int, lag: int, upper_of: Callable[[int], int]) -> int:
+    """The last emission's close time (ms) as a restored store shows it, when no commit metadata holds it: the
+    store's ``stream_time`` (the largest window start or session end written, kept by the segmented store; -1 when
+    empty) minus ``lag`` (what separates that time from the close time of the record that wrote it: grace; plus 1
+    for sliding windows, whose records write starts up to ``t + 1``; plus the gap for sessions). Every window that
+    record closed was emitted before the commit that made its write durable; the windows closed after it are
+    emitted again. -1 (nothing emitted, as Kafka without metadata) when ``upper_of(close time)`` < 0: no window
+    could have closed yet."""
+    close_time = stream_time - lag
+    return close_time if upper_of(close_time) >= 0 else -1
 
 
 def closed_windows(store: Any) -> ClosedWindows:
